@@ -1,0 +1,208 @@
+// The one table of configuration keys tide knows: names, kinds, defaults, bare units and help.
+// Defaults are Spark's unless a comment says otherwise, so a Spark configuration means the same
+// thing here.
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+
+#include "common/config.h"
+#include "common/strings.h"
+
+namespace tide {
+namespace {
+
+constexpr int64_t kMs = 1;          // bare number in a duration = milliseconds
+constexpr int64_t kSeconds = 1000;  // bare number in a duration = seconds
+constexpr int64_t kMiB = 1024 * 1024;
+
+KeyInfo key(std::string name, ValueKind kind, std::string defaultValue, std::string help,
+            int64_t bareUnit = 1, std::vector<std::string> choices = {}) {
+  return KeyInfo{std::move(name),   kind, std::move(defaultValue), bareUnit, std::move(help),
+                 std::move(choices)};
+}
+
+std::vector<KeyInfo> buildKeyTable() {
+  using K = ValueKind;
+  return {
+      // Dynamic allocation (Spark's ExecutorAllocationManager).
+      key("dynamicAllocation.enabled", K::kBool, "true",  // tide default; Spark's is false
+          "Grow and shrink the executor set with the work (false: fixed executor.instances)"),
+      key("dynamicAllocation.minExecutors", K::kInt, "0", "Lower bound on the number of executors"),
+      key("dynamicAllocation.initialExecutors", K::kInt, "",
+          "Executors requested at start (default: max(minExecutors, executor.instances))"),
+      key("dynamicAllocation.maxExecutors", K::kInt, "2147483647",
+          "Upper bound on the number of executors"),
+      key("dynamicAllocation.executorAllocationRatio", K::kDouble, "1.0",
+          "Fraction of the full parallelism to request executors for (0-1]"),
+      key("dynamicAllocation.schedulerBacklogTimeout", K::kDuration, "1s",
+          "Backlog age after which more executors are requested", kSeconds),
+      key("dynamicAllocation.sustainedSchedulerBacklogTimeout", K::kDuration, "",
+          "Interval between further requests while the backlog lasts (default: "
+          "schedulerBacklogTimeout)",
+          kSeconds),
+      key("dynamicAllocation.executorIdleTimeout", K::kDuration, "60s",
+          "Idle time after which an executor is removed", kSeconds),
+      key("dynamicAllocation.cachedExecutorIdleTimeout", K::kDuration, "infinity",
+          "Idle time after which an executor holding cached blocks is removed", kSeconds),
+      key("dynamicAllocation.shuffleTracking.enabled", K::kBool, "true",
+          "Keep executors that hold shuffle output of an active job"),
+      key("dynamicAllocation.shuffleTracking.timeout", K::kDuration, "infinity",
+          "How long shuffle output of a finished job keeps its executor", kMs),
+      key("dynamicAllocation.interval", K::kDuration, "100ms",
+          "Period of the allocation loop",  // tide name; Spark hard-codes 100 ms
+          kMs),
+
+      // Executors and tasks.
+      key("executor.instances", K::kInt, "",
+          "Executors to run when dynamic allocation is off (also raises initialExecutors)"),
+      key("executor.cores", K::kInt, "1", "Cores per executor"),
+      key("executor.memory", K::kSize, "1g", "Memory per executor", kMiB),
+      key("executor.maxNumFailures", K::kInt, "",
+          "Executor failures before the application fails (default: max(2*maxExecutors, 3))"),
+      key("executor.failuresValidityInterval", K::kDuration, "",
+          "Age after which an executor failure no longer counts (default: never)", kMs),
+      key("task.cpus", K::kInt, "1", "Cores each task needs"),
+      key("task.maxFailures", K::kInt, "4", "Failures of one task before its job fails"),
+
+      // Task scheduling.
+      key("locality.wait", K::kDuration, "3s",
+          "Delay before a task falls back to a less local executor", kMs),
+      key("locality.wait.process", K::kDuration, "",
+          "Wait at PROCESS_LOCAL (default: locality.wait)", kMs),
+      key("locality.wait.node", K::kDuration, "", "Wait at NODE_LOCAL (default: locality.wait)",
+          kMs),
+      key("locality.wait.rack", K::kDuration, "", "Wait at RACK_LOCAL (default: locality.wait)",
+          kMs),
+      key("scheduler.mode", K::kString, "FIFO", "Scheduling between jobs: FIFO or FAIR", 1,
+          {"FIFO", "FAIR"}),
+      key("speculation", K::kBool, "false", "Re-launch slow tasks speculatively"),
+      key("speculation.quantile", K::kDouble, "0.75",
+          "Fraction of a stage's tasks that must finish before speculating"),
+      key("speculation.multiplier", K::kDouble, "1.5",
+          "How many times slower than the median a task must be to be speculated"),
+      key("speculation.interval", K::kDuration, "100ms", "How often to look for slow tasks", kMs),
+
+      // Application master.
+      key("am.heartbeatInterval", K::kDuration, "3s",
+          "Interval between AM heartbeats to the resource manager", kMs),
+      key("am.initialAllocationInterval", K::kDuration, "200ms",
+          "Heartbeat interval while container requests are pending", kMs),
+      key("am.maxAttempts", K::kInt, "",
+          "Attempts to run the AM (default: the resource manager's rm.maxAppAttempts)"),
+      key("am.resourceManager", K::kString, "tide",
+          "Where executors come from: tide (tide-rm) or slurm"),
+      key("network.timeout", K::kDuration, "120s", "Default timeout for network interactions",
+          kSeconds),
+      key("ui.port", K::kInt, "4040", "Port of the AM's status server (0: any free port)"),
+      key("log.level", K::kString, "info", "Log level: trace, debug, info, warn or error", 1,
+          {"trace", "debug", "info", "warn", "error"}),
+      key("log.format", K::kString, "text", "Log format: text or json (one object per line)", 1,
+          {"text", "json"}),
+
+      // Built-in resource manager (tide-rm).
+      key("rm.host", K::kString, "127.0.0.1", "Address tide-rm listens on"),
+      key("rm.port", K::kInt, "8088", "Port tide-rm listens on"),
+      key("rm.spreadOut", K::kBool, "true",
+          "Spread executors over nodes (false: pack them onto as few nodes as possible)"),
+      key("rm.nodeExpiry", K::kDuration, "10s",
+          "Time without heartbeat after which a node is considered lost", kMs),
+      key("rm.amLivenessExpiry", K::kDuration, "60s",
+          "Time without heartbeat after which an AM is considered lost", kMs),
+      key("rm.maxAppAttempts", K::kInt, "2", "Attempts to run an application's AM"),
+
+      // Node manager (tide-nm).
+      key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),
+      key("nm.host", K::kString, "127.0.0.1", "Address tide-nm listens on and advertises"),
+      key("nm.port", K::kInt, "8042", "Port tide-nm listens on"),
+      key("nm.cores", K::kInt, "", "Cores offered to containers (default: detected)"),
+      key("nm.memory", K::kSize, "", "Memory offered to containers (default: detected)", kMiB),
+      key("nm.workDir", K::kString, "", "Directory for container working directories and logs"),
+      key("nm.heartbeatInterval", K::kDuration, "1s",
+          "Interval between node heartbeats to the resource manager", kMs),
+
+      // Slurm backend (through slurmrestd).
+      key("slurm.url", K::kString, "http://127.0.0.1:6820", "URL of slurmrestd"),
+      key("slurm.apiVersion", K::kString, "v0.0.38", "slurmrestd OpenAPI version in the path"),
+      key("slurm.partition", K::kString, "", "Partition to submit executor jobs to"),
+      key("slurm.account", K::kString, "", "Account to charge executor jobs to"),
+      key("slurm.qos", K::kString, "", "Quality of service for executor jobs"),
+      key("slurm.timeLimit", K::kString, "", "Time limit of each executor job (Slurm syntax)"),
+      key("slurm.jobNamePrefix", K::kString, "tide", "Prefix of executor job names"),
+      key("slurm.user", K::kString, "", "User name sent to slurmrestd (default: current user)"),
+      key("slurm.tokenFile", K::kString, "",
+          "File holding the JWT for slurmrestd (default: $SLURM_JWT)"),
+  };
+}
+
+}  // namespace
+
+const std::vector<KeyInfo>& knownKeys() {
+  static const std::vector<KeyInfo> table = buildKeyTable();
+  return table;
+}
+
+const KeyInfo* findKey(std::string_view name) {
+  static const std::unordered_map<std::string_view, const KeyInfo*> byName = [] {
+    std::unordered_map<std::string_view, const KeyInfo*> index;
+    for (const KeyInfo& info : knownKeys()) index.emplace(info.name, &info);
+    return index;
+  }();
+  constexpr std::string_view kSparkPrefix = "spark.";
+  if (auto it = byName.find(name); it != byName.end()) return it->second;
+  if (startsWith(name, kSparkPrefix)) {
+    if (auto it = byName.find(name.substr(kSparkPrefix.size())); it != byName.end()) {
+      return it->second;
+    }
+  }
+  return nullptr;
+}
+
+std::string canonicalKey(std::string_view name) {
+  if (const KeyInfo* info = findKey(name)) return info->name;
+  return std::string(name);
+}
+
+std::string_view kindName(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kString:
+      return "string";
+    case ValueKind::kBool:
+      return "boolean";
+    case ValueKind::kInt:
+      return "integer";
+    case ValueKind::kDouble:
+      return "number";
+    case ValueKind::kDuration:
+      return "duration";
+    case ValueKind::kSize:
+      return "size";
+  }
+  return "value";
+}
+
+std::string formatKeyTable(const std::vector<std::string>& prefixes) {
+  std::ostringstream out;
+  for (const KeyInfo& info : knownKeys()) {
+    const bool selected =
+        prefixes.empty() || std::any_of(prefixes.begin(), prefixes.end(),
+                                        [&](const auto& p) { return startsWith(info.name, p); });
+    if (!selected) continue;
+    out << "  " << info.name;
+    if (info.defaultValue.empty()) {
+      out << " (no default)";
+    } else {
+      out << " = " << info.defaultValue;
+    }
+    out << "  [" << kindName(info.kind);
+    if (info.kind == ValueKind::kDuration) {
+      out << "; bare number: " << (info.bareUnit == kSeconds ? "seconds" : "milliseconds");
+    } else if (info.kind == ValueKind::kSize && info.bareUnit == kMiB) {
+      out << "; bare number: MiB";
+    }
+    out << "]\n      " << info.help << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace tide

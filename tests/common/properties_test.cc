@@ -1,0 +1,308 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/config.h"
+#include "tests/common/temp_dir.h"
+
+namespace tide {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing_support::TempDir;
+
+// The message of the ConfigError `body` throws; fails the test when it throws none.
+template <typename Body>
+std::string configErrorOf(Body body) {
+  try {
+    body();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ConfigError thrown";
+  return "";
+}
+
+TEST(KeyTable, DefaultsParseByTheirKind) {
+  const Properties defaults;
+  std::set<std::string> names;
+  for (const KeyInfo& info : knownKeys()) {
+    EXPECT_TRUE(names.insert(info.name).second) << "duplicate key " << info.name;
+    EXPECT_FALSE(info.help.empty()) << info.name;
+    if (info.defaultValue.empty()) continue;
+    switch (info.kind) {
+      case ValueKind::kString:
+        EXPECT_NO_THROW(defaults.getString(info.name)) << info.name;
+        break;
+      case ValueKind::kBool:
+        EXPECT_NO_THROW(defaults.getBool(info.name)) << info.name;
+        break;
+      case ValueKind::kInt:
+        EXPECT_NO_THROW(defaults.getInt(info.name)) << info.name;
+        break;
+      case ValueKind::kDouble:
+        EXPECT_NO_THROW(defaults.getDouble(info.name)) << info.name;
+        break;
+      case ValueKind::kDuration:
+        EXPECT_NO_THROW(defaults.getDuration(info.name)) << info.name;
+        break;
+      case ValueKind::kSize:
+        EXPECT_NO_THROW(defaults.getSizeBytes(info.name)) << info.name;
+        break;
+    }
+  }
+}
+
+TEST(KeyTable, SparkDefaults) {
+  const Properties p;
+  EXPECT_TRUE(p.getBool("dynamicAllocation.enabled"));  // tide's own default
+  EXPECT_EQ(p.getInt("dynamicAllocation.minExecutors"), 0);
+  EXPECT_EQ(p.getInt("dynamicAllocation.maxExecutors"), 2147483647);
+  EXPECT_EQ(p.getDouble("dynamicAllocation.executorAllocationRatio"), 1.0);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.schedulerBacklogTimeout"), 1000);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.executorIdleTimeout"), 60000);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.cachedExecutorIdleTimeout"), kInfiniteMs);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.shuffleTracking.timeout"), kInfiniteMs);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.interval"), 100);
+  EXPECT_EQ(p.getSizeBytes("executor.memory"), int64_t{1} << 30);
+  EXPECT_EQ(p.getInt("task.maxFailures"), 4);
+  EXPECT_EQ(p.getDuration("locality.wait"), 3000);
+  EXPECT_EQ(p.getString("scheduler.mode"), "FIFO");
+  EXPECT_EQ(p.getDuration("network.timeout"), 120000);
+  EXPECT_EQ(p.getString("slurm.apiVersion"), "v0.0.38");
+  EXPECT_FALSE(p.getOptionalInt("dynamicAllocation.initialExecutors").has_value());
+  EXPECT_FALSE(p.getOptionalDuration("dynamicAllocation.sustainedSchedulerBacklogTimeout"));
+  EXPECT_FALSE(p.hasValue("executor.instances"));
+  EXPECT_TRUE(p.hasValue("executor.cores"));
+}
+
+TEST(KeyTable, BareNumbersUseTheKeysSparkUnit) {
+  Properties p;
+  p.set("dynamicAllocation.executorIdleTimeout", "30");
+  p.set("dynamicAllocation.interval", "250");
+  p.set("locality.wait", "500");
+  p.set("executor.memory", "2048");
+  EXPECT_EQ(p.getDuration("dynamicAllocation.executorIdleTimeout"), 30000);
+  EXPECT_EQ(p.getDuration("dynamicAllocation.interval"), 250);
+  EXPECT_EQ(p.getDuration("locality.wait"), 500);
+  EXPECT_EQ(p.getSizeBytes("executor.memory"), int64_t{2048} << 20);
+}
+
+TEST(KeyTable, FormatListsKeysWithDefaults) {
+  const std::string all = formatKeyTable();
+  EXPECT_THAT(all, HasSubstr("dynamicAllocation.maxExecutors = 2147483647"));
+  EXPECT_THAT(all, HasSubstr("executor.instances (no default)"));
+  EXPECT_THAT(all, HasSubstr("bare number: seconds"));
+  const std::string nm = formatKeyTable({"nm."});
+  EXPECT_THAT(nm, HasSubstr("nm.port = 8042"));
+  EXPECT_THAT(nm, ::testing::Not(HasSubstr("rm.port")));
+}
+
+TEST(Properties, LoadsEverySeparatorCommentsAndBlankLines) {
+  TempDir dir;
+  const std::string file = dir.writeFile("tide.conf",
+                                         "# a comment\n"
+                                         "! another comment\n"
+                                         "\n"
+                                         "dynamicAllocation.minExecutors 2\n"
+                                         "dynamicAllocation.maxExecutors=10   \n"
+                                         "executor.cores: 4\n"
+                                         "  executor.memory   =   2g\t\n"
+                                         "nm.rm http://host:8088/x?a=b#c\r\n"
+                                         "scheduler.mode\t\tFAIR\n");
+  Properties p;
+  p.loadFile(file);
+  EXPECT_EQ(p.sourceFile(), file);
+  EXPECT_EQ(p.getInt("dynamicAllocation.minExecutors"), 2);
+  EXPECT_EQ(p.getInt("dynamicAllocation.maxExecutors"), 10);
+  EXPECT_EQ(p.getInt("executor.cores"), 4);
+  EXPECT_EQ(p.getSizeBytes("executor.memory"), int64_t{2} << 30);
+  EXPECT_EQ(p.getString("nm.rm"), "http://host:8088/x?a=b#c");
+  EXPECT_EQ(p.getString("scheduler.mode"), "FAIR");
+  ASSERT_TRUE(p.entry("executor.cores"));
+  EXPECT_EQ(p.entry("executor.cores")->origin.describe(), file + ":6");
+  EXPECT_EQ(p.entries().size(), 6u);
+}
+
+TEST(Properties, LaterDefinitionsWin) {
+  TempDir dir;
+  Properties p;
+  p.loadFile(dir.writeFile("a.conf", "executor.cores 2\nexecutor.cores 3\n"));
+  EXPECT_EQ(p.getInt("executor.cores"), 3);
+  EXPECT_EQ(p.entry("executor.cores")->origin.line, 2);
+}
+
+TEST(Properties, KeyWithoutValueNamesFileAndLine) {
+  TempDir dir;
+  const std::string file = dir.writeFile("bad.conf", "executor.cores 2\n\nexecutor.memory\n");
+  Properties p;
+  const std::string message = configErrorOf([&] { p.loadFile(file); });
+  EXPECT_THAT(message, HasSubstr(file + ":3"));
+  EXPECT_THAT(message, HasSubstr("'executor.memory' has no value"));
+  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.writeFile("b.conf", "x=\n")); }),
+              HasSubstr("b.conf:1"));
+  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.writeFile("c.conf", "= 5\n")); }),
+              HasSubstr("c.conf:1: line has a value but no key"));
+}
+
+TEST(Properties, UnreadableFileNamesIt) {
+  TempDir dir;
+  Properties p;
+  const std::string missing = (dir.path() / "missing.conf").string();
+  EXPECT_THAT(configErrorOf([&] { p.loadFile(missing); }),
+              HasSubstr("cannot read properties file '" + missing + "'"));
+  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.path().string()); }), HasSubstr("directory"));
+}
+
+TEST(Properties, SparkPrefixIsAnAlias) {
+  TempDir dir;
+  Properties p;
+  p.loadFile(dir.writeFile("spark.conf", "spark.dynamicAllocation.maxExecutors 7\n"));
+  EXPECT_TRUE(p.has("dynamicAllocation.maxExecutors"));
+  EXPECT_TRUE(p.has("spark.dynamicAllocation.maxExecutors"));
+  EXPECT_EQ(p.getInt("spark.dynamicAllocation.maxExecutors"), 7);
+  EXPECT_EQ(p.entries().count("dynamicAllocation.maxExecutors"), 1u);
+  p.set("spark.dynamicAllocation.maxExecutors", "9");
+  EXPECT_EQ(p.getInt("dynamicAllocation.maxExecutors"), 9);
+  EXPECT_EQ(p.entries().size(), 1u);
+  EXPECT_TRUE(p.unknownKeyWarnings().empty());
+}
+
+TEST(Properties, SetTrimsAndEmptyValueUnsets) {
+  Properties p;
+  p.set(" executor.cores ", " 8 ");
+  EXPECT_EQ(p.getInt("executor.cores"), 8);
+  p.set("executor.cores", "");
+  EXPECT_FALSE(p.has("executor.cores"));
+  EXPECT_EQ(p.getInt("executor.cores"), 1);
+  p.set("executor.cores", "3");
+  p.unset("spark.executor.cores");
+  EXPECT_FALSE(p.has("executor.cores"));
+}
+
+TEST(Properties, UnknownKeysAreKeptAndGetADidYouMean) {
+  TempDir dir;
+  const std::string file = dir.writeFile("t.conf",
+                                         "dynamicAllocation.enabled true\n"
+                                         "dynamicAllocation.maxExecutor 5\n"
+                                         "spark.app.name wordcount\n");
+  Properties p;
+  p.loadFile(file);
+  p.set("dynamicallocation.minexecutors", "1");
+  p.set("spark.executor.coress", "2");
+  EXPECT_EQ(p.entry("spark.app.name")->value, "wordcount");
+  EXPECT_THAT(p.unknownKeyWarnings(),
+              ElementsAre("unknown key 'dynamicAllocation.maxExecutor' (" + file +
+                              ":2); did you mean 'dynamicAllocation.maxExecutors'?",
+                          "unknown key 'dynamicallocation.minexecutors' (--conf); did you mean "
+                          "'dynamicAllocation.minExecutors'?",
+                          "unknown key 'spark.app.name' (" + file + ":3) is ignored",
+                          "unknown key 'spark.executor.coress' (--conf); did you mean "
+                          "'executor.cores'?"));
+}
+
+TEST(Properties, TypedGetterErrorsNameKeyValueAndOrigin) {
+  TempDir dir;
+  const std::string file = dir.writeFile("tide.conf",
+                                         "# bounds\n"
+                                         "dynamicAllocation.minExecutors 1\n"
+                                         "\n"
+                                         "dynamicAllocation.maxExecutors abc\n");
+  Properties p;
+  p.loadFile(file);
+  EXPECT_EQ(configErrorOf([&] { p.getInt("dynamicAllocation.maxExecutors"); }),
+            "invalid value 'abc' for dynamicAllocation.maxExecutors (" + file +
+                ":4): expected an integer");
+
+  p.set("executor.cores", "99999999999999999999");
+  EXPECT_EQ(configErrorOf([&] { p.getInt("executor.cores"); }),
+            "invalid value '99999999999999999999' for executor.cores (--conf): integer out of "
+            "range");
+  p.set("executor.cores", "4x");
+  EXPECT_THAT(configErrorOf([&] { p.getInt("executor.cores"); }), HasSubstr("expected an integer"));
+  p.set("executor.cores", "-3");
+  EXPECT_EQ(p.getInt("executor.cores"), -3);  // range checks belong to the consumer
+
+  p.set("speculation", "maybe");
+  EXPECT_EQ(configErrorOf([&] { p.getBool("speculation"); }),
+            "invalid value 'maybe' for speculation (--conf): expected true or false");
+
+  p.set("dynamicAllocation.executorAllocationRatio", "half");
+  EXPECT_THAT(configErrorOf([&] { p.getDouble("dynamicAllocation.executorAllocationRatio"); }),
+              HasSubstr("'half' for dynamicAllocation.executorAllocationRatio (--conf): expected "
+                        "a number"));
+
+  p.set("dynamicAllocation.executorIdleTimeout", "-5s", Origin{"runtime", 0});
+  EXPECT_THAT(configErrorOf([&] { p.getDuration("dynamicAllocation.executorIdleTimeout"); }),
+              HasSubstr("invalid value '-5s' for dynamicAllocation.executorIdleTimeout "
+                        "(runtime): expected a duration"));
+
+  p.set("executor.memory", "lots");
+  EXPECT_THAT(configErrorOf([&] { p.getSizeBytes("executor.memory"); }),
+              HasSubstr("invalid value 'lots' for executor.memory (--conf): expected a size"));
+
+  p.set("scheduler.mode", "random");
+  EXPECT_EQ(configErrorOf([&] { p.getString("scheduler.mode"); }),
+            "invalid value 'random' for scheduler.mode (--conf): expected FIFO or FAIR");
+  p.set("scheduler.mode", "fair");
+  EXPECT_EQ(p.getString("scheduler.mode"), "FAIR");
+}
+
+TEST(Properties, BoolSpellings) {
+  Properties p;
+  for (const char* yes : {"true", "TRUE", "yes", "Yes", "1"}) {
+    p.set("speculation", yes);
+    EXPECT_TRUE(p.getBool("speculation")) << yes;
+  }
+  for (const char* no : {"false", "False", "no", "NO", "0"}) {
+    p.set("speculation", no);
+    EXPECT_FALSE(p.getBool("speculation")) << no;
+  }
+}
+
+TEST(Properties, MissingValueWithoutDefault) {
+  Properties p;
+  EXPECT_THAT(configErrorOf([&] { p.getString("nm.workDir"); }),
+              HasSubstr("missing value for nm.workDir"));
+  EXPECT_FALSE(p.getOptionalString("nm.workDir"));
+  p.set("nm.workDir", "/var/lib/tide");
+  EXPECT_EQ(p.getOptionalString("nm.workDir"), "/var/lib/tide");
+}
+
+TEST(Properties, ProgrammingErrorsAreLogicErrors) {
+  Properties p;
+  EXPECT_THROW(p.getInt("no.such.key"), std::logic_error);
+  EXPECT_THROW(p.getInt("executor.memory"), std::logic_error);  // a size, not an int
+  EXPECT_NO_THROW(p.getDouble("executor.cores"));               // ints read fine as doubles
+}
+
+TEST(Properties, ValidateReportsTheFirstBadKnownKeyOnly) {
+  Properties p;
+  p.set("unknown.key", "whatever");
+  p.set("executor.cores", "2");
+  EXPECT_NO_THROW(p.validate());
+  p.set("locality.wait", "soon");
+  EXPECT_THAT(configErrorOf([&] { p.validate(); }), HasSubstr("'soon' for locality.wait"));
+}
+
+TEST(Properties, DescribeAndSerialise) {
+  Properties p;
+  p.set("executor.cores", "2");
+  EXPECT_EQ(p.describe("executor.cores"), "executor.cores=2 (--conf)");
+  EXPECT_EQ(p.describe("spark.executor.memory"), "executor.memory=1g (default)");
+  EXPECT_EQ(p.describe("executor.instances"), "executor.instances (not set)");
+  p.set("ui.port", "0");
+  EXPECT_EQ(p.toText(), "executor.cores=2\nui.port=0\n");
+  EXPECT_THAT(p.toConfArgs(), ElementsAre("--conf", "executor.cores=2", "--conf", "ui.port=0"));
+}
+
+TEST(Origin, Describe) {
+  EXPECT_EQ(Origin{}.describe(), "--conf");
+  EXPECT_EQ((Origin{"conf/tide.conf", 12}).describe(), "conf/tide.conf:12");
+  EXPECT_EQ((Origin{"REST", 0}).describe(), "REST");
+}
+
+}  // namespace
+}  // namespace tide
