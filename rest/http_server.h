@@ -1,0 +1,125 @@
+#pragma once
+
+// An HTTP server on cpp-httplib for tide's REST endpoints: binds (port 0 = ephemeral), serves
+// from a thread pool in the background, limits request bodies, checks auth before handlers,
+// and answers every error with a JSON body {"error": {"code": <status>, "message": "..."}}.
+
+#include <httplib.h>
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "rest/http_client.h"  // LogFunction
+
+namespace tide::rest {
+
+// Thrown by a handler to answer with this status and a JSON error naming `message`.
+// JsonParseError and JsonFieldError thrown by a handler become 400s the same way; any other
+// exception becomes a 500 carrying only its what().
+class RestError : public std::runtime_error {
+ public:
+  RestError(int status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+// Decides whether a request may reach its handler: nullopt lets it through, a string refuses
+// it with a 401 whose message is that string.
+using AuthHook = std::function<std::optional<std::string>(const httplib::Request&)>;
+
+// An AuthHook accepting exactly "Authorization: Bearer <token>" (compared in constant time).
+AuthHook bearerTokenAuth(std::string token);
+
+using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+struct HttpServerOptions {
+  // Only loopback by default: exposing a port beyond the host must be a deliberate choice.
+  std::string bindAddress = "127.0.0.1";
+  int port = 0;  // 0 = an ephemeral port, see HttpServer::port()
+  // Serve on this Unix domain socket instead of bindAddress:port when set.
+  std::string unixSocketPath;
+  // Worker threads. Each kept-alive client connection holds one while it is open.
+  size_t threadCount = 8;
+  // Larger request bodies get a 413 without reaching a handler.
+  size_t maxRequestBodyBytes = 1 << 20;
+  // How long an idle kept-alive connection stays open (and delays stop() by at most).
+  std::chrono::seconds keepAliveTimeout{5};
+  std::chrono::seconds readTimeout{5};
+  std::chrono::seconds writeTimeout{5};
+  // start() gives up when the server is not accepting connections within this time.
+  std::chrono::milliseconds startTimeout{5000};
+  AuthHook auth;  // unset = no authentication
+  // Exact paths (e.g. "/health") served without the auth check.
+  std::set<std::string> authExemptPaths;
+  LogFunction log;  // unset = stderr
+};
+
+// Routes must be registered before start(). Handlers run on pool threads, several at once.
+class HttpServer {
+ public:
+  explicit HttpServer(HttpServerOptions options = {});
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Patterns are httplib regexes over the path, e.g. R"(/api/v1/executors/([^/]+))";
+  // captures are in req.matches.
+  HttpServer& get(const std::string& pattern, RouteHandler handler);
+  HttpServer& post(const std::string& pattern, RouteHandler handler);
+  HttpServer& put(const std::string& pattern, RouteHandler handler);
+  HttpServer& patch(const std::string& pattern, RouteHandler handler);
+  HttpServer& del(const std::string& pattern, RouteHandler handler);
+
+  // Binds, starts serving on a background thread and returns once it accepts connections;
+  // returns the bound TCP port (0 for a Unix socket). Throws std::runtime_error when it cannot
+  // bind or does not come up within startTimeout. Call at most once.
+  int start();
+  // Stops accepting, waits for running handlers and joins the thread. Idempotent.
+  void stop();
+
+  bool running() const;
+  // The bound port once started (the real one when options.port was 0).
+  int port() const { return boundPort_; }
+  // "http://127.0.0.1:PORT", or "unix:/path" for a Unix socket: what HttpClient takes.
+  std::string baseUrl() const;
+
+  // The underlying server, for what the wrapper does not cover (static files, streaming).
+  httplib::Server& native() { return *server_; }
+
+ private:
+  RouteHandler wrap(RouteHandler handler);
+  void serve();
+
+  HttpServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int boundPort_ = 0;
+  bool started_ = false;
+  std::mutex stateMutex_;
+  std::condition_variable stateChanged_;
+  bool serveReturned_ = false;
+};
+
+// The JSON error body every tide endpoint uses: {"error":{"code":404,"message":"..."}}.
+std::string jsonErrorBody(int status, const std::string& message);
+
+// Answers with a JSON body and status.
+void replyJson(httplib::Response& res, const rapidjson::Value& body, int status = 200);
+void replyJson(httplib::Response& res, std::string jsonText, int status = 200);
+// Answers with jsonErrorBody(status, message).
+void replyError(httplib::Response& res, int status, const std::string& message);
+
+}  // namespace tide::rest

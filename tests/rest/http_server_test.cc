@@ -1,0 +1,301 @@
+#include "rest/http_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "rest/http_client.h"
+#include "rest/json.h"
+#include "tests/rest/rest_test_util.h"
+
+namespace tide::rest {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  HttpServerOptions serverOptions() {
+    HttpServerOptions options;
+    options.bindAddress = "127.0.0.1";
+    options.port = 0;
+    options.threadCount = 4;
+    options.log = log_.function();
+    return options;
+  }
+  HttpClientOptions clientOptions() {
+    HttpClientOptions options;
+    options.retry.maxAttempts = 1;
+    options.requestTimeout = std::chrono::seconds(10);
+    options.log = log_.function();
+    return options;
+  }
+  void startServer(std::unique_ptr<HttpServer> server) {
+    server_ = std::move(server);
+    int port = server_->start();
+    ASSERT_GT(port, 0);
+    client_ = std::make_unique<HttpClient>(server_->baseUrl(), clientOptions());
+  }
+  // The {"error": {...}} object of a response, checked for shape and code.
+  static std::string errorMessage(const HttpResponse& response) {
+    EXPECT_THAT(response.header("Content-Type"), StartsWith("application/json"));
+    auto doc = parseJson(response.body);
+    auto error = JsonObjectReader(doc).requireObject("error");
+    EXPECT_EQ(error.requireInt("code"), response.status);
+    return error.requireString("message");
+  }
+
+  testing::LogCapture log_;
+  std::unique_ptr<HttpServer> server_;
+  // Declared after the server so it goes first: its kept-alive connection then closes before
+  // the server stops, and stop() does not wait for the idle keep-alive timeout.
+  std::unique_ptr<HttpClient> client_;
+
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+  }
+};
+
+// A server with the endpoints most tests use.
+std::unique_ptr<HttpServer> makeEchoServer(HttpServerOptions options) {
+  auto server = std::make_unique<HttpServer>(std::move(options));
+  server->get("/ping", [](const httplib::Request&, httplib::Response& res) {
+    replyJson(res, R"({"pong":true})");
+  });
+  // Validates its input like a real endpoint: {"name": string, "resource": {"memory": int}}.
+  server->post("/apps", [](const httplib::Request& req, httplib::Response& res) {
+    auto doc = parseJson(req.body);
+    JsonObjectReader body(doc);
+    std::string name = body.requireString("name");
+    int64_t memory = body.requireObject("resource").requireInt64("memory");
+    JsonWriter writer;
+    writer.startObject().field("name", name).field("memory", memory).endObject();
+    replyJson(res, writer.str(), 201);
+  });
+  server->put(R"(/items/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
+    replyJson(res, R"({"put":")" + std::string(req.matches[1]) + R"("})");
+  });
+  server->del(R"(/items/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
+    replyJson(res, R"({"deleted":")" + std::string(req.matches[1]) + R"("})");
+  });
+  server->get("/conflict", [](const httplib::Request&, httplib::Response&) {
+    throw RestError(409, "executor e3 is already registered");
+  });
+  server->get("/crash", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Partial", "1");
+    throw std::runtime_error("disk full");
+  });
+  server->get("/crash-oddly", [](const httplib::Request&, httplib::Response&) { throw 42; });
+  return server;
+}
+
+TEST_F(HttpServerTest, JsonRoundTripOverLoopback) {
+  startServer(makeEchoServer(serverOptions()));
+  EXPECT_TRUE(server_->running());
+  EXPECT_THAT(server_->baseUrl(), StartsWith("http://127.0.0.1:"));
+
+  auto pong = client_->getJson("/ping");
+  EXPECT_TRUE(requireBool(pong, "pong"));
+
+  auto created = client_->postJson("/apps", R"({"name":"job1","resource":{"memory":4096}})");
+  EXPECT_EQ(requireString(created, "name"), "job1");
+  EXPECT_EQ(requireInt64(created, "memory"), 4096);
+
+  rapidjson::Document body(rapidjson::kObjectType);
+  body.AddMember("x", 1, body.GetAllocator());
+  EXPECT_EQ(requireString(client_->putJson("/items/abc", body), "put"), "abc");
+  EXPECT_EQ(requireString(client_->deleteJson("/items/abc"), "deleted"), "abc");
+
+  EXPECT_THAT(log_.lines(), ::testing::Contains(HasSubstr("http server listening on 127.0.0.1:" +
+                                                          std::to_string(server_->port()))));
+}
+
+TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {
+  std::mutex mutex;
+  std::set<int> remotePorts;
+  auto server = std::make_unique<HttpServer>(serverOptions());
+  server->get("/who", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mutex);
+    remotePorts.insert(req.remote_port);
+    replyJson(res, "{}");
+  });
+  startServer(std::move(server));
+
+  HttpResponse first = client_->request("GET", "/who");
+  HttpResponse second = client_->request("GET", "/who");
+  HttpResponse third = client_->request("GET", "/who");
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.newConnections, 1);
+  EXPECT_EQ(second.newConnections, 0);
+  EXPECT_EQ(third.newConnections, 0);
+  EXPECT_EQ(remotePorts.size(), 1u) << "the server saw more than one client connection";
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404Json) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpResponse response = client_->request("GET", "/no/such/thing");
+  EXPECT_EQ(response.status, 404);
+  EXPECT_EQ(errorMessage(response), "no route for GET /no/such/thing");
+  // A known path with a method it does not serve is unknown too.
+  EXPECT_EQ(client_->request("DELETE", "/ping").status, 404);
+}
+
+TEST_F(HttpServerTest, OversizedBodyIs413Json) {
+  HttpServerOptions options = serverOptions();
+  options.maxRequestBodyBytes = 1024;
+  startServer(makeEchoServer(options));
+
+  std::string big = R"({"name":")" + std::string(4096, 'x') + R"("})";
+  HttpResponse response =
+      client_->request("POST", "/apps", big, {{"Content-Type", "application/json"}});
+  EXPECT_EQ(response.status, 413);
+  EXPECT_EQ(errorMessage(response), "request body exceeds the limit of 1024 bytes");
+
+  // The connection is still usable afterwards.
+  EXPECT_TRUE(requireBool(client_->getJson("/ping"), "pong"));
+}
+
+TEST_F(HttpServerTest, MalformedJsonIs400NamingTheProblem) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpResponse response = client_->request("POST", "/apps", R"({"name":"x",})");
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(errorMessage(response),
+            "malformed JSON at offset 12: Missing a name for object member");
+}
+
+TEST_F(HttpServerTest, MissingOrMistypedFieldIs400NamingTheField) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpResponse missing = client_->request("POST", "/apps", R"({"resource":{"memory":1}})");
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_EQ(errorMessage(missing), "field 'name': missing");
+
+  HttpResponse mistyped =
+      client_->request("POST", "/apps", R"({"name":"x","resource":{"memory":"4g"}})");
+  EXPECT_EQ(mistyped.status, 400);
+  EXPECT_EQ(errorMessage(mistyped), "field 'resource.memory': expected an integer, got a string");
+
+  // Through the JSON helper the same answer becomes an HttpError that quotes it.
+  try {
+    client_->postJson("/apps", R"({"name":7})");
+    FAIL() << "expected HttpError";
+  } catch (const HttpError& error) {
+    EXPECT_EQ(error.status(), 400);
+    EXPECT_EQ(
+        std::string(error.what()),
+        "POST " + server_->baseUrl() +
+            "/apps: HTTP 400: "
+            R"({"error":{"code":400,"message":"field 'name': expected a string, got an integer"}})");
+  }
+}
+
+TEST_F(HttpServerTest, HandlerExceptionsBecomeJsonErrors) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpResponse conflict = client_->request("GET", "/conflict");
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_EQ(errorMessage(conflict), "executor e3 is already registered");
+
+  HttpResponse crash = client_->request("GET", "/crash");
+  EXPECT_EQ(crash.status, 500);
+  EXPECT_EQ(errorMessage(crash), "disk full");
+  EXPECT_EQ(crash.header("X-Partial"), "") << "a failed handler's headers leaked";
+  EXPECT_THAT(log_.lines(), ::testing::Contains(HasSubstr("GET /crash failed: disk full")));
+
+  HttpResponse odd = client_->request("GET", "/crash-oddly");
+  EXPECT_EQ(odd.status, 500);
+  EXPECT_EQ(errorMessage(odd), "internal server error");
+}
+
+TEST_F(HttpServerTest, AuthHookRefusesWith401UnlessExempt) {
+  HttpServerOptions options = serverOptions();
+  options.auth = bearerTokenAuth("s3cret");
+  options.authExemptPaths = {"/ping"};
+  auto server = makeEchoServer(options);
+  server->get("/private", [](const httplib::Request&, httplib::Response& res) {
+    replyJson(res, R"({"ok":true})");
+  });
+  startServer(std::move(server));
+
+  HttpResponse anonymous = client_->request("GET", "/private");
+  EXPECT_EQ(anonymous.status, 401);
+  EXPECT_EQ(errorMessage(anonymous), "missing Authorization header");
+  EXPECT_EQ(anonymous.header("WWW-Authenticate"), "Bearer");
+
+  HttpResponse wrong =
+      client_->request("GET", "/private", "", {{"Authorization", "Bearer s3cres"}});
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_EQ(errorMessage(wrong), "invalid bearer token");
+
+  EXPECT_EQ(client_->request("GET", "/private", "", {{"Authorization", "Bearer s3cret"}}).status,
+            200);
+  EXPECT_EQ(client_->request("GET", "/ping").status, 200) << "exempt path was refused";
+
+  // A client with the token as a default header gets in on every call.
+  HttpClientOptions withToken = clientOptions();
+  withToken.defaultHeaders = {{"Authorization", "Bearer wrong"}};
+  HttpClient authorized(server_->baseUrl(), withToken);
+  EXPECT_EQ(authorized.request("GET", "/private").status, 401);
+  authorized.setDefaultHeader("authorization", "Bearer s3cret");
+  EXPECT_TRUE(requireBool(authorized.getJson("/private"), "ok"));
+}
+
+TEST_F(HttpServerTest, StopIsIdempotentAndStartOnlyOnce) {
+  startServer(makeEchoServer(serverOptions()));
+  int port = server_->port();
+  client_.reset();
+  server_->stop();
+  EXPECT_FALSE(server_->running());
+  server_->stop();
+  EXPECT_THROW(server_->start(), std::logic_error);
+
+  // Nothing listens there any more.
+  HttpClient late("http://127.0.0.1:" + std::to_string(port), clientOptions());
+  EXPECT_THROW(late.request("GET", "/ping"), HttpError);
+}
+
+TEST_F(HttpServerTest, BindingABusyPortFails) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpServerOptions sameport = serverOptions();
+  sameport.port = server_->port();
+  HttpServer second(sameport);
+  try {
+    second.start();
+    FAIL() << "expected the second bind to fail";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("cannot bind 127.0.0.1:" + std::to_string(sameport.port)));
+  }
+}
+
+TEST_F(HttpServerTest, ServesAndCallsOverUnixSocket) {
+  std::string path =
+      ::testing::TempDir() + "tide-rest-test-" + std::to_string(::getpid()) + ".sock";
+  HttpServerOptions options = serverOptions();
+  options.unixSocketPath = path;
+  auto server = makeEchoServer(options);
+  server_ = std::move(server);
+  EXPECT_EQ(server_->start(), 0);
+  EXPECT_EQ(server_->baseUrl(), "unix:" + path);
+
+  HttpClient client(server_->baseUrl(), clientOptions());
+  EXPECT_EQ(client.unixSocketPath(), path);
+  EXPECT_EQ(client.urlFor("/ping"), "http://localhost/ping");
+  EXPECT_TRUE(requireBool(client.getJson("/ping"), "pong"));
+  auto created = client.postJson("/apps", R"({"name":"u","resource":{"memory":1}})");
+  EXPECT_EQ(requireString(created, "name"), "u");
+  HttpResponse second = client.request("GET", "/ping");
+  EXPECT_EQ(second.newConnections, 0);
+}
+
+TEST(JsonErrorBody, HasTheDocumentedShape) {
+  EXPECT_EQ(jsonErrorBody(404, R"(no "x")"), R"({"error":{"code":404,"message":"no \"x\""}})");
+}
+
+}  // namespace
+}  // namespace tide::rest

@@ -1,0 +1,61 @@
+#pragma once
+
+// Shared pieces of the rest tests: a quiet log and a gate that holds a handler until released.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rest/http_client.h"
+
+namespace tide::rest::testing {
+
+// Collects log lines instead of printing them, so tests can also look at them.
+class LogCapture {
+ public:
+  LogFunction function() {
+    return [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(line);
+    };
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Blocks handler threads until the test opens it; the bound keeps a broken test from hanging.
+class Gate {
+ public:
+  // Returns whether the gate was opened (false when the bound ran out).
+  bool waitOpen(std::chrono::milliseconds bound = std::chrono::seconds(10)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++waiting_;
+    changed_.notify_all();
+    return changed_.wait_for(lock, bound, [this] { return open_; });
+  }
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  int waiting() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return waiting_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+  int waiting_ = 0;
+};
+
+}  // namespace tide::rest::testing
