@@ -1,0 +1,111 @@
+#include "allocation/allocation_config.h"
+
+#include <algorithm>
+
+#include "common/config.h"
+
+namespace tide::allocation {
+namespace {
+
+constexpr const char* kMin = "dynamicAllocation.minExecutors";
+constexpr const char* kInitial = "dynamicAllocation.initialExecutors";
+constexpr const char* kMax = "dynamicAllocation.maxExecutors";
+
+int getCount(const Properties& props, const char* key) {
+  const int64_t value = props.getInt(key);
+  if (value < 0 || value > INT_MAX) {
+    throw ConfigError(props.describe(key) + ": must be between 0 and " + std::to_string(INT_MAX));
+  }
+  return static_cast<int>(value);
+}
+
+DurationMs getPositiveDuration(const Properties& props, const char* key) {
+  const DurationMs value = props.getDuration(key);
+  if (value <= 0) throw ConfigError(props.describe(key) + ": must be greater than 0");
+  return value;
+}
+
+}  // namespace
+
+std::string validateBounds(Bounds& bounds, std::string* warning) {
+  if (bounds.minExecutors < 0) return "min: must not be negative";
+  if (bounds.maxExecutors < 0) return "max: must not be negative";
+  if (bounds.initialExecutors < 0) return "initial: must not be negative";
+  if (bounds.maxExecutors == 0) return "max: must be at least 1";
+  if (bounds.minExecutors > bounds.maxExecutors) {
+    return "min=" + std::to_string(bounds.minExecutors) +
+           " is greater than max=" + std::to_string(bounds.maxExecutors);
+  }
+  if (bounds.initialExecutors > bounds.maxExecutors) {
+    return "initial=" + std::to_string(bounds.initialExecutors) +
+           " is greater than max=" + std::to_string(bounds.maxExecutors);
+  }
+  if (bounds.initialExecutors < bounds.minExecutors) {
+    if (warning != nullptr) {
+      *warning = "initial=" + std::to_string(bounds.initialExecutors) +
+                 " is less than min=" + std::to_string(bounds.minExecutors) + "; using min";
+    }
+    bounds.initialExecutors = bounds.minExecutors;
+  }
+  return "";
+}
+
+AllocationConfig AllocationConfig::fromProperties(const Properties& props,
+                                                  std::vector<std::string>* warnings) {
+  AllocationConfig config;
+  config.enabled = props.getBool("dynamicAllocation.enabled");
+  config.executorCores = static_cast<int>(props.getInt("executor.cores"));
+  config.taskCpus = static_cast<int>(props.getInt("task.cpus"));
+  if (config.executorCores < 1)
+    throw ConfigError(props.describe("executor.cores") + ": must be at least 1");
+  if (config.taskCpus < 1) throw ConfigError(props.describe("task.cpus") + ": must be at least 1");
+  if (config.taskCpus > config.executorCores) {
+    throw ConfigError(props.describe("task.cpus") + " is greater than " +
+                      props.describe("executor.cores") + ": no task could ever run");
+  }
+  config.executorInstances =
+      props.has("executor.instances") ? getCount(props, "executor.instances") : 0;
+
+  Bounds& bounds = config.bounds;
+  bounds.minExecutors = getCount(props, kMin);
+  bounds.maxExecutors = getCount(props, kMax);
+  if (config.enabled) {
+    if (bounds.maxExecutors == 0) throw ConfigError(props.describe(kMax) + ": must be at least 1");
+    if (bounds.minExecutors > bounds.maxExecutors) {
+      throw ConfigError(props.describe(kMin) + " is greater than " + props.describe(kMax));
+    }
+  }
+  // As in Spark: the initial target is the largest of min, initialExecutors and
+  // executor.instances; an initial below min is only a warning.
+  const int initial = props.has(kInitial) ? getCount(props, kInitial) : bounds.minExecutors;
+  if (config.enabled && props.has(kInitial) && initial < bounds.minExecutors && warnings) {
+    warnings->push_back(props.describe(kInitial) + " is less than " + props.describe(kMin) +
+                        "; using " + std::to_string(bounds.minExecutors));
+  }
+  bounds.initialExecutors = std::max({bounds.minExecutors, initial, config.executorInstances});
+  if (config.enabled && bounds.initialExecutors > bounds.maxExecutors) {
+    const char* culprit = initial >= config.executorInstances ? kInitial : "executor.instances";
+    throw ConfigError(props.describe(culprit) + " is greater than " + props.describe(kMax));
+  }
+
+  config.executorAllocationRatio = props.getDouble("dynamicAllocation.executorAllocationRatio");
+  if (!(config.executorAllocationRatio > 0.0 && config.executorAllocationRatio <= 1.0)) {
+    throw ConfigError(props.describe("dynamicAllocation.executorAllocationRatio") +
+                      ": must be greater than 0 and at most 1");
+  }
+  config.schedulerBacklogTimeout =
+      getPositiveDuration(props, "dynamicAllocation.schedulerBacklogTimeout");
+  config.sustainedSchedulerBacklogTimeout =
+      props.has("dynamicAllocation.sustainedSchedulerBacklogTimeout")
+          ? getPositiveDuration(props, "dynamicAllocation.sustainedSchedulerBacklogTimeout")
+          : config.schedulerBacklogTimeout;
+  config.executorIdleTimeout = props.getDuration("dynamicAllocation.executorIdleTimeout");
+  config.cachedExecutorIdleTimeout =
+      props.getDuration("dynamicAllocation.cachedExecutorIdleTimeout");
+  config.shuffleTrackingEnabled = props.getBool("dynamicAllocation.shuffleTracking.enabled");
+  config.shuffleTrackingTimeout = props.getDuration("dynamicAllocation.shuffleTracking.timeout");
+  config.interval = getPositiveDuration(props, "dynamicAllocation.interval");
+  return config;
+}
+
+}  // namespace tide::allocation

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace tide {
+class Properties;
+}
+
+namespace tide::allocation {
+
+// The executor bounds; changeable at runtime (PUT /api/v1/allocation/bounds, SIGHUP).
+struct Bounds {
+  int minExecutors = 0;
+  int initialExecutors = 0;
+  int maxExecutors = INT_MAX;
+};
+
+// Checks bounds the way the config does. Returns an empty string when they are valid, else a
+// message naming the offending fields. `initial < min` is not an error: it is reported through
+// `warning` and min is used, as in Spark.
+std::string validateBounds(Bounds& bounds, std::string* warning);
+
+// Everything the allocation policy reads, with Spark's defaults. Immutable once built.
+struct AllocationConfig {
+  bool enabled = true;  // false: a fixed executor.instances, no scaling
+  Bounds bounds;
+  double executorAllocationRatio = 1.0;
+  DurationMs schedulerBacklogTimeout = 1000;
+  DurationMs sustainedSchedulerBacklogTimeout = 1000;
+  DurationMs executorIdleTimeout = 60000;
+  DurationMs cachedExecutorIdleTimeout = kInfiniteMs;
+  bool shuffleTrackingEnabled = true;
+  DurationMs shuffleTrackingTimeout = kInfiniteMs;
+  DurationMs interval = 100;
+  int executorCores = 1;
+  int taskCpus = 1;
+  int executorInstances = 0;  // used when dynamic allocation is off
+
+  int tasksPerExecutor() const { return executorCores / taskCpus; }
+
+  // Reads and validates the `dynamicAllocation.*`, `executor.*` and `task.cpus` keys. Throws
+  // ConfigError naming the key(s), value(s) and where they came from; appends warnings.
+  static AllocationConfig fromProperties(const Properties& props,
+                                         std::vector<std::string>* warnings);
+};
+
+}  // namespace tide::allocation

@@ -1,0 +1,340 @@
+#include "allocation/executor_allocation_manager.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <sstream>
+
+#include "common/config.h"
+
+namespace tide::allocation {
+namespace {
+
+std::string plural(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// "1.0s", "250ms", "2min": how long something has been going on, as a person reads it.
+std::string elapsed(DurationMs ms) {
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  if (ms < 120000) {
+    out << static_cast<double>(ms) / 1000.0 << "s";
+  } else {
+    out << static_cast<double>(ms) / 60000.0 << "min";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+const char* actionName(Decision::Action action) {
+  switch (action) {
+    case Decision::Action::kRaiseTarget:
+      return "raise_target";
+    case Decision::Action::kLowerTarget:
+      return "lower_target";
+    case Decision::Action::kNotAdding:
+      return "not_adding";
+    case Decision::Action::kRemove:
+      return "remove";
+    case Decision::Action::kKeep:
+      return "keep";
+    case Decision::Action::kBoundsChanged:
+      return "bounds_changed";
+  }
+  return "unknown";
+}
+
+ExecutorAllocationManager::ExecutorAllocationManager(const AllocationConfig& config,
+                                                     const Clock& clock)
+    : config_(config), clock_(clock), monitor_(config_, clock) {
+  target_ = config_.enabled ? std::max(config_.bounds.initialExecutors, config_.bounds.minExecutors)
+                            : config_.executorInstances;
+  reportedTarget_ = target_;
+}
+
+int ExecutorAllocationManager::maxNumExecutorsNeeded() const {
+  const int64_t tasks = pendingTasks_ + pendingSpeculativeTasks_ + runningTasks_;
+  if (tasks <= 0) return 0;
+  const double needed = std::ceil(static_cast<double>(tasks) * config_.executorAllocationRatio /
+                                  static_cast<double>(config_.tasksPerExecutor()));
+  return needed >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(needed);
+}
+
+void ExecutorAllocationManager::onSchedulerBacklogged() {
+  if (addTime_ >= 0) return;  // already armed: a failure or a new stage does not push it back
+  const TimeMs now = clock_.nowMs();
+  addTime_ = addSaturating(now, config_.schedulerBacklogTimeout);
+  if (backlogSince_ < 0) backlogSince_ = now;
+}
+
+void ExecutorAllocationManager::onSchedulerQueueEmpty() {
+  addTime_ = -1;
+  backlogSince_ = -1;
+  numExecutorsToAdd_ = 1;
+}
+
+void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
+  initializing_ = false;
+  StageTasks& stage = stages_[stageId];
+  stage.active = true;
+  stage.pending += numTasks;
+  pendingTasks_ += numTasks;
+  if (numTasks > 0) onSchedulerBacklogged();
+}
+
+void ExecutorAllocationManager::onStageCompleted(const std::string& stageId) {
+  auto it = stages_.find(stageId);
+  if (it == stages_.end()) return;
+  StageTasks& stage = it->second;
+  pendingTasks_ -= stage.pending;
+  pendingSpeculativeTasks_ -= stage.pendingSpeculative;
+  stage.pending = 0;
+  stage.pendingSpeculative = 0;
+  stage.active = false;
+  // Tasks still running (a losing speculative copy, say) are counted until they end.
+  if (stage.running == 0) stages_.erase(it);
+  if (!hasPendingTasks()) onSchedulerQueueEmpty();
+}
+
+void ExecutorAllocationManager::onTaskStart(const std::string& stageId, const ExecutorId& executor,
+                                            bool speculative) {
+  StageTasks& stage = stages_[stageId];
+  if (speculative) {
+    if (stage.pendingSpeculative > 0) {
+      --stage.pendingSpeculative;
+      --pendingSpeculativeTasks_;
+    }
+  } else if (stage.pending > 0) {
+    --stage.pending;
+    --pendingTasks_;
+  }
+  ++stage.running;
+  ++runningTasks_;
+  monitor_.onTaskStart(executor);
+  if (!hasPendingTasks()) onSchedulerQueueEmpty();
+}
+
+void ExecutorAllocationManager::onTaskEnd(const std::string& stageId, const ExecutorId& executor,
+                                          TaskEnd how, bool speculative) {
+  monitor_.onTaskEnd(executor);
+  auto it = stages_.find(stageId);
+  if (it == stages_.end()) return;
+  StageTasks& stage = it->second;
+  if (stage.running > 0) {
+    --stage.running;
+    --runningTasks_;
+  }
+  if (how == TaskEnd::kFailed) {
+    // The task will be retried: make sure there will be an executor to run it (SPARK-8366).
+    if (!speculative && stage.active) {
+      ++stage.pending;
+      ++pendingTasks_;
+    }
+    onSchedulerBacklogged();
+  }
+  if (!stage.active && stage.running == 0) stages_.erase(it);
+}
+
+void ExecutorAllocationManager::onSpeculativeTaskSubmitted(const std::string& stageId) {
+  StageTasks& stage = stages_[stageId];
+  stage.active = true;
+  ++stage.pendingSpeculative;
+  ++pendingSpeculativeTasks_;
+  onSchedulerBacklogged();
+}
+
+void ExecutorAllocationManager::onExecutorAdded(const ExecutorId& id) {
+  monitor_.onExecutorAdded(id);
+}
+
+void ExecutorAllocationManager::onExecutorRemoved(const ExecutorId& id) {
+  monitor_.onExecutorRemoved(id);
+}
+
+void ExecutorAllocationManager::onBlocksCached(const ExecutorId& id, const std::string& dataId) {
+  monitor_.onBlocksCached(id, dataId);
+}
+
+void ExecutorAllocationManager::onBlocksUncached(const std::string& dataId) {
+  monitor_.onBlocksUncached(dataId);
+}
+
+void ExecutorAllocationManager::onShuffleOutput(const ExecutorId& id,
+                                                const std::string& shuffleId) {
+  monitor_.onShuffleOutput(id, shuffleId);
+}
+
+void ExecutorAllocationManager::onShuffleReleased(const std::string& shuffleId) {
+  monitor_.onShuffleReleased(shuffleId);
+}
+
+std::string ExecutorAllocationManager::setBounds(Bounds bounds, std::string* warning) {
+  std::string error = validateBounds(bounds, warning);
+  if (!error.empty()) return error;
+  const Bounds old = config_.bounds;
+  config_.bounds = bounds;
+  const int before = target_;
+  if (config_.enabled) target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
+  if (target_ < before) numExecutorsToAdd_ = 1;
+  std::ostringstream why;
+  why << "bounds changed from [" << old.minExecutors << ", " << old.maxExecutors << "] to ["
+      << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
+  if (target_ != before) why << "; target " << before << " -> " << target_;
+  pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
+  return "";
+}
+
+TickResult ExecutorAllocationManager::tick() {
+  TickResult result;
+  result.previousTarget = reportedTarget_;
+  result.decisions = std::move(pendingDecisions_);
+  pendingDecisions_.clear();
+  if (config_.enabled) {
+    const TimeMs now = clock_.nowMs();
+    const std::vector<ExecutorId>& timedOut = monitor_.timedOutExecutors();
+    // An executor idling out ends the initial phase: the first job may never come.
+    if (!timedOut.empty()) initializing_ = false;
+    updateTarget(now, result);
+    if (!timedOut.empty()) removeExecutors(timedOut, result);
+  }
+  result.target = target_;
+  reportedTarget_ = target_;
+  return result;
+}
+
+void ExecutorAllocationManager::updateTarget(TimeMs now, TickResult& result) {
+  // While initializing the target is never lowered, or the first job would have to ramp up
+  // from nothing.
+  if (initializing_) return;
+  const int maxNeeded = maxNumExecutorsNeeded();
+  if (maxNeeded < target_) {
+    // Lowering only cancels pending requests; idle executors go by their own timeout.
+    const int before = target_;
+    target_ = std::max(maxNeeded, config_.bounds.minExecutors);
+    numExecutorsToAdd_ = 1;
+    if (target_ != before) {
+      std::ostringstream why;
+      why << "lowered target " << before << " -> " << target_ << ": "
+          << plural(maxNeeded, "executor", "executors") << " needed for "
+          << plural(pendingTasks_ + pendingSpeculativeTasks_, "pending task", "pending tasks")
+          << " and " << plural(runningTasks_, "running task", "running tasks");
+      if (target_ > maxNeeded) why << " (minExecutors=" << config_.bounds.minExecutors << ")";
+      result.decisions.push_back({Decision::Action::kLowerTarget, target_, "", why.str()});
+    }
+  } else if (addTime_ >= 0 && now >= addTime_) {
+    const int delta = addExecutors(maxNeeded, result);
+    if (delta > 0) {
+      // Exponential ramp: double the step while each step is taken whole.
+      numExecutorsToAdd_ =
+          delta == numExecutorsToAdd_ ? std::min(numExecutorsToAdd_, INT_MAX / 2) * 2 : 1;
+      addTime_ = addSaturating(now, config_.sustainedSchedulerBacklogTimeout);
+    }
+  }
+}
+
+int ExecutorAllocationManager::addExecutors(int maxNeeded, TickResult& result) {
+  const int before = target_;
+  const int64_t backlog = pendingTasks_ + pendingSpeculativeTasks_;
+  if (before >= config_.bounds.maxExecutors) {
+    numExecutorsToAdd_ = 1;
+    result.decisions.push_back(
+        {Decision::Action::kNotAdding, target_, "",
+         "not adding: at maxExecutors=" + std::to_string(config_.bounds.maxExecutors) + " with " +
+             plural(backlog, "pending task", "pending tasks")});
+    return 0;
+  }
+  // No point ramping up through the executors we already have.
+  int64_t target = std::max(target_, monitor_.executorCount());
+  target += numExecutorsToAdd_;
+  target = std::min<int64_t>(target, maxNeeded);
+  target = std::max<int64_t>(std::min<int64_t>(target, config_.bounds.maxExecutors),
+                             config_.bounds.minExecutors);
+  target_ = static_cast<int>(target);
+  const int delta = target_ - before;
+  if (delta == 0) {
+    numExecutorsToAdd_ = 1;
+    result.decisions.push_back({Decision::Action::kNotAdding, target_, "",
+                                "not adding: target " + std::to_string(target_) + " covers the " +
+                                    plural(maxNeeded, "executor", "executors") + " needed for " +
+                                    plural(backlog, "pending task", "pending tasks") + " and " +
+                                    plural(runningTasks_, "running task", "running tasks")});
+    return 0;
+  }
+  std::ostringstream why;
+  why << "added " << delta << " (backlog of " << plural(backlog, "task", "tasks") << " for "
+      << elapsed(clock_.nowMs() - backlogSince_) << "), target " << target_;
+  if (target_ == config_.bounds.maxExecutors) {
+    why << " (maxExecutors)";
+  } else if (target_ == maxNeeded) {
+    why << " (all that is needed)";
+  }
+  result.decisions.push_back({Decision::Action::kRaiseTarget, target_, "", why.str()});
+  return delta;
+}
+
+void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& timedOut,
+                                                TickResult& result) {
+  const TimeMs now = clock_.nowMs();
+  int remaining = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  // Never below min nor below the target (which is never below min). Once that floor is
+  // reached every further executor is kept, so the rest of the list is not looked at: a
+  // thousand executors kept at min cost one decision, not a thousand.
+  const int floor = std::max(config_.bounds.minExecutors, target_);
+  std::vector<ExecutorId> removed;
+  size_t next = 0;
+  for (; next < timedOut.size() && remaining - 1 >= floor; ++next) {
+    const ExecutorTracker* tracker = monitor_.find(timedOut[next]);
+    if (tracker == nullptr) continue;
+    std::string why = "removing " + tracker->id + ": idle for " + elapsed(now - tracker->idleSince);
+    if (!tracker->cachedData.empty()) why += " with cached data";
+    removed.push_back(tracker->id);
+    --remaining;
+    result.decisions.push_back({Decision::Action::kRemove, target_, tracker->id, why});
+  }
+  if (next < timedOut.size()) {
+    const size_t kept = timedOut.size() - next;
+    const std::string because =
+        target_ > config_.bounds.minExecutors
+            ? "the target is " + std::to_string(target_)
+            : "at minExecutors=" + std::to_string(config_.bounds.minExecutors);
+    const ExecutorTracker* first = monitor_.find(timedOut[next]);
+    std::string why;
+    if (kept == 1 && first != nullptr) {
+      why = "keeping " + first->id + ": idle for " + elapsed(now - first->idleSince) + " but " +
+            because;
+    } else {
+      why = "keeping " + std::to_string(kept) + " idle executors (";
+      const size_t shown = std::min<size_t>(kept, 3);
+      for (size_t i = 0; i < shown; ++i) why += (i > 0 ? ", " : "") + timedOut[next + i];
+      why += kept > shown ? ", ...) but " : ") but ";
+      why += because;
+    }
+    result.decisions.push_back({Decision::Action::kKeep, target_, timedOut[next], why});
+  }
+  monitor_.markPendingRemoval(removed);
+  result.toRemove.insert(result.toRemove.end(), removed.begin(), removed.end());
+}
+
+AllocationSnapshot ExecutorAllocationManager::snapshot() const {
+  AllocationSnapshot s;
+  s.bounds = config_.bounds;
+  s.target = target_;
+  s.maxNeeded = maxNumExecutorsNeeded();
+  s.numExecutorsToAdd = numExecutorsToAdd_;
+  s.initializing = initializing_;
+  s.addTime = addTime_;
+  s.live = monitor_.executorCount();
+  s.pendingRemoval = monitor_.pendingRemovalCount();
+  s.busy = monitor_.busyCount();
+  s.idle = s.live - s.busy;
+  s.pendingTasks = pendingTasks_;
+  s.pendingSpeculativeTasks = pendingSpeculativeTasks_;
+  s.runningTasks = runningTasks_;
+  return s;
+}
+
+}  // namespace tide::allocation

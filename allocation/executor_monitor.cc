@@ -1,0 +1,210 @@
+#include "allocation/executor_monitor.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/config.h"
+
+namespace tide::allocation {
+namespace {
+// A deadline that is always due: forces the next timedOutExecutors() to rescan.
+constexpr TimeMs kRescanNow = std::numeric_limits<TimeMs>::min();
+}  // namespace
+
+ExecutorMonitor::ExecutorMonitor(const AllocationConfig& config, const Clock& clock)
+    : config_(config), clock_(clock) {}
+
+ExecutorTracker* ExecutorMonitor::lookup(const ExecutorId& id) {
+  auto it = executors_.find(id);
+  return it == executors_.end() ? nullptr : &it->second;
+}
+
+const ExecutorTracker* ExecutorMonitor::find(const ExecutorId& id) const {
+  auto it = executors_.find(id);
+  return it == executors_.end() ? nullptr : &it->second;
+}
+
+void ExecutorMonitor::onExecutorAdded(const ExecutorId& id) {
+  if (executors_.count(id) != 0) return;  // a repeated registration changes nothing
+  ExecutorTracker& tracker = executors_[id];
+  tracker.id = id;
+  tracker.order = nextOrder_++;
+  tracker.idleSince = clock_.nowMs();  // idle from registration until its first task
+  updateTimeout(tracker);
+}
+
+void ExecutorMonitor::onExecutorRemoved(const ExecutorId& id) {
+  auto it = executors_.find(id);
+  if (it == executors_.end()) return;
+  ExecutorTracker& tracker = it->second;
+  if (tracker.pendingRemoval) --pendingRemoval_;
+  if (tracker.runningTasks > 0) --busy_;
+  for (const auto& data : tracker.cachedData) cacheHolders_[data].erase(id);
+  for (const auto& shuffle : tracker.shuffles) shuffleHolders_[shuffle].erase(id);
+  if (tracker.timedOut) {
+    timedOut_.erase(std::remove(timedOut_.begin(), timedOut_.end(), id), timedOut_.end());
+  }
+  executors_.erase(it);
+}
+
+void ExecutorMonitor::onTaskStart(const ExecutorId& id) {
+  ExecutorTracker* tracker = lookup(id);
+  if (tracker == nullptr) return;
+  if (tracker->runningTasks++ == 0) {
+    ++busy_;
+    tracker->idleSince = -1;
+    updateTimeout(*tracker);
+  }
+}
+
+void ExecutorMonitor::onTaskEnd(const ExecutorId& id) {
+  ExecutorTracker* tracker = lookup(id);
+  if (tracker == nullptr || tracker->runningTasks == 0) return;
+  if (--tracker->runningTasks == 0) {
+    --busy_;
+    tracker->idleSince = clock_.nowMs();
+    updateTimeout(*tracker);
+  }
+}
+
+void ExecutorMonitor::onBlocksCached(const ExecutorId& id, const std::string& dataId) {
+  ExecutorTracker* tracker = lookup(id);
+  if (tracker == nullptr || !tracker->cachedData.insert(dataId).second) return;
+  cacheHolders_[dataId].insert(id);
+  updateTimeout(*tracker);
+}
+
+void ExecutorMonitor::onBlocksUncached(const std::string& dataId) {
+  auto holders = cacheHolders_.find(dataId);
+  if (holders == cacheHolders_.end()) return;
+  for (const auto& id : holders->second) {
+    ExecutorTracker* tracker = lookup(id);
+    if (tracker == nullptr) continue;
+    tracker->cachedData.erase(dataId);
+    // The idle clock is not restarted: an executor idle for longer than executorIdleTimeout
+    // goes at the next tick.
+    updateTimeout(*tracker);
+  }
+  cacheHolders_.erase(holders);
+}
+
+void ExecutorMonitor::onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) {
+  ExecutorTracker* tracker = lookup(id);
+  if (tracker == nullptr || !tracker->shuffles.insert(shuffleId).second) return;
+  shuffleHolders_[shuffleId].insert(id);
+  updateTimeout(*tracker);
+}
+
+void ExecutorMonitor::onShuffleReleased(const std::string& shuffleId) {
+  auto holders = shuffleHolders_.find(shuffleId);
+  if (holders == shuffleHolders_.end()) return;
+  for (const auto& id : holders->second) {
+    ExecutorTracker* tracker = lookup(id);
+    if (tracker == nullptr) continue;
+    tracker->shuffles.erase(shuffleId);
+    updateTimeout(*tracker);
+  }
+  shuffleHolders_.erase(holders);
+}
+
+void ExecutorMonitor::markPendingRemoval(const std::vector<ExecutorId>& ids) {
+  for (const auto& id : ids) {
+    ExecutorTracker* tracker = lookup(id);
+    if (tracker == nullptr || tracker->pendingRemoval) continue;
+    tracker->pendingRemoval = true;
+    ++pendingRemoval_;
+  }
+  if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
+}
+
+DurationMs ExecutorMonitor::idleTimeoutFor(const ExecutorTracker& tracker) const {
+  const bool holdsCache = !tracker.cachedData.empty();
+  const bool holdsShuffle = config_.shuffleTrackingEnabled && !tracker.shuffles.empty();
+  if (!holdsCache && !holdsShuffle) return config_.executorIdleTimeout;
+  // Each kind of data is a reason to stay; the executor stays while any of them holds.
+  DurationMs timeout = 0;
+  if (holdsCache) timeout = std::max(timeout, config_.cachedExecutorIdleTimeout);
+  if (holdsShuffle) timeout = std::max(timeout, config_.shuffleTrackingTimeout);
+  return timeout;
+}
+
+void ExecutorMonitor::updateTimeout(ExecutorTracker& tracker) {
+  const TimeMs oldDeadline = tracker.timeoutAt;
+  const TimeMs newDeadline = tracker.idleSince >= 0
+                                 ? addSaturating(tracker.idleSince, idleTimeoutFor(tracker))
+                                 : kInfiniteMs;
+  tracker.timeoutAt = newDeadline;
+  if (tracker.timedOut && newDeadline > oldDeadline) {
+    // It was counted as timed out but is not any more: rebuild the list at the next tick.
+    tracker.timedOut = false;
+    nextTimeout_ = kRescanNow;
+  } else {
+    nextTimeout_ = std::min(nextTimeout_, newDeadline);
+  }
+}
+
+const std::vector<ExecutorId>& ExecutorMonitor::timedOutExecutors() {
+  const TimeMs now = clock_.nowMs();
+  if (now < nextTimeout_) return timedOut_;
+  // A deadline is due (or the list was invalidated): one scan finds the timed-out executors
+  // and the next deadline, so ticks before that deadline cost nothing.
+  ++scans_;
+  TimeMs next = kInfiniteMs;
+  std::vector<const ExecutorTracker*> expired;
+  for (auto& [id, tracker] : executors_) {
+    if (tracker.pendingRemoval) {
+      tracker.timedOut = false;
+      continue;
+    }
+    if (tracker.timeoutAt > now) {
+      tracker.timedOut = false;
+      next = std::min(next, tracker.timeoutAt);
+    } else {
+      tracker.timedOut = true;
+      expired.push_back(&tracker);
+    }
+  }
+  std::sort(expired.begin(), expired.end(),
+            [](const ExecutorTracker* a, const ExecutorTracker* b) { return a->order < b->order; });
+  timedOut_.clear();
+  for (const auto* tracker : expired) timedOut_.push_back(tracker->id);
+  nextTimeout_ = next;
+  return timedOut_;
+}
+
+ExpiryInfo ExecutorMonitor::expiryOf(const ExecutorTracker& tracker) const {
+  ExpiryInfo info;
+  info.at = tracker.timeoutAt;
+  if (tracker.pendingRemoval) {
+    info.why = "being removed";
+    return info;
+  }
+  if (tracker.runningTasks > 0) {
+    info.why = "busy with " + std::to_string(tracker.runningTasks) +
+               (tracker.runningTasks == 1 ? " task" : " tasks");
+    return info;
+  }
+  const bool holdsCache = !tracker.cachedData.empty();
+  const bool holdsShuffle = config_.shuffleTrackingEnabled && !tracker.shuffles.empty();
+  if (holdsShuffle && config_.shuffleTrackingTimeout >= idleTimeoutFor(tracker)) {
+    info.why = "holds shuffle data of an active job (shuffleTracking.timeout=" +
+               formatDuration(config_.shuffleTrackingTimeout) + ")";
+  } else if (holdsCache) {
+    info.why = "holds cached data (cachedExecutorIdleTimeout=" +
+               formatDuration(config_.cachedExecutorIdleTimeout) + ")";
+  } else {
+    info.why = "idle (executorIdleTimeout=" + formatDuration(config_.executorIdleTimeout) + ")";
+  }
+  return info;
+}
+
+std::vector<const ExecutorTracker*> ExecutorMonitor::all() const {
+  std::vector<const ExecutorTracker*> trackers;
+  trackers.reserve(executors_.size());
+  for (const auto& entry : executors_) trackers.push_back(&entry.second);
+  std::sort(trackers.begin(), trackers.end(),
+            [](const ExecutorTracker* a, const ExecutorTracker* b) { return a->order < b->order; });
+  return trackers;
+}
+
+}  // namespace tide::allocation

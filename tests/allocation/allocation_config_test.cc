@@ -1,0 +1,116 @@
+#include "allocation/allocation_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/config.h"
+
+namespace tide::allocation {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+Properties fromFile(std::initializer_list<std::pair<const char*, const char*>> entries) {
+  Properties props;
+  int line = 1;
+  for (const auto& [key, value] : entries) props.set(key, value, Origin{"conf/tide.conf", line++});
+  return props;
+}
+
+std::string errorOf(const Properties& props) {
+  try {
+    AllocationConfig::fromProperties(props, nullptr);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AllocationConfigTest, DefaultsAreSparks) {
+  std::vector<std::string> warnings;
+  AllocationConfig config = AllocationConfig::fromProperties(Properties(), &warnings);
+  EXPECT_TRUE(config.enabled);
+  EXPECT_EQ(config.bounds.minExecutors, 0);
+  EXPECT_EQ(config.bounds.initialExecutors, 0);
+  EXPECT_EQ(config.bounds.maxExecutors, INT_MAX);
+  EXPECT_EQ(config.schedulerBacklogTimeout, 1000);
+  EXPECT_EQ(config.sustainedSchedulerBacklogTimeout, 1000);
+  EXPECT_EQ(config.executorIdleTimeout, 60000);
+  EXPECT_EQ(config.cachedExecutorIdleTimeout, kInfiniteMs);
+  EXPECT_EQ(config.shuffleTrackingTimeout, kInfiniteMs);
+  EXPECT_EQ(config.interval, 100);
+  EXPECT_EQ(config.tasksPerExecutor(), 1);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(AllocationConfigTest, BareNumbersTakeSparksUnits) {
+  AllocationConfig config =
+      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.executorIdleTimeout", "30"},
+                                                 {"dynamicAllocation.schedulerBacklogTimeout", "2"},
+                                                 {"dynamicAllocation.interval", "250"}}),
+                                       nullptr);
+  EXPECT_EQ(config.executorIdleTimeout, 30000) << "seconds";
+  EXPECT_EQ(config.schedulerBacklogTimeout, 2000);
+  EXPECT_EQ(config.sustainedSchedulerBacklogTimeout, 2000) << "falls back to the backlog timeout";
+  EXPECT_EQ(config.interval, 250) << "milliseconds";
+}
+
+TEST(AllocationConfigTest, MinAboveMaxNamesBothKeys) {
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.minExecutors", "5"},
+                                {"dynamicAllocation.maxExecutors", "2"}})),
+              AllOf(HasSubstr("dynamicAllocation.minExecutors"), HasSubstr("5"),
+                    HasSubstr("dynamicAllocation.maxExecutors"), HasSubstr("2"),
+                    HasSubstr("conf/tide.conf:1"), HasSubstr("conf/tide.conf:2")));
+}
+
+TEST(AllocationConfigTest, InitialAboveMaxIsAnError) {
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.initialExecutors", "9"},
+                                {"dynamicAllocation.maxExecutors", "4"}})),
+              AllOf(HasSubstr("dynamicAllocation.initialExecutors"),
+                    HasSubstr("dynamicAllocation.maxExecutors")));
+  EXPECT_THAT(
+      errorOf(fromFile({{"executor.instances", "9"}, {"dynamicAllocation.maxExecutors", "4"}})),
+      HasSubstr("executor.instances"));
+}
+
+TEST(AllocationConfigTest, InitialBelowMinWarnsAndUsesMin) {
+  std::vector<std::string> warnings;
+  AllocationConfig config =
+      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.minExecutors", "3"},
+                                                 {"dynamicAllocation.initialExecutors", "1"}}),
+                                       &warnings);
+  EXPECT_EQ(config.bounds.initialExecutors, 3);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("dynamicAllocation.initialExecutors"));
+}
+
+TEST(AllocationConfigTest, InitialIsTheLargestOfMinInitialAndInstances) {
+  AllocationConfig config = AllocationConfig::fromProperties(
+      fromFile({{"dynamicAllocation.minExecutors", "1"}, {"executor.instances", "4"}}), nullptr);
+  EXPECT_EQ(config.bounds.initialExecutors, 4);
+}
+
+TEST(AllocationConfigTest, OutOfRangeValuesAreErrors) {
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.executorAllocationRatio", "1.5"}})),
+              HasSubstr("dynamicAllocation.executorAllocationRatio"));
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.executorAllocationRatio", "0"}})),
+              HasSubstr("dynamicAllocation.executorAllocationRatio"));
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.executorIdleTimeout", "-5s"}})),
+              HasSubstr("dynamicAllocation.executorIdleTimeout"));
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.minExecutors", "-1"}})),
+              HasSubstr("dynamicAllocation.minExecutors"));
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.maxExecutors", "lots"}})),
+              AllOf(HasSubstr("dynamicAllocation.maxExecutors"), HasSubstr("lots")));
+  EXPECT_THAT(errorOf(fromFile({{"task.cpus", "4"}, {"executor.cores", "2"}})),
+              AllOf(HasSubstr("task.cpus"), HasSubstr("executor.cores")));
+}
+
+TEST(AllocationConfigTest, SparkPrefixedKeysAreAliases) {
+  Properties props;
+  props.set("spark.dynamicAllocation.maxExecutors", "7");
+  EXPECT_EQ(AllocationConfig::fromProperties(props, nullptr).bounds.maxExecutors, 7);
+}
+
+}  // namespace
+}  // namespace tide::allocation

@@ -1,0 +1,374 @@
+// The allocation policy's rules, one test each, in the spirit of Spark's
+// ExecutorAllocationManagerSuite. Time only moves when a test moves it.
+
+#include "allocation/executor_allocation_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tide::allocation {
+namespace {
+
+using TaskEnd = ExecutorAllocationManager::TaskEnd;
+
+class AllocationTest : public ::testing::Test {
+ protected:
+  AllocationTest() {
+    config.bounds = {0, 0, 20};
+    config.schedulerBacklogTimeout = 1000;
+    config.sustainedSchedulerBacklogTimeout = 1000;
+    config.executorIdleTimeout = 60000;
+  }
+
+  ExecutorAllocationManager& manager() {
+    if (!eam) eam = std::make_unique<ExecutorAllocationManager>(config, clock);
+    return *eam;
+  }
+
+  TickResult tickAt(TimeMs t) {
+    clock.set(t);
+    return manager().tick();
+  }
+
+  // The targets after ticks at each whole second from `from` to `to`.
+  std::vector<int> targetsEverySecond(TimeMs from, TimeMs to) {
+    std::vector<int> targets;
+    for (TimeMs t = from; t <= to; t += 1000) targets.push_back(tickAt(t).target);
+    return targets;
+  }
+
+  void addExecutors(int first, int last) {
+    for (int i = first; i <= last; ++i) manager().onExecutorAdded("e" + std::to_string(i));
+  }
+
+  static bool hasDecision(const TickResult& result, Decision::Action action) {
+    return std::any_of(result.decisions.begin(), result.decisions.end(),
+                       [&](const Decision& d) { return d.action == action; });
+  }
+
+  AllocationConfig config;
+  ManualClock clock{0};
+  std::unique_ptr<ExecutorAllocationManager> eam;
+};
+
+TEST_F(AllocationTest, RampsOneThreeSevenFifteenUnderADeepBacklog) {
+  manager().onStageSubmitted("s1", 1000);
+  EXPECT_EQ(tickAt(0).target, 0);
+  EXPECT_EQ(tickAt(999).target, 0) << "the backlog timer has not fired yet";
+  EXPECT_EQ(targetsEverySecond(1000, 5000), (std::vector<int>{1, 3, 7, 15, 20}));
+  TickResult atMax = tickAt(6000);
+  EXPECT_EQ(atMax.target, 20);
+  ASSERT_TRUE(hasDecision(atMax, Decision::Action::kNotAdding));
+  EXPECT_EQ(atMax.decisions.back().why, "not adding: at maxExecutors=20 with 1000 pending tasks");
+  EXPECT_EQ(manager().snapshot().numExecutorsToAdd, 1) << "reset at max";
+}
+
+TEST_F(AllocationTest, TheSustainedTimeoutPacesLaterSteps) {
+  config.schedulerBacklogTimeout = 500;
+  config.sustainedSchedulerBacklogTimeout = 2000;
+  manager().onStageSubmitted("s1", 1000);
+  EXPECT_EQ(tickAt(500).target, 1);
+  EXPECT_EQ(tickAt(2400).target, 1);
+  EXPECT_EQ(tickAt(2500).target, 3);
+  EXPECT_EQ(tickAt(4500).target, 7);
+}
+
+TEST_F(AllocationTest, RaiseDecisionExplainsTheBacklog) {
+  manager().onStageSubmitted("s1", 120);
+  TickResult result = tickAt(1000);
+  ASSERT_EQ(result.decisions.size(), 1u);
+  EXPECT_EQ(result.decisions[0].action, Decision::Action::kRaiseTarget);
+  EXPECT_EQ(result.decisions[0].why, "added 1 (backlog of 120 tasks for 1.0s), target 1");
+  EXPECT_TRUE(result.targetChanged());
+  EXPECT_EQ(result.previousTarget, 0);
+}
+
+TEST_F(AllocationTest, CapsAtMaxNeededAndResetsTheStep) {
+  manager().onStageSubmitted("s1", 5);
+  EXPECT_EQ(targetsEverySecond(1000, 4000), (std::vector<int>{1, 3, 5, 5}));
+  EXPECT_EQ(manager().snapshot().numExecutorsToAdd, 1)
+      << "a partial step (2 of 4) resets the step to 1";
+}
+
+TEST_F(AllocationTest, CapsAtMaxExecutors) {
+  config.bounds.maxExecutors = 8;
+  manager().onStageSubmitted("s1", 200);
+  EXPECT_EQ(targetsEverySecond(1000, 5000), (std::vector<int>{1, 3, 7, 8, 8}));
+}
+
+TEST_F(AllocationTest, AddsOnTopOfTheExecutorsAlreadyRunning) {
+  addExecutors(1, 5);  // e.g. registered from an earlier burst, target since lowered
+  manager().onStageSubmitted("s1", 100);
+  EXPECT_EQ(tickAt(1000).target, 6) << "max(target 0, live 5) + 1";
+  EXPECT_EQ(tickAt(2000).target, 7) << "a jump of 6 is not a whole step of 1: the step stays 1";
+}
+
+TEST_F(AllocationTest, BacklogDrainedResetsTheTimerAndTheStep) {
+  manager().onStageSubmitted("s1", 100);
+  targetsEverySecond(1000, 3000);  // 1, 3, 7
+  EXPECT_EQ(manager().snapshot().numExecutorsToAdd, 8);
+  addExecutors(1, 7);
+  for (int i = 0; i < 100; ++i) manager().onTaskStart("s1", "e" + std::to_string(i % 7 + 1));
+  AllocationSnapshot s = manager().snapshot();
+  EXPECT_EQ(s.numExecutorsToAdd, 1);
+  EXPECT_EQ(s.addTime, -1);
+  EXPECT_EQ(tickAt(10000).target, 7) << "100 running tasks still need 100 executors; no add";
+}
+
+TEST_F(AllocationTest, LoweringTheTargetOnlyCancelsRequests) {
+  config.bounds.minExecutors = 2;
+  manager().onStageSubmitted("s1", 10);
+  EXPECT_EQ(targetsEverySecond(1000, 3000), (std::vector<int>{3, 5, 9})) << "starting from min";
+  addExecutors(1, 7);
+  for (int i = 1; i <= 7; ++i) manager().onTaskStart("s1", "e" + std::to_string(i));
+  for (int i = 1; i <= 7; ++i)
+    manager().onTaskEnd("s1", "e" + std::to_string(i), TaskEnd::kSuccess);
+  // 3 tasks still pending: maxNeeded 3 < 7.
+  TickResult lowered = tickAt(3100);
+  EXPECT_EQ(lowered.target, 3);
+  EXPECT_TRUE(lowered.toRemove.empty()) << "lowering never kills an executor";
+  ASSERT_TRUE(hasDecision(lowered, Decision::Action::kLowerTarget));
+  manager().onStageCompleted("s1");
+  EXPECT_EQ(tickAt(3200).target, 2) << "never below minExecutors";
+  EXPECT_TRUE(tickAt(3300).toRemove.empty());
+}
+
+TEST_F(AllocationTest, IdleExecutorsGoAfterTheTimeoutOldestFirstNeverBelowMin) {
+  config.bounds.minExecutors = 1;
+  config.bounds.initialExecutors = 1;
+  addExecutors(1, 3);
+  EXPECT_TRUE(tickAt(59999).toRemove.empty());
+  TickResult result = tickAt(60000);
+  EXPECT_EQ(result.toRemove, (std::vector<ExecutorId>{"e1", "e2"}));
+  ASSERT_TRUE(hasDecision(result, Decision::Action::kKeep));
+  EXPECT_EQ(result.decisions.back().why, "keeping e3: idle for 60.0s but at minExecutors=1");
+  // Once gone, the survivor is still kept, and the removed ones are not proposed again.
+  manager().onExecutorRemoved("e1");
+  manager().onExecutorRemoved("e2");
+  EXPECT_TRUE(tickAt(60100).toRemove.empty());
+}
+
+TEST_F(AllocationTest, IdleRemovalNeverGoesBelowTheTarget) {
+  manager().onStageSubmitted("s1", 4);
+  targetsEverySecond(1000, 3000);  // 1, 3, 4
+  addExecutors(1, 6);              // two more than needed, e.g. granted late
+  for (int i = 1; i <= 4; ++i) manager().onTaskStart("s1", "e" + std::to_string(i));
+  // e5 and e6 idle since t=3000; the target stays 4 while the 4 tasks run.
+  TickResult result = tickAt(63000);
+  EXPECT_EQ(result.target, 4);
+  EXPECT_EQ(result.toRemove, (std::vector<ExecutorId>{"e5", "e6"}));
+  for (int i = 1; i <= 4; ++i)
+    manager().onTaskEnd("s1", "e" + std::to_string(i), TaskEnd::kSuccess);
+  manager().onStageCompleted("s1");
+  manager().onExecutorRemoved("e5");
+  manager().onExecutorRemoved("e6");
+  // The target drops to 0 as the work is done; the four go a timeout after their last task.
+  EXPECT_EQ(tickAt(64000).target, 0);
+  EXPECT_TRUE(tickAt(122999).toRemove.empty());
+  EXPECT_EQ(tickAt(123000).toRemove.size(), 4u);
+}
+
+TEST_F(AllocationTest, ABusyExecutorNeverTimesOut) {
+  addExecutors(1, 1);
+  manager().onStageSubmitted("s1", 1);
+  manager().onTaskStart("s1", "e1");
+  EXPECT_TRUE(tickAt(600000).toRemove.empty());
+  manager().onTaskEnd("s1", "e1", TaskEnd::kSuccess);
+  EXPECT_TRUE(tickAt(659999).toRemove.empty()) << "idle from the end of its last task";
+  EXPECT_EQ(tickAt(660000).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+TEST_F(AllocationTest, CachedDataKeepsAnExecutorUntilTheCachedTimeout) {
+  config.cachedExecutorIdleTimeout = 300000;
+  addExecutors(1, 2);
+  manager().onBlocksCached("e1", "s1");
+  EXPECT_EQ(tickAt(60000).toRemove, (std::vector<ExecutorId>{"e2"}));
+  EXPECT_TRUE(tickAt(299999).toRemove.empty());
+  EXPECT_EQ(tickAt(300000).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+TEST_F(AllocationTest, UncachingDoesNotRestartTheIdleClock) {
+  addExecutors(1, 1);
+  manager().onBlocksCached("e1", "s1");  // cachedExecutorIdleTimeout: infinity
+  EXPECT_TRUE(tickAt(90000).toRemove.empty());
+  manager().onBlocksUncached("s1");
+  EXPECT_EQ(tickAt(90100).toRemove, (std::vector<ExecutorId>{"e1"}))
+      << "idle 90s > executorIdleTimeout 60s: goes at the next tick";
+}
+
+TEST_F(AllocationTest, ShuffleOutputOfAnActiveJobHoldsTheExecutor) {
+  addExecutors(1, 1);
+  manager().onShuffleOutput("e1", "j1");
+  EXPECT_TRUE(tickAt(3600000).toRemove.empty());
+  EXPECT_EQ(manager().monitor().expiryOf(*manager().monitor().find("e1")).why,
+            "holds shuffle data of an active job (shuffleTracking.timeout=infinity)");
+  manager().onShuffleReleased("j1");
+  EXPECT_EQ(tickAt(3600100).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+TEST_F(AllocationTest, ShuffleTrackingTimeoutBoundsTheHold) {
+  config.shuffleTrackingTimeout = 120000;
+  addExecutors(1, 1);
+  manager().onShuffleOutput("e1", "j1");
+  EXPECT_TRUE(tickAt(119999).toRemove.empty());
+  EXPECT_EQ(tickAt(120000).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+TEST_F(AllocationTest, WithoutShuffleTrackingShuffleDataHoldsNothing) {
+  config.shuffleTrackingEnabled = false;
+  addExecutors(1, 1);
+  manager().onShuffleOutput("e1", "j1");
+  EXPECT_EQ(tickAt(60000).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+TEST_F(AllocationTest, InitializingKeepsTheInitialTargetUntilAStageArrives) {
+  config.bounds.initialExecutors = 3;
+  EXPECT_EQ(manager().initialTarget(), 3);
+  EXPECT_EQ(tickAt(1000).target, 3) << "nothing needed, but still initializing";
+  EXPECT_TRUE(manager().snapshot().initializing);
+  manager().onStageSubmitted("s1", 1);
+  EXPECT_FALSE(manager().snapshot().initializing);
+  EXPECT_EQ(tickAt(1100).target, 1) << "one task needs one executor";
+}
+
+TEST_F(AllocationTest, AnExecutorIdlingOutEndsInitializing) {
+  config.bounds.initialExecutors = 3;
+  addExecutors(1, 3);
+  EXPECT_EQ(tickAt(59900).target, 3);
+  TickResult result = tickAt(60000);
+  EXPECT_FALSE(manager().snapshot().initializing);
+  EXPECT_EQ(result.target, 0);
+  EXPECT_EQ(result.toRemove, (std::vector<ExecutorId>{"e1", "e2", "e3"}));
+}
+
+TEST_F(AllocationTest, AllocationRatioBelowOneNeedsFewerExecutors) {
+  config.executorAllocationRatio = 0.5;
+  manager().onStageSubmitted("s1", 9);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 5) << "ceil(9 * 0.5)";
+  EXPECT_EQ(targetsEverySecond(1000, 4000), (std::vector<int>{1, 3, 5, 5}));
+}
+
+TEST_F(AllocationTest, SeveralTasksPerExecutor) {
+  config.executorCores = 4;
+  config.taskCpus = 1;
+  manager().onStageSubmitted("s1", 10);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3) << "ceil(10 / 4)";
+  config.executorCores = 4;
+  config.taskCpus = 2;
+  ExecutorAllocationManager twoCpuTasks(config, clock);
+  twoCpuTasks.onStageSubmitted("s1", 10);
+  EXPECT_EQ(twoCpuTasks.maxNumExecutorsNeeded(), 5) << "ceil(10 / (4 / 2))";
+}
+
+TEST_F(AllocationTest, SpeculativeTasksCountAndArmTheBacklog) {
+  manager().onStageSubmitted("s1", 2);
+  addExecutors(1, 2);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskStart("s1", "e2");
+  EXPECT_EQ(manager().snapshot().addTime, -1);
+  clock.set(5000);
+  manager().onSpeculativeTaskSubmitted("s1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3);
+  EXPECT_EQ(manager().snapshot().addTime, 6000);
+  EXPECT_EQ(tickAt(6000).target, 3) << "max(target 0, live 2) + 1";
+  manager().onTaskStart("s1", "e3", /*speculative=*/true);
+  EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 0);
+  EXPECT_EQ(manager().snapshot().runningTasks, 3);
+}
+
+TEST_F(AllocationTest, AFailedTaskIsPendingAgainAndReArmsTheBacklog) {
+  manager().onStageSubmitted("s1", 1);
+  addExecutors(1, 1);
+  manager().onTaskStart("s1", "e1");
+  EXPECT_EQ(manager().snapshot().addTime, -1);
+  clock.set(2000);
+  manager().onTaskEnd("s1", "e1", TaskEnd::kFailed);
+  EXPECT_EQ(manager().snapshot().pendingTasks, 1);
+  EXPECT_EQ(manager().snapshot().addTime, 3000);
+  clock.set(2500);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskEnd("s1", "e1", TaskEnd::kFailed);
+  EXPECT_EQ(manager().snapshot().addTime, 3500) << "re-armed from the second failure";
+  clock.set(2600);
+  manager().onExecutorAdded("e2");
+  manager().onStageSubmitted("s2", 1);
+  EXPECT_EQ(manager().snapshot().addTime, 3500) << "an armed timer is not pushed back";
+}
+
+TEST_F(AllocationTest, AKilledTaskIsNotRetried) {
+  manager().onStageSubmitted("s1", 1);
+  addExecutors(1, 2);
+  manager().onTaskStart("s1", "e1");
+  manager().onSpeculativeTaskSubmitted("s1");
+  manager().onTaskStart("s1", "e2", true);
+  manager().onTaskEnd("s1", "e2", TaskEnd::kSuccess, true);
+  manager().onTaskEnd("s1", "e1", TaskEnd::kKilled);
+  AllocationSnapshot s = manager().snapshot();
+  EXPECT_EQ(s.pendingTasks, 0);
+  EXPECT_EQ(s.runningTasks, 0);
+}
+
+TEST_F(AllocationTest, RuntimeBoundsClipTheTargetAtOnce) {
+  manager().onStageSubmitted("s1", 100);
+  targetsEverySecond(1000, 4000);  // 1, 3, 7, 15
+  EXPECT_EQ(manager().setBounds({0, 0, 5}), "");
+  EXPECT_EQ(manager().snapshot().target, 5);
+  TickResult result = tickAt(4100);
+  EXPECT_TRUE(result.targetChanged());
+  EXPECT_EQ(result.previousTarget, 15);
+  EXPECT_EQ(result.target, 5);
+  ASSERT_TRUE(hasDecision(result, Decision::Action::kBoundsChanged));
+  EXPECT_EQ(result.decisions[0].why, "bounds changed from [0, 20] to [0, 5]; target 15 -> 5");
+  EXPECT_EQ(manager().setBounds({9, 9, 12}), "");
+  EXPECT_EQ(tickAt(4200).target, 9) << "raised to the new min";
+}
+
+TEST_F(AllocationTest, InvalidRuntimeBoundsAreRefusedAndChangeNothing) {
+  EXPECT_EQ(manager().setBounds({5, 5, 2}), "min=5 is greater than max=2");
+  EXPECT_EQ(manager().setBounds({0, 7, 4}), "initial=7 is greater than max=4");
+  EXPECT_EQ(manager().setBounds({-1, 0, 4}), "min: must not be negative");
+  EXPECT_EQ(manager().snapshot().bounds.maxExecutors, 20);
+  std::string warning;
+  EXPECT_EQ(manager().setBounds({3, 1, 4}, &warning), "");
+  EXPECT_EQ(warning, "initial=1 is less than min=3; using min");
+  EXPECT_EQ(manager().snapshot().bounds.initialExecutors, 3);
+}
+
+TEST_F(AllocationTest, DisabledAllocationHoldsAFixedNumber) {
+  config.enabled = false;
+  config.executorInstances = 4;
+  EXPECT_EQ(manager().initialTarget(), 4);
+  addExecutors(1, 4);
+  manager().onStageSubmitted("s1", 1000);
+  EXPECT_EQ(tickAt(10000).target, 4);
+  EXPECT_TRUE(tickAt(600000).toRemove.empty());
+}
+
+TEST_F(AllocationTest, ACompletedStageStopsCountingItsTasks) {
+  manager().onStageSubmitted("s1", 50);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 50);
+  manager().onStageCompleted("s1");  // e.g. aborted after a task failed four times
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 0);
+  EXPECT_EQ(manager().snapshot().addTime, -1);
+}
+
+TEST_F(AllocationTest, SnapshotCountsExecutorsByState) {
+  addExecutors(1, 3);
+  manager().onStageSubmitted("s1", 5);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskStart("s1", "e1");
+  AllocationSnapshot s = manager().snapshot();
+  EXPECT_EQ(s.live, 3);
+  EXPECT_EQ(s.busy, 1);
+  EXPECT_EQ(s.idle, 2);
+  EXPECT_EQ(s.pendingTasks, 3);
+  EXPECT_EQ(s.runningTasks, 2);
+  EXPECT_EQ(s.maxNeeded, 5);
+}
+
+}  // namespace
+}  // namespace tide::allocation
