@@ -50,6 +50,20 @@ std::string validateBounds(Bounds& bounds, std::string* warning) {
   return "";
 }
 
+Bounds changedBounds(const Bounds& current, std::optional<int> minExecutors,
+                     std::optional<int> initialExecutors, std::optional<int> maxExecutors) {
+  Bounds bounds = current;
+  if (minExecutors) bounds.minExecutors = *minExecutors;
+  if (maxExecutors) bounds.maxExecutors = *maxExecutors;
+  if (initialExecutors) {
+    bounds.initialExecutors = *initialExecutors;
+  } else if (bounds.minExecutors <= bounds.maxExecutors) {
+    bounds.initialExecutors =
+        std::clamp(bounds.initialExecutors, bounds.minExecutors, bounds.maxExecutors);
+  }
+  return bounds;
+}
+
 AllocationConfig AllocationConfig::fromProperties(const Properties& props,
                                                   std::vector<std::string>* warnings) {
   AllocationConfig config;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Bounds {
 // message naming the offending fields. `initial < min` is not an error: it is reported through
 // `warning` and min is used, as in Spark.
 std::string validateBounds(Bounds& bounds, std::string* warning);
+
+// A runtime change of some of the bounds. An `initial` not given follows the new bounds (it
+// only mattered at start), so lowering max below the configured initial is not an error.
+Bounds changedBounds(const Bounds& current, std::optional<int> minExecutors,
+                     std::optional<int> initialExecutors, std::optional<int> maxExecutors);
 
 // Everything the allocation policy reads, with Spark's defaults. Immutable once built.
 struct AllocationConfig {

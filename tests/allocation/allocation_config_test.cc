@@ -114,3 +114,20 @@ TEST(AllocationConfigTest, SparkPrefixedKeysAreAliases) {
 
 }  // namespace
 }  // namespace tide::allocation
+
+namespace tide::allocation {
+namespace {
+
+TEST(ChangedBoundsTest, AnInitialNotGivenFollowsTheNewBounds) {
+  const Bounds current{0, 6, 10};
+  Bounds lowered = changedBounds(current, std::nullopt, std::nullopt, 4);
+  EXPECT_EQ(lowered.initialExecutors, 4);
+  EXPECT_EQ(validateBounds(lowered, nullptr), "");
+  Bounds explicitInitial = changedBounds(current, std::nullopt, 6, 4);
+  EXPECT_EQ(validateBounds(explicitInitial, nullptr), "initial=6 is greater than max=4");
+  Bounds raisedMin = changedBounds(current, 8, std::nullopt, std::nullopt);
+  EXPECT_EQ(raisedMin.initialExecutors, 8);
+}
+
+}  // namespace
+}  // namespace tide::allocation

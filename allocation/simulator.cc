@@ -1,0 +1,654 @@
+#include "allocation/simulator.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "allocation/executor_allocation_manager.h"
+
+namespace tide::allocation {
+namespace {
+
+using TaskEnd = ExecutorAllocationManager::TaskEnd;
+
+// A stage of the trace as the modelled scheduler sees it. Tasks are not objects: fresh tasks
+// are an index into the stage's durations and only failed tasks are queued one by one.
+struct SimStage {
+  const TraceEvent* event = nullptr;
+  int64_t nextFresh = 0;           // the next task never started
+  std::deque<DurationMs> retries;  // failed tasks, run before the fresh ones
+  int64_t unfinished = 0;          // tasks not yet succeeded
+  bool uncached = false;           // its cached blocks were dropped: report no new ones
+  bool shuffleReleased = false;    // its job ended: report no new shuffle output
+
+  int64_t pendingCount() const {
+    return static_cast<int64_t>(retries.size()) + event->taskCount - nextFresh;
+  }
+};
+
+struct SimExecutor {
+  ExecutorId id;
+  TimeMs grantedAt = 0;
+  bool live = true;
+  int freeSlots = 0;
+  std::vector<uint64_t> running;     // task keys, in start order
+  TimeMs busySince = -1;             // -1 while no task runs
+  std::set<size_t> reportedCache;    // stages whose blocks it was reported to hold
+  std::set<size_t> reportedShuffle;  // stages whose shuffle output it was reported to hold
+};
+
+struct RunningTask {
+  size_t stage = 0;
+  size_t executor = 0;
+  DurationMs duration = 0;
+};
+
+struct ExecutorRequest {
+  TimeMs requestedAt = 0;
+  TimeMs dueAt = 0;
+};
+
+// The counts an output line shows; a line is printed when they change (among other things).
+struct LineCounts {
+  int target = 0;
+  int live = 0;
+  int pending = 0;
+  int busy = 0;
+  int64_t tasksPending = 0;
+  int64_t tasksRunning = 0;
+  bool operator==(const LineCounts& o) const {
+    return target == o.target && live == o.live && pending == o.pending && busy == o.busy &&
+           tasksPending == o.tasksPending && tasksRunning == o.tasksRunning;
+  }
+};
+
+bool isNonAction(Decision::Action action) {
+  return action == Decision::Action::kNotAdding || action == Decision::Action::kKeep;
+}
+
+class Simulation {
+ public:
+  Simulation(const AllocationConfig& config, const Trace& trace, const SimulationOptions& options,
+             const SimulationObserver& observer)
+      : config_(config),
+        trace_(trace),
+        options_(options),
+        observer_(observer),
+        engine_(config, clock_) {}
+
+  SimulationSummary run();
+
+ private:
+  // The steps of one instant, in order.
+  void applyTraceEvents();
+  void completeTasks();
+  void grantExecutors();
+  void placeTasks();
+  void releaseExecutors(const std::vector<ExecutorId>& ids);
+  void reconcileRequests();
+
+  void applyTraceEvent(const TraceEvent& event);
+  void submitStage(const TraceEvent& event);
+  void endJob(const TraceEvent& event);
+  void setBounds(const TraceEvent& event);
+  void loseNewestExecutor(const TraceEvent& event);
+
+  void startTask(size_t executorIndex);
+  void finishTask(uint64_t key, const RunningTask& task);
+  void failRunningTasks(size_t executorIndex);
+  void releaseExecutor(size_t executorIndex);
+  void onRunningChanged(SimExecutor& executor, int before);
+
+  TimeMs nextInstant();
+  void reportTick(const TickResult& result);
+  bool settled(const TickResult& result) const;
+  void checkStalled() const;
+  SimulationSummary finish(TimeMs end);
+  void diagnose(const TraceEvent& event, const std::string& message) const;
+
+  const AllocationConfig& config_;
+  const Trace& trace_;
+  const SimulationOptions& options_;
+  const SimulationObserver& observer_;
+  ManualClock clock_;
+  ExecutorAllocationManager engine_;
+  TimeMs now_ = 0;
+
+  size_t nextEvent_ = 0;
+  TimeMs nextTick_ = 0;
+
+  std::vector<SimStage> stages_;  // in submission order: placement is FIFO by stage
+  std::map<std::string, size_t> stageIndex_;
+  std::map<std::string, std::vector<size_t>> jobShuffleStages_;
+  std::set<size_t> stagesWithPending_;
+  int64_t pendingTasks_ = 0;
+
+  std::unordered_map<uint64_t, RunningTask> runningTasks_;  // looked up only, never iterated
+  // (end time, task key): keys grow with start order, so ties end in start order. Entries of
+  // tasks that failed with a lost executor stay behind and are skipped.
+  std::priority_queue<std::pair<TimeMs, uint64_t>, std::vector<std::pair<TimeMs, uint64_t>>,
+                      std::greater<>>
+      completions_;
+  uint64_t nextTaskKey_ = 0;
+
+  std::vector<SimExecutor> executors_;  // in grant order; index i is "e<i+1>"
+  std::unordered_map<ExecutorId, size_t> executorIndex_;
+  std::set<size_t> liveExecutors_;
+  std::set<size_t> executorsWithFreeSlots_;
+  int busyExecutors_ = 0;
+  std::deque<ExecutorRequest> requests_;  // oldest first; cancelled from the back
+
+  // Accounting for the summary.
+  int64_t completedTasks_ = 0;
+  TimeMs lastTaskEnd_ = 0;
+  int64_t executorMs_ = 0;
+  int64_t busyExecutorMs_ = 0;
+  int peakLive_ = 0;
+
+  // Output: what the previous line showed, and what happened since.
+  LineCounts printedCounts_;
+  std::string printedDecisionKey_;
+  std::vector<std::string> addedSinceLine_;
+  std::vector<std::string> removedSinceLine_;
+};
+
+SimulationSummary Simulation::run() {
+  // Asked for at start, before the first tick, like an application master registering.
+  for (int i = 0; i < engine_.initialTarget(); ++i) {
+    requests_.push_back({0, addSaturating(0, options_.grantDelay)});
+  }
+
+  int64_t ticks = 0;
+  int settledTicks = 0;
+  TimeMs settledSince = 0;
+  bool first = true;
+  while (true) {
+    const TimeMs t = first ? 0 : nextInstant();
+    first = false;
+    if (options_.until && t > *options_.until) return finish(*options_.until);
+    now_ = t;
+    clock_.set(t);
+
+    applyTraceEvents();
+    completeTasks();
+    grantExecutors();
+    placeTasks();
+    const bool isTick = t == nextTick_;
+    TickResult result;
+    if (isTick) {
+      result = engine_.tick();
+      releaseExecutors(result.toRemove);
+    }
+    reconcileRequests();
+    if (!isTick) continue;
+
+    reportTick(result);
+    nextTick_ += config_.interval;
+    ++ticks;
+
+    // Settled means nothing can change any more without a new event. Two ticks in a row make
+    // sure no state the engine changed in the first (the end of its initial phase, say) acts
+    // in the next; the run is taken to have ended at the first of them.
+    if (settled(result)) {
+      if (settledTicks++ == 0) settledSince = t;
+      if (settledTicks >= 2) {
+        return finish(options_.until ? *options_.until : settledSince);
+      }
+    } else {
+      settledTicks = 0;
+    }
+    checkStalled();
+    if (ticks >= options_.maxTicks) {
+      throw SimulationError("the run did not settle within " + std::to_string(ticks) +
+                            " ticks (t=" + std::to_string(now_) +
+                            "ms): " + std::to_string(pendingTasks_) + " tasks pending, " +
+                            std::to_string(runningTasks_.size()) + " running, " +
+                            std::to_string(liveExecutors_.size()) + " executors live, target " +
+                            std::to_string(engine_.snapshot().target) +
+                            (options_.until ? "" : "; bound the run with --until"));
+    }
+  }
+}
+
+TimeMs Simulation::nextInstant() {
+  TimeMs next = nextTick_;
+  if (nextEvent_ < trace_.events.size()) next = std::min(next, trace_.events[nextEvent_].t);
+  while (!completions_.empty() && runningTasks_.count(completions_.top().second) == 0) {
+    completions_.pop();
+  }
+  if (!completions_.empty()) next = std::min(next, completions_.top().first);
+  // Requests due now or earlier but made in this instant wait for the next instant anyway;
+  // only a due time still ahead is an instant of its own.
+  auto firstAhead = std::upper_bound(
+      requests_.begin(), requests_.end(), now_,
+      [](TimeMs now, const ExecutorRequest& request) { return now < request.dueAt; });
+  if (firstAhead != requests_.end()) next = std::min(next, firstAhead->dueAt);
+  return next;
+}
+
+void Simulation::applyTraceEvents() {
+  while (nextEvent_ < trace_.events.size() && trace_.events[nextEvent_].t <= now_) {
+    applyTraceEvent(trace_.events[nextEvent_++]);
+  }
+}
+
+void Simulation::applyTraceEvent(const TraceEvent& event) {
+  switch (event.type) {
+    case TraceEvent::Type::kStage:
+      submitStage(event);
+      break;
+    case TraceEvent::Type::kUncache: {
+      stages_[stageIndex_.at(event.stage)].uncached = true;
+      engine_.onBlocksUncached(event.stage);
+      break;
+    }
+    case TraceEvent::Type::kJobEnd:
+      endJob(event);
+      break;
+    case TraceEvent::Type::kSetBounds:
+      setBounds(event);
+      break;
+    case TraceEvent::Type::kExecutorLost:
+      loseNewestExecutor(event);
+      break;
+  }
+}
+
+void Simulation::submitStage(const TraceEvent& event) {
+  const size_t index = stages_.size();
+  SimStage stage;
+  stage.event = &event;
+  stage.unfinished = event.taskCount;
+  stages_.push_back(std::move(stage));
+  stageIndex_.emplace(event.stage, index);
+  if (event.shuffle) jobShuffleStages_[event.job].push_back(index);
+  stagesWithPending_.insert(index);
+  pendingTasks_ += event.taskCount;
+  engine_.onStageSubmitted(event.stage, event.taskCount);
+}
+
+void Simulation::endJob(const TraceEvent& event) {
+  auto it = jobShuffleStages_.find(event.job);
+  if (it == jobShuffleStages_.end()) return;
+  for (size_t index : it->second) {
+    SimStage& stage = stages_[index];
+    if (stage.shuffleReleased) continue;
+    stage.shuffleReleased = true;
+    engine_.onShuffleReleased(stage.event->stage);
+  }
+}
+
+void Simulation::setBounds(const TraceEvent& event) {
+  Bounds bounds = changedBounds(engine_.snapshot().bounds, event.minExecutors,
+                                event.initialExecutors, event.maxExecutors);
+  std::string warning;
+  const std::string error = engine_.setBounds(bounds, &warning);
+  // Like a rejected PUT on a running application master: reported, and the run goes on.
+  if (!error.empty()) diagnose(event, "set_bounds rejected, bounds unchanged: " + error);
+  if (!warning.empty()) diagnose(event, "set_bounds: " + warning);
+}
+
+void Simulation::loseNewestExecutor(const TraceEvent& event) {
+  if (liveExecutors_.empty()) {
+    diagnose(event, "executor_lost with no live executor; ignored");
+    return;
+  }
+  const size_t newest = *liveExecutors_.rbegin();
+  failRunningTasks(newest);
+  releaseExecutor(newest);
+}
+
+void Simulation::completeTasks() {
+  while (!completions_.empty() && completions_.top().first <= now_) {
+    const uint64_t key = completions_.top().second;
+    completions_.pop();
+    auto it = runningTasks_.find(key);
+    if (it == runningTasks_.end()) continue;  // failed with a lost executor
+    const RunningTask task = it->second;
+    runningTasks_.erase(it);
+    finishTask(key, task);
+  }
+}
+
+void Simulation::finishTask(uint64_t key, const RunningTask& task) {
+  SimExecutor& executor = executors_[task.executor];
+  SimStage& stage = stages_[task.stage];
+  const std::string& stageId = stage.event->stage;
+
+  // The executor stored the task's output before the task's end reached the scheduler.
+  if (stage.event->cache && !stage.uncached && executor.reportedCache.insert(task.stage).second) {
+    engine_.onBlocksCached(executor.id, stageId);
+  }
+  if (stage.event->shuffle && !stage.shuffleReleased &&
+      executor.reportedShuffle.insert(task.stage).second) {
+    engine_.onShuffleOutput(executor.id, stageId);
+  }
+
+  const int before = static_cast<int>(executor.running.size());
+  executor.running.erase(std::find(executor.running.begin(), executor.running.end(), key));
+  ++executor.freeSlots;
+  if (executor.live) executorsWithFreeSlots_.insert(task.executor);
+  onRunningChanged(executor, before);
+  engine_.onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
+
+  ++completedTasks_;
+  lastTaskEnd_ = now_;
+  if (--stage.unfinished == 0) engine_.onStageCompleted(stageId);
+}
+
+void Simulation::failRunningTasks(size_t executorIndex) {
+  SimExecutor& executor = executors_[executorIndex];
+  const int before = static_cast<int>(executor.running.size());
+  // Newest first, each pushed to the front of its stage: the failed tasks of a stage run again
+  // in the order they first started, before the stage's fresh tasks.
+  for (auto key = executor.running.rbegin(); key != executor.running.rend(); ++key) {
+    auto it = runningTasks_.find(*key);
+    const RunningTask task = it->second;
+    runningTasks_.erase(it);
+    SimStage& stage = stages_[task.stage];
+    stage.retries.push_front(task.duration);
+    stagesWithPending_.insert(task.stage);
+    ++pendingTasks_;
+    engine_.onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed);
+  }
+  executor.freeSlots += before;
+  executor.running.clear();
+  onRunningChanged(executor, before);
+}
+
+void Simulation::onRunningChanged(SimExecutor& executor, int before) {
+  const bool wasBusy = before > 0;
+  const bool isBusy = !executor.running.empty();
+  if (wasBusy == isBusy) return;
+  if (isBusy) {
+    executor.busySince = now_;
+    ++busyExecutors_;
+  } else {
+    busyExecutorMs_ += now_ - executor.busySince;
+    executor.busySince = -1;
+    --busyExecutors_;
+  }
+}
+
+void Simulation::grantExecutors() {
+  while (!requests_.empty() && requests_.front().dueAt <= now_ &&
+         requests_.front().requestedAt < now_) {
+    requests_.pop_front();
+    const size_t index = executors_.size();
+    SimExecutor executor;
+    executor.id = "e" + std::to_string(index + 1);
+    executor.grantedAt = now_;
+    executor.freeSlots = config_.tasksPerExecutor();
+    executorIndex_.emplace(executor.id, index);
+    executors_.push_back(std::move(executor));
+    liveExecutors_.insert(index);
+    executorsWithFreeSlots_.insert(index);
+    peakLive_ = std::max(peakLive_, static_cast<int>(liveExecutors_.size()));
+    addedSinceLine_.push_back(executors_[index].id);
+    engine_.onExecutorAdded(executors_[index].id);
+  }
+}
+
+void Simulation::placeTasks() {
+  // One task per executor per round, oldest executor first, as the scheduler's offer rounds
+  // spread a backlog over the executors instead of filling one before the next.
+  while (!stagesWithPending_.empty() && !executorsWithFreeSlots_.empty()) {
+    for (auto it = executorsWithFreeSlots_.begin();
+         it != executorsWithFreeSlots_.end() && !stagesWithPending_.empty();) {
+      const size_t index = *it;
+      startTask(index);
+      it = executors_[index].freeSlots == 0 ? executorsWithFreeSlots_.erase(it) : std::next(it);
+    }
+  }
+}
+
+void Simulation::startTask(size_t executorIndex) {
+  const size_t stageIndex = *stagesWithPending_.begin();
+  SimStage& stage = stages_[stageIndex];
+  DurationMs duration;
+  if (!stage.retries.empty()) {
+    duration = stage.retries.front();
+    stage.retries.pop_front();
+  } else {
+    duration = stage.event->taskDuration(stage.nextFresh++);
+  }
+  if (stage.pendingCount() == 0) stagesWithPending_.erase(stagesWithPending_.begin());
+  --pendingTasks_;
+
+  SimExecutor& executor = executors_[executorIndex];
+  const uint64_t key = nextTaskKey_++;
+  runningTasks_.emplace(key, RunningTask{stageIndex, executorIndex, duration});
+  completions_.emplace(now_ + duration, key);
+  const int before = static_cast<int>(executor.running.size());
+  executor.running.push_back(key);
+  --executor.freeSlots;
+  onRunningChanged(executor, before);
+  engine_.onTaskStart(stage.event->stage, executor.id);
+}
+
+void Simulation::releaseExecutors(const std::vector<ExecutorId>& ids) {
+  for (const auto& id : ids) {
+    auto it = executorIndex_.find(id);
+    if (it == executorIndex_.end() || !executors_[it->second].live) continue;
+    // The policy removes only idle executors, and placement ran before the tick; should one
+    // still run tasks, they fail and run again elsewhere, as they would on a real cluster.
+    failRunningTasks(it->second);
+    releaseExecutor(it->second);
+  }
+}
+
+void Simulation::releaseExecutor(size_t executorIndex) {
+  SimExecutor& executor = executors_[executorIndex];
+  executor.live = false;
+  executorMs_ += now_ - executor.grantedAt;
+  liveExecutors_.erase(executorIndex);
+  executorsWithFreeSlots_.erase(executorIndex);
+  removedSinceLine_.push_back(executor.id);
+  engine_.onExecutorRemoved(executor.id);
+}
+
+void Simulation::reconcileRequests() {
+  const int64_t target = engine_.snapshot().target;
+  const int64_t outstanding =
+      static_cast<int64_t>(liveExecutors_.size()) + static_cast<int64_t>(requests_.size());
+  if (target > outstanding) {
+    const TimeMs due = addSaturating(now_, options_.grantDelay);
+    for (int64_t i = outstanding; i < target; ++i) requests_.push_back({now_, due});
+  } else {
+    // Lowering the target only withdraws requests not yet granted, newest first.
+    for (int64_t i = target; i < outstanding && !requests_.empty(); ++i) requests_.pop_back();
+  }
+}
+
+void Simulation::reportTick(const TickResult& result) {
+  SimulationLine line;
+  line.t = now_;
+  LineCounts counts;
+  counts.target = result.target;
+  counts.live = static_cast<int>(liveExecutors_.size());
+  counts.pending = static_cast<int>(requests_.size());
+  counts.busy = busyExecutors_;
+  counts.tasksPending = pendingTasks_;
+  counts.tasksRunning = static_cast<int64_t>(runningTasks_.size());
+
+  // Non-actions repeat every tick while nothing changes ("not adding: at maxExecutors=8",
+  // "keeping e3: idle for 6.1s but at minExecutors=2", whose idle time grows): a line repeats
+  // them only when they are not the ones the previous line showed.
+  bool madeAction = false;
+  std::string decisionKey;
+  for (const Decision& decision : result.decisions) {
+    if (!line.why.empty()) line.why += "; ";
+    line.why += decision.why;
+    madeAction = madeAction || !isNonAction(decision.action);
+    decisionKey += actionName(decision.action);
+    decisionKey += ' ';
+    decisionKey += decision.action == Decision::Action::kKeep ? decision.executor : decision.why;
+    decisionKey += '\n';
+  }
+
+  const bool changed = !(counts == printedCounts_) || !addedSinceLine_.empty() ||
+                       !removedSinceLine_.empty() || madeAction ||
+                       (!decisionKey.empty() && decisionKey != printedDecisionKey_);
+  if (!changed) return;
+
+  line.target = counts.target;
+  line.live = counts.live;
+  line.pending = counts.pending;
+  line.busy = counts.busy;
+  line.tasksPending = counts.tasksPending;
+  line.tasksRunning = counts.tasksRunning;
+  line.added = std::move(addedSinceLine_);
+  line.removed = std::move(removedSinceLine_);
+  addedSinceLine_.clear();
+  removedSinceLine_.clear();
+  printedCounts_ = counts;
+  printedDecisionKey_ = decisionKey;
+  if (observer_.onLine) observer_.onLine(line);
+}
+
+bool Simulation::settled(const TickResult& result) const {
+  // The requests are reconciled every instant, so with none pending live >= target; more live
+  // than the target is steady when what holds them (cached data, min) will not let go.
+  if (nextEvent_ < trace_.events.size() || pendingTasks_ > 0 || !runningTasks_.empty() ||
+      !requests_.empty() || result.targetChanged() || !result.toRemove.empty()) {
+    return false;
+  }
+  if (!config_.enabled) return true;  // a fixed executor set: no policy acts on it
+  // An idle deadline still ahead will make a decision then (a removal, or keeping the executor
+  // at minExecutors, which a line reports); one already past was decided on.
+  for (const ExecutorTracker* tracker : engine_.monitor().all()) {
+    if (tracker->timeoutAt > now_ && tracker->timeoutAt != kInfiniteMs) return false;
+  }
+  return true;
+}
+
+void Simulation::checkStalled() const {
+  if (nextEvent_ < trace_.events.size() || pendingTasks_ == 0 || !runningTasks_.empty() ||
+      !liveExecutors_.empty() || !requests_.empty()) {
+    return;
+  }
+  const AllocationSnapshot snapshot = engine_.snapshot();
+  if (snapshot.target > 0) return;
+  // The backlog timer has fired (or never will) and still no executor was asked for.
+  const bool timerSpent =
+      snapshot.addTime < 0 || snapshot.addTime <= now_ || snapshot.addTime == kInfiniteMs;
+  if (config_.enabled && !timerSpent) return;
+  throw SimulationError("stalled at t=" + std::to_string(now_) +
+                        "ms: " + std::to_string(pendingTasks_) +
+                        " tasks are pending but the target stays at 0 executors and no trace "
+                        "event is left to change that");
+}
+
+SimulationSummary Simulation::finish(TimeMs end) {
+  now_ = end;
+  for (size_t index : liveExecutors_) {
+    const SimExecutor& executor = executors_[index];
+    executorMs_ += end - executor.grantedAt;
+    if (executor.busySince >= 0) busyExecutorMs_ += end - executor.busySince;
+  }
+  SimulationSummary summary;
+  summary.makespanMs = lastTaskEnd_;
+  summary.executorMs = executorMs_;
+  summary.busyExecutorMs = busyExecutorMs_;
+  summary.peakLive = peakLive_;
+  summary.tasks = completedTasks_;
+  summary.endMs = end;
+  return summary;
+}
+
+void Simulation::diagnose(const TraceEvent& event, const std::string& message) const {
+  if (observer_.onDiagnostic) {
+    observer_.onDiagnostic(trace_.source + ":" + std::to_string(event.line) +
+                           ": t=" + std::to_string(event.t) + ": " + message);
+  }
+}
+
+void writeIdList(rapidjson::Writer<rapidjson::StringBuffer>& writer,
+                 const std::vector<std::string>& ids) {
+  writer.StartArray();
+  for (const auto& id : ids) writer.String(id.c_str(), static_cast<rapidjson::SizeType>(id.size()));
+  writer.EndArray();
+}
+
+}  // namespace
+
+SimulationSummary simulate(const AllocationConfig& config, const Trace& trace,
+                           const SimulationOptions& options, const SimulationObserver& observer) {
+  if (options.grantDelay < 0 || options.grantDelay == kInfiniteMs) {
+    throw SimulationError("the grant delay must be finite and not negative");
+  }
+  Simulation simulation(config, trace, options, observer);
+  return simulation.run();
+}
+
+std::string toJsonLine(const SimulationLine& line) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("t");
+  writer.Int64(line.t);
+  writer.Key("target");
+  writer.Int(line.target);
+  writer.Key("live");
+  writer.Int(line.live);
+  writer.Key("pending");
+  writer.Int(line.pending);
+  writer.Key("busy");
+  writer.Int(line.busy);
+  writer.Key("tasks_pending");
+  writer.Int64(line.tasksPending);
+  writer.Key("tasks_running");
+  writer.Int64(line.tasksRunning);
+  writer.Key("added");
+  writeIdList(writer, line.added);
+  writer.Key("removed");
+  writeIdList(writer, line.removed);
+  writer.Key("why");
+  writer.String(line.why.c_str(), static_cast<rapidjson::SizeType>(line.why.size()));
+  writer.EndObject();
+  return buffer.GetString();
+}
+
+std::string toJsonLine(const SimulationSummary& summary) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.StartObject();
+  writer.Key("summary");
+  writer.StartObject();
+  writer.Key("makespan_ms");
+  writer.Int64(summary.makespanMs);
+  writer.Key("executor_ms");
+  writer.Int64(summary.executorMs);
+  writer.Key("busy_executor_ms");
+  writer.Int64(summary.busyExecutorMs);
+  writer.Key("peak_live");
+  writer.Int(summary.peakLive);
+  writer.Key("tasks");
+  writer.Int64(summary.tasks);
+  writer.EndObject();
+  writer.EndObject();
+  return buffer.GetString();
+}
+
+SimulationSummary simulateToStream(const AllocationConfig& config, const Trace& trace,
+                                   const SimulationOptions& options, std::ostream& out,
+                                   std::ostream& diagnostics) {
+  SimulationObserver observer;
+  observer.onLine = [&out](const SimulationLine& line) { out << toJsonLine(line) << '\n'; };
+  observer.onDiagnostic = [&diagnostics](const std::string& message) {
+    diagnostics << message << '\n';
+  };
+  const SimulationSummary summary = simulate(config, trace, options, observer);
+  out << toJsonLine(summary) << '\n';
+  out.flush();
+  return summary;
+}
+
+}  // namespace tide::allocation

@@ -1,0 +1,85 @@
+#pragma once
+
+// `tide simulate`: replays a workload trace against the real ExecutorAllocationManager on a
+// virtual clock, with a modelled resource manager and modelled executors, and reports how the
+// executor set followed the work.
+//
+// Within one instant, in this order: trace events (file order), task completions, executor
+// grants, task placement, the allocation tick (at multiples of dynamicAllocation.interval), the
+// release of the executors the tick chose to remove, then the resource manager reconciling its
+// requests with the target. The same inputs always give the same output.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "allocation/allocation_config.h"
+#include "allocation/workload_trace.h"
+#include "common/clock.h"
+
+namespace tide::allocation {
+
+// The run cannot finish: work that can never run, or a run that does not settle.
+class SimulationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct SimulationOptions {
+  // How long the modelled resource manager takes to grant a requested executor. A request is
+  // never granted in the instant it is made: with 0 it is granted at the next instant processed.
+  DurationMs grantDelay = 0;
+  // Stop at this time (inclusive) instead of when the work is done and the executor set settled.
+  std::optional<TimeMs> until;
+  // A run without --until that has not settled after this many ticks is an error, not a hang.
+  int64_t maxTicks = 20'000'000;
+};
+
+// One output line: the state after a tick instant where something changed.
+struct SimulationLine {
+  TimeMs t = 0;
+  int target = 0;
+  int live = 0;     // executors granted and not yet released
+  int pending = 0;  // executor requests the resource manager has not granted yet
+  int busy = 0;     // live executors running at least one task
+  int64_t tasksPending = 0;
+  int64_t tasksRunning = 0;
+  std::vector<std::string> added;    // granted since the previous line
+  std::vector<std::string> removed;  // released or lost since the previous line
+  std::string why;                   // the tick's decisions, joined with "; "
+};
+
+struct SimulationSummary {
+  TimeMs makespanMs = 0;       // when the last task ended
+  int64_t executorMs = 0;      // sum of executor lifetimes (grant to release or end of run)
+  int64_t busyExecutorMs = 0;  // sum of the time each executor ran at least one task
+  int peakLive = 0;
+  int64_t tasks = 0;  // tasks completed
+  TimeMs endMs = 0;   // when the run ended (not printed: --until, or when it settled)
+};
+
+struct SimulationObserver {
+  std::function<void(const SimulationLine&)> onLine;
+  // Things a person should know that do not stop the run (a rejected set_bounds, say).
+  std::function<void(const std::string&)> onDiagnostic;
+};
+
+// Runs the trace to the end. Throws SimulationError when the run cannot finish.
+SimulationSummary simulate(const AllocationConfig& config, const Trace& trace,
+                           const SimulationOptions& options, const SimulationObserver& observer);
+
+// The output format: one compact JSON object per line, keys in a fixed order.
+std::string toJsonLine(const SimulationLine& line);
+std::string toJsonLine(const SimulationSummary& summary);
+
+// simulate() writing JSON Lines (the lines, then the summary) to `out` and diagnostics to
+// `diagnostics`, one per line.
+SimulationSummary simulateToStream(const AllocationConfig& config, const Trace& trace,
+                                   const SimulationOptions& options, std::ostream& out,
+                                   std::ostream& diagnostics);
+
+}  // namespace tide::allocation

@@ -1,0 +1,10 @@
+#pragma once
+
+// The `tide` subcommands. Each takes the arguments after `tide` (argv[0] is the command name)
+// and returns the process exit status: 0 success, 1 failure, 2 bad usage or input.
+
+namespace tide::deploy {
+
+int runSimulateCommand(int argc, char** argv);
+
+}  // namespace tide::deploy

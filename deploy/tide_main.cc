@@ -1,0 +1,53 @@
+// `tide <command> [...]`: the one entry point of the tide command line.
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "deploy/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);
+};
+
+// Add a command here and in commands.h; `tide --help` lists them in this order.
+constexpr Command kCommands[] = {
+    {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",
+     tide::deploy::runSimulateCommand},
+};
+
+void printUsage(std::ostream& out) {
+  out << "Usage: tide <command> [OPTIONS]\n\n"
+         "tide is an elastic application master: it grows and shrinks a job's executors with\n"
+         "the work (Spark's dynamic allocation).\n\nCommands:\n";
+  for (const Command& command : kCommands) {
+    const std::string name = command.name;
+    out << "  " << name << std::string(name.size() < 12 ? 12 - name.size() : 1, ' ')
+        << command.summary << "\n";
+  }
+  out << "\nRun `tide <command> --help` for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    printUsage(std::cerr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    printUsage(std::cout);
+    return 0;
+  }
+  for (const Command& command : kCommands) {
+    // The command sees itself as argv[0], as CommandLine expects.
+    if (name == command.name) return command.run(argc - 1, argv + 1);
+  }
+  std::cerr << "tide: error: unknown command '" << name << "' (see tide --help)\n";
+  return 2;
+}

@@ -1,0 +1,154 @@
+// Runs the real `tide` binary on the example traces, the way a person would.
+
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/common/temp_dir.h"
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `tide ARGS` through the shell, capturing stdout and stderr.
+Result runTide(const std::string& args) {
+  tide::testing_support::TempDir dir;
+  const std::string errFile = (dir.path() / "stderr").string();
+  const std::string command = std::string(TIDE_BIN_DIR) + "/tide " + args + " 2>" + errFile;
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(errFile);
+  std::ostringstream text;
+  text << err.rdbuf();
+  result.err = text.str();
+  return result;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> all;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) all.push_back(line);
+  return all;
+}
+
+const std::string kExamples = std::string(TIDE_SOURCE_DIR) + "/examples/traces";
+
+std::string simulateArgs(const std::string& trace) {
+  return "simulate --properties-file " + kExamples + "/demo.conf --trace " + trace;
+}
+
+TEST(TideSimulateCliTest, SteadyBatchRunsToItsSummary) {
+  const Result result = runTide(simulateArgs(kExamples + "/steady-batch.jsonl"));
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  const std::vector<std::string> output = lines(result.out);
+  ASSERT_GE(output.size(), 2u);
+  for (size_t i = 0; i + 1 < output.size(); ++i) {
+    rapidjson::Document line;
+    line.Parse(output[i].c_str());
+    ASSERT_FALSE(line.HasParseError()) << output[i];
+    EXPECT_TRUE(line.HasMember("t") && line.HasMember("target") && line.HasMember("why"))
+        << output[i];
+  }
+  rapidjson::Document summary;
+  summary.Parse(output.back().c_str());
+  ASSERT_FALSE(summary.HasParseError()) << output.back();
+  ASSERT_TRUE(summary.HasMember("summary")) << output.back();
+  const auto& s = summary["summary"];
+  EXPECT_EQ(s["tasks"].GetInt64(), 200);
+  EXPECT_EQ(s["peak_live"].GetInt(), 8);  // demo.conf's maxExecutors
+  // 200 tasks x 2s = 400 executor-slot seconds on 2-core executors: at least 200s busy.
+  EXPECT_GE(s["busy_executor_ms"].GetInt64(), 200000);
+  EXPECT_GE(s["executor_ms"].GetInt64(), s["busy_executor_ms"].GetInt64());
+}
+
+TEST(TideSimulateCliTest, EveryExampleTraceRunsAndGivesTheSameOutputTwice) {
+  int traces = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kExamples)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    ++traces;
+    const Result first = runTide(simulateArgs(entry.path().string()));
+    ASSERT_EQ(first.status, 0) << entry.path() << ": " << first.err;
+    const Result second = runTide(simulateArgs(entry.path().string()));
+    EXPECT_EQ(first.out, second.out) << entry.path();
+    EXPECT_NE(lines(first.out).back().find("\"summary\""), std::string::npos) << entry.path();
+  }
+  EXPECT_GE(traces, 3);
+}
+
+TEST(TideSimulateCliTest, MalformedTraceExitsTwoNamingTheLine) {
+  tide::testing_support::TempDir dir;
+  const std::string trace = dir.writeFile(
+      "bad.jsonl",
+      "{\"t\": 0, \"type\": \"stage\", \"stage\": \"s1\", \"tasks\": 1, \"task_ms\": 5}\n"
+      "{\"t\": 1, \"type\": \"stage\", \"stage\": \"s2\", \"tasks\": {}}\n");
+  const Result result = runTide(simulateArgs(trace));
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.out, "");  // nothing runs before the whole trace is read
+  EXPECT_NE(
+      result.err.find("bad.jsonl:2: field 'tasks': expected an integer or an array of durations"),
+      std::string::npos)
+      << result.err;
+}
+
+TEST(TideSimulateCliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(runTide("simulate").status, 2);  // no --trace
+  EXPECT_EQ(runTide(simulateArgs(kExamples + "/bursts.jsonl") + " --grant-delay soon").status, 2);
+  EXPECT_EQ(runTide(simulateArgs(kExamples + "/bursts.jsonl") +
+                    " --conf dynamicAllocation.maxExecutors=-3")
+                .status,
+            2);
+  EXPECT_EQ(runTide("simulate --trace /nonexistent.jsonl").status, 2);
+  EXPECT_EQ(runTide("frobnicate").status, 2);
+  EXPECT_EQ(runTide("").status, 2);
+}
+
+TEST(TideSimulateCliTest, UntilAndGrantDelayOptions) {
+  const Result result =
+      runTide(simulateArgs(kExamples + "/steady-batch.jsonl") + " --until 3s --grant-delay 250ms");
+  ASSERT_EQ(result.status, 0) << result.err;
+  const std::vector<std::string> output = lines(result.out);
+  ASSERT_GE(output.size(), 2u);
+  rapidjson::Document last;
+  last.Parse(output[output.size() - 2].c_str());
+  ASSERT_FALSE(last.HasParseError());
+  EXPECT_LE(last["t"].GetInt64(), 3000);
+  // Requested at 1000 and 2000, granted 250ms later: 1750 + 750 + 750 executor-ms by 3s.
+  rapidjson::Document summary;
+  summary.Parse(output.back().c_str());
+  EXPECT_EQ(summary["summary"]["executor_ms"].GetInt64(), 1750 + 750 + 750);
+  // e1's first two tasks (2s each from 1250) are still running at 3s.
+  EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 0);
+}
+
+TEST(TideSimulateCliTest, HelpListsCommandsAndOptions) {
+  const Result top = runTide("--help");
+  EXPECT_EQ(top.status, 0);
+  EXPECT_NE(top.out.find("simulate"), std::string::npos) << top.out;
+  const Result simulate = runTide("simulate --help");
+  EXPECT_EQ(simulate.status, 0);
+  for (const char* option : {"--trace", "--grant-delay", "--until", "--properties-file", "--conf",
+                             "dynamicAllocation.maxExecutors"}) {
+    EXPECT_NE(simulate.out.find(option), std::string::npos) << option << "\n" << simulate.out;
+  }
+}
+
+}  // namespace
