@@ -1,0 +1,518 @@
+#include "deploy/nm/container_manager.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+
+#include "deploy/nm/process_group.h"
+#include "rest/json.h"
+
+namespace tide::nm {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+// How long stop(wait) and stopAll() wait beyond the grace period for the SIGKILL to land.
+constexpr DurationMs kKillMargin = 5000;
+constexpr char kShell[] = "/bin/sh";
+constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+
+// Container and application ids name directories and record files, so they must be plain
+// path components: no separators, no "." or "..", nothing hidden.
+void requirePathComponent(const std::string& value, const std::string& field) {
+  const bool allowed =
+      !value.empty() && value.size() <= 200 && value.front() != '.' &&
+      std::all_of(value.begin(), value.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
+  if (!allowed) {
+    throw rest::JsonFieldError(
+        field, "must be 1-200 letters, digits, '_', '-' or '.' and not start with '.'");
+  }
+}
+
+int64_t toMiB(int64_t bytes) {
+  return (bytes + kMiB - 1) / kMiB;
+}
+
+}  // namespace
+
+ContainerManager::ContainerManager(ContainerManagerOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : &steadyClock_),
+      // Ids cannot start with '.', so this never collides with an application's directory.
+      records_(options_.workDir + "/.containers") {}
+
+ContainerManager::~ContainerManager() {
+  if (!started_) return;
+  stopAll();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threadsExit_ = true;
+  }
+  changed_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  if (memoryMonitor_.joinable()) memoryMonitor_.join();
+}
+
+void ContainerManager::setNodeAddress(const std::string& host, int port) {
+  // The REST server may already be answering /info, which reads the address.
+  std::lock_guard<std::mutex> lock(mutex_);
+  options_.nmAddress = host + ":" + std::to_string(port);
+  if (options_.cgroupName.empty()) options_.cgroupName = "tide-nm-" + std::to_string(port);
+}
+
+std::string ContainerManager::nmAddress() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return options_.nmAddress;
+}
+
+void ContainerManager::start() {
+  if (started_) throw std::logic_error("ContainerManager::start called twice");
+  std::error_code ec;
+  fs::create_directories(options_.workDir, ec);
+  if (ec)
+    throw std::runtime_error("cannot create work dir " + options_.workDir + ": " + ec.message());
+  records_.ensureDirectory();
+  const ProcessGroupRecords::Cleanup cleanup = records_.killRecordedGroups();
+  for (pid_t pgid : cleanup.killed) {
+    log_.warn() << "killed process group " << pgid << " left behind by a previous node manager";
+  }
+  if (cleanup.recordsRemoved > 0) {
+    log_.info() << "removed " << cleanup.recordsRemoved << " container record(s) of a previous run";
+  }
+
+  switch (options_.memoryEnforcement) {
+    case MemoryEnforcement::kOff:
+      enforcement_ = MemoryEnforcement::kOff;
+      enforcementReason_ = "disabled by configuration";
+      break;
+    case MemoryEnforcement::kWatchdog:
+      enforcement_ = MemoryEnforcement::kWatchdog;
+      enforcementReason_ = "resident-set watchdog asked for by configuration";
+      break;
+    case MemoryEnforcement::kAuto:
+    case MemoryEnforcement::kCgroup: {
+      std::string whyNot;
+      if (options_.cgroupName.empty()) options_.cgroupName = "tide-nm";
+      cgroup_ = CgroupMemory::create(options_.cgroupRoot, options_.cgroupName, &whyNot);
+      if (cgroup_) {
+        enforcement_ = MemoryEnforcement::kCgroup;
+        enforcementReason_ = "cgroup v2 memory controller at " + cgroup_->path();
+        if (int leftovers = cgroup_->removeLeftovers(); leftovers > 0) {
+          log_.warn() << "removed " << leftovers << " container cgroup(s) of a previous run";
+        }
+      } else if (options_.memoryEnforcement == MemoryEnforcement::kCgroup) {
+        throw std::runtime_error("memory enforcement 'cgroup' is not available: " + whyNot);
+      } else {
+        enforcement_ = MemoryEnforcement::kWatchdog;
+        enforcementReason_ = "resident-set watchdog, because cgroup v2 is not usable: " + whyNot;
+      }
+      break;
+    }
+  }
+
+  started_ = true;
+  reaper_ = std::thread([this] { reapLoop(); });
+  if (enforcement_ != MemoryEnforcement::kOff) {
+    memoryMonitor_ = std::thread([this] { monitorMemoryLoop(); });
+  }
+}
+
+std::vector<std::string> ContainerManager::containerEnvironment(
+    const rest::ContainerLaunchRequest& request, const std::string& workDir) const {
+  std::map<std::string, std::string> environment = request.environment;
+  // A shell needs PATH to find anything; HOME is assumed by many tools.
+  if (environment.count("PATH") == 0) {
+    const char* path = std::getenv("PATH");
+    environment["PATH"] = path != nullptr ? path : kDefaultPath;
+  }
+  if (environment.count("HOME") == 0) {
+    const char* home = std::getenv("HOME");
+    environment["HOME"] = home != nullptr ? home : workDir;
+  }
+  // The NM's own facts about the container win over anything the request says.
+  environment["TIDE_CONTAINER_ID"] = request.containerId;
+  environment["TIDE_APPLICATION_ID"] = request.applicationId;
+  environment["TIDE_NM_ADDRESS"] = options_.nmAddress;
+  std::vector<std::string> entries;
+  entries.reserve(environment.size());
+  for (const auto& [name, value] : environment) entries.push_back(name + "=" + value);
+  return entries;
+}
+
+rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchRequest& request) {
+  requirePathComponent(request.containerId, "containerId");
+  requirePathComponent(request.applicationId, "applicationId");
+  if (request.command.empty()) throw rest::JsonFieldError("command", "must not be empty");
+  if (request.resource.memoryMb <= 0) {
+    throw rest::JsonFieldError("resource.memory", "must be positive (MiB)");
+  }
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!started_ || stopping_)
+    throw std::runtime_error("the node manager is not accepting containers");
+  if (containers_.count(request.containerId) != 0) {
+    throw ContainerConflictError("container " + request.containerId + " already exists");
+  }
+
+  Container container;
+  container.request = request;
+  container.workDir = options_.workDir + "/" + request.applicationId + "/" + request.containerId;
+  std::error_code ec;
+  fs::create_directories(container.workDir, ec);
+  if (ec) throw std::runtime_error("cannot create " + container.workDir + ": " + ec.message());
+
+  SpawnSpec spec;
+  spec.workDir = container.workDir;
+  spec.stdoutPath = container.workDir + "/stdout";
+  spec.stderrPath = container.workDir + "/stderr";
+  spec.environment = containerEnvironment(request, container.workDir);
+  if (cgroup_) {
+    container.cgroupPath =
+        cgroup_->createContainerGroup(request.containerId, request.resource.memoryMb * kMiB);
+    // The shell joins the container's cgroup before it runs the command, so nothing the
+    // command starts can escape the limit (posix_spawn cannot place the child itself).
+    spec.argv = {kShell,
+                 "-c",
+                 "echo $$ > \"$1\" || exit 125; exec /bin/sh -c \"$2\"",
+                 "tide-container",
+                 CgroupMemory::procsFile(container.cgroupPath),
+                 request.command};
+  } else {
+    spec.argv = {kShell, "-c", request.command};
+  }
+  try {
+    container.pid = spawnProcessGroup(spec);
+  } catch (...) {
+    if (!container.cgroupPath.empty()) CgroupMemory::remove(container.cgroupPath);
+    throw;
+  }
+  container.sequence = nextSequence_++;
+  if (std::string error = records_.record(request.containerId, container.pid); !error.empty()) {
+    log_.warn() << "container " << request.containerId
+                << ": no process group record, a restarted NM could not clean it up: " << error;
+  }
+
+  rest::Resource inUse = request.resource;
+  for (const auto& [id, other] : containers_) {
+    if (other.state == kRunning) {
+      inUse.memoryMb += other.request.resource.memoryMb;
+      inUse.vCores += other.request.resource.vCores;
+    }
+  }
+  log_.info() << "started container " << request.containerId << " of " << request.applicationId
+              << " as pid " << container.pid << " (" << request.resource.memoryMb << " MiB, "
+              << request.resource.vCores << " vCores) in " << container.workDir;
+  if (inUse.memoryMb > options_.capacity.memoryMb || inUse.vCores > options_.capacity.vCores) {
+    // The RM never over-commits a node; when it happens anyway (e.g. a stopped container
+    // still in its grace period) the NM runs the container and says so.
+    log_.warn() << "node over-committed: containers hold " << inUse.memoryMb << " of "
+                << options_.capacity.memoryMb << " MiB and " << inUse.vCores << " of "
+                << options_.capacity.vCores << " vCores";
+  }
+  auto [it, inserted] = containers_.emplace(request.containerId, std::move(container));
+  (void)inserted;
+  changed_.notify_all();
+  return reportOf(it->second);
+}
+
+void ContainerManager::requestStop(Container& container, StopReason reason) {
+  if (container.state != kRunning || container.stopReason) return;
+  container.stopReason = reason;
+  container.killDeadline = addSaturating(now(), options_.stopGracePeriod);
+  if (options_.stopGracePeriod <= 0) {
+    signalProcessGroup(container.pid, SIGKILL);
+    container.killSent = true;
+  } else {
+    signalProcessGroup(container.pid, SIGTERM);
+  }
+  changed_.notify_all();
+}
+
+std::optional<rest::ContainerReport> ContainerManager::stop(const std::string& containerId,
+                                                            StopReason reason, bool wait) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto it = containers_.find(containerId);
+  if (it == containers_.end()) return std::nullopt;
+  if (it->second.state == kRunning) {
+    log_.info() << "stopping container " << containerId
+                << (reason == StopReason::kAppMaster         ? " on request"
+                    : reason == StopReason::kResourceManager ? " for the resource manager"
+                                                             : " for shutdown");
+    requestStop(it->second, reason);
+  }
+  if (wait) {
+    changed_.wait_for(lock, std::chrono::milliseconds(options_.stopGracePeriod + kKillMargin), [&] {
+      auto found = containers_.find(containerId);
+      return found == containers_.end() || found->second.state != kRunning;
+    });
+    it = containers_.find(containerId);
+    if (it == containers_.end()) return std::nullopt;
+  }
+  return reportOf(it->second);
+}
+
+void ContainerManager::stopAll() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
+  int running = 0;
+  for (auto& [id, container] : containers_) {
+    if (container.state == kRunning) {
+      requestStop(container, StopReason::kShutdown);
+      ++running;
+    }
+  }
+  if (running == 0) return;
+  log_.info() << "stopping " << running << " container(s)";
+  const bool allDone = changed_.wait_for(
+      lock, std::chrono::milliseconds(options_.stopGracePeriod + kKillMargin), [&] {
+        return std::none_of(containers_.begin(), containers_.end(),
+                            [](const auto& entry) { return entry.second.state == kRunning; });
+      });
+  if (!allDone) log_.error() << "some containers did not end after SIGKILL";
+}
+
+void ContainerManager::reapLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!threadsExit_) {
+    const TimeMs nowMs = now();
+    for (auto& [id, container] : containers_) {
+      if (container.state != kRunning) continue;
+      reapIfExited(container);
+      if (container.state == kRunning && container.stopReason && !container.killSent &&
+          nowMs >= container.killDeadline) {
+        log_.info() << "container " << id << " outlived its stop grace period; sending SIGKILL";
+        signalProcessGroup(container.pid, SIGKILL);
+        container.killSent = true;
+      }
+    }
+    dropOldCompleted();
+    changed_.wait_for(lock, std::chrono::milliseconds(options_.reapInterval));
+  }
+}
+
+void ContainerManager::reapIfExited(Container& container) {
+  siginfo_t info{};
+  // WNOWAIT leaves the exited leader a zombie, so its pid (the group id) cannot be reused
+  // while the rest of its group is killed below.
+  if (::waitid(P_PID, static_cast<id_t>(container.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    if (errno == ECHILD) {
+      container.diagnostics = "the node manager lost track of its process";
+      complete(container, W_EXITCODE(255, 0));
+    }
+    return;
+  }
+  if (info.si_pid != container.pid) return;  // still running
+  // A container ends with its main process: whatever it left running in its group goes too.
+  signalProcessGroup(container.pid, SIGKILL);
+  int waitStatus = 0;
+  while (::waitpid(container.pid, &waitStatus, 0) < 0 && errno == EINTR) {
+  }
+  complete(container, waitStatus);
+}
+
+void ContainerManager::complete(Container& container, int waitStatus) {
+  const ExitDescription exit = describeWaitStatus(waitStatus);
+  const std::string& id = container.request.containerId;
+  if (!container.cgroupPath.empty()) {
+    if (container.memoryKillDiagnostics.empty() && CgroupMemory::oomKilled(container.cgroupPath)) {
+      container.memoryKillDiagnostics = "killed by the kernel for exceeding its memory limit of " +
+                                        std::to_string(container.request.resource.memoryMb) +
+                                        " MB (cgroup oom_kill)";
+    }
+    CgroupMemory::remove(container.cgroupPath);
+  }
+  if (!container.memoryKillDiagnostics.empty()) {
+    container.exitStatus = rest::exit_status::kKilledExceededPmem;
+    container.diagnostics = container.memoryKillDiagnostics;
+  } else if (container.stopReason == StopReason::kAppMaster) {
+    container.exitStatus = rest::exit_status::kKilledByAppMaster;
+    container.diagnostics = kStoppedOnRequest;
+  } else if (container.stopReason == StopReason::kResourceManager) {
+    container.exitStatus = exit.exitStatus;
+    container.diagnostics = "stopped by the resource manager; " + exit.diagnostics;
+  } else if (container.stopReason == StopReason::kShutdown) {
+    container.exitStatus = exit.exitStatus;
+    container.diagnostics =
+        "stopped because the node manager is shutting down; " + exit.diagnostics;
+  } else if (container.diagnostics.empty()) {
+    container.exitStatus = exit.exitStatus;
+    container.diagnostics = exit.diagnostics;
+  }
+  container.state = kComplete;
+  container.completedAt = now();
+  records_.erase(id);
+  log_.info() << "container " << id << " completed: exit status " << container.exitStatus << ", "
+              << container.diagnostics;
+  changed_.notify_all();
+}
+
+void ContainerManager::dropOldCompleted() {
+  std::vector<const Container*> droppable;
+  for (const auto& [id, container] : containers_) {
+    if (container.state == kComplete && container.reportedToRm) droppable.push_back(&container);
+  }
+  if (droppable.size() <= options_.completedRetained) return;
+  std::sort(droppable.begin(), droppable.end(), [](const Container* a, const Container* b) {
+    return a->completedAt != b->completedAt ? a->completedAt < b->completedAt
+                                            : a->sequence < b->sequence;
+  });
+  const size_t excess = droppable.size() - options_.completedRetained;
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < excess; ++i) ids.push_back(droppable[i]->request.containerId);
+  for (const std::string& id : ids) containers_.erase(id);
+}
+
+void ContainerManager::monitorMemoryLoop() {
+  struct Watched {
+    std::string id;
+    pid_t pid;
+    int64_t limitBytes;
+    std::string cgroupPath;
+    int64_t usedBytes = 0;
+  };
+  while (true) {
+    std::vector<Watched> watched;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait_for(lock, std::chrono::milliseconds(options_.memoryCheckInterval),
+                        [this] { return threadsExit_; });
+      if (threadsExit_) return;
+      for (const auto& [id, container] : containers_) {
+        if (container.state != kRunning) continue;
+        watched.push_back(
+            {id, container.pid, container.request.resource.memoryMb * kMiB, container.cgroupPath});
+      }
+    }
+    if (watched.empty()) continue;
+    // Measured without the lock: a scan of /proc takes a while on a busy host.
+    if (enforcement_ == MemoryEnforcement::kWatchdog) {
+      const std::map<pid_t, int64_t> byGroup = residentBytesByProcessGroup();
+      for (Watched& w : watched) {
+        auto found = byGroup.find(w.pid);
+        w.usedBytes = found == byGroup.end() ? 0 : found->second;
+      }
+    } else {
+      for (Watched& w : watched) w.usedBytes = CgroupMemory::currentBytes(w.cgroupPath);
+    }
+
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Watched& w : watched) {
+      auto it = containers_.find(w.id);
+      // Only a container still unreaped may be signalled: its pid cannot have been reused.
+      if (it == containers_.end() || it->second.state != kRunning || it->second.pid != w.pid) {
+        continue;
+      }
+      Container& container = it->second;
+      container.memoryUsedBytes = w.usedBytes;
+      if (enforcement_ == MemoryEnforcement::kWatchdog && w.usedBytes > w.limitBytes &&
+          container.memoryKillDiagnostics.empty()) {
+        container.memoryKillDiagnostics =
+            "killed for exceeding its memory limit: " + std::to_string(toMiB(w.usedBytes)) +
+            " MB resident of " + std::to_string(container.request.resource.memoryMb) +
+            " MB allowed (resident set of its process group)";
+        log_.warn() << "container " << w.id << " " << container.memoryKillDiagnostics;
+        signalProcessGroup(container.pid, SIGKILL);
+        container.killSent = true;
+      }
+    }
+  }
+}
+
+rest::ContainerReport ContainerManager::reportOf(const Container& container) const {
+  rest::ContainerReport report;
+  report.containerId = container.request.containerId;
+  report.applicationId = container.request.applicationId;
+  report.state = container.state;
+  report.exitStatus = container.exitStatus;
+  report.diagnostics = container.diagnostics;
+  report.pid = container.pid;
+  report.resource = container.request.resource;
+  report.workDir = container.workDir;
+  report.memoryUsedMb = toMiB(container.memoryUsedBytes);
+  return report;
+}
+
+std::optional<rest::ContainerReport> ContainerManager::report(
+    const std::string& containerId) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = containers_.find(containerId);
+  if (it == containers_.end()) return std::nullopt;
+  return reportOf(it->second);
+}
+
+std::vector<rest::ContainerReport> ContainerManager::reports() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const Container*> ordered;
+  for (const auto& [id, container] : containers_) ordered.push_back(&container);
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Container* a, const Container* b) { return a->sequence < b->sequence; });
+  std::vector<rest::ContainerReport> result;
+  result.reserve(ordered.size());
+  for (const Container* container : ordered) result.push_back(reportOf(*container));
+  return result;
+}
+
+bool ContainerManager::tokenMatches(const std::string& containerId,
+                                    const std::string& token) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = containers_.find(containerId);
+  return it != containers_.end() && !token.empty() &&
+         rest::secretsEqual(it->second.request.token, token);
+}
+
+rest::NodeHeartbeat ContainerManager::heartbeat(std::vector<std::string>* completedIds) const {
+  rest::NodeHeartbeat heartbeat;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const Container*> ordered;
+  for (const auto& [id, container] : containers_) {
+    if (container.state == kRunning || !container.reportedToRm) ordered.push_back(&container);
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Container* a, const Container* b) { return a->sequence < b->sequence; });
+  for (const Container* container : ordered) {
+    heartbeat.containers.push_back({container->request.containerId, container->state,
+                                    container->exitStatus, container->diagnostics});
+    if (container->state == kComplete && completedIds != nullptr) {
+      completedIds->push_back(container->request.containerId);
+    }
+  }
+  return heartbeat;
+}
+
+void ContainerManager::markReported(const std::vector<std::string>& completedIds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::string& id : completedIds) {
+    auto it = containers_.find(id);
+    if (it != containers_.end() && it->second.state == kComplete) it->second.reportedToRm = true;
+  }
+  dropOldCompleted();
+}
+
+rest::Resource ContainerManager::allocated() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  rest::Resource total;
+  for (const auto& [id, container] : containers_) {
+    if (container.state != kRunning) continue;
+    total.memoryMb += container.request.resource.memoryMb;
+    total.vCores += container.request.resource.vCores;
+  }
+  return total;
+}
+
+bool ContainerManager::waitForCompletion(const std::string& containerId, DurationMs bound) const {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, std::chrono::milliseconds(bound), [&] {
+    auto it = containers_.find(containerId);
+    return it != containers_.end() && it->second.state == kComplete;
+  });
+}
+
+}  // namespace tide::nm

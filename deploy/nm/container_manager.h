@@ -1,0 +1,170 @@
+#pragma once
+
+// The containers of one node: starts each as its own process group with its own work dir,
+// reaps them, enforces their memory, stops them on request, and keeps their reports for the
+// REST API and the heartbeat to the resource manager. No HTTP here: NodeManagerServer and
+// NodeStatusUpdater drive it.
+//
+// Threads: the caller's (launch/stop/report), a reaper (waitpid on each container, SIGKILL
+// after the stop grace period) and, unless enforcement is off, a memory monitor. One mutex
+// guards all container state; a process is signalled only while it is still unreaped (its
+// pid cannot have been reused then).
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "deploy/nm/cgroup_memory.h"
+#include "deploy/nm/memory_enforcement.h"
+#include "deploy/nm/process_group_records.h"
+#include "rest/messages/node.h"
+
+namespace tide::nm {
+
+struct ContainerManagerOptions {
+  std::string workDir;      // containers run in <workDir>/<appId>/<containerId>/
+  std::string nmAddress;    // "host:port", given to containers as TIDE_NM_ADDRESS
+  rest::Resource capacity;  // what the node offers; over-commit is logged, not refused
+  MemoryEnforcement memoryEnforcement = MemoryEnforcement::kAuto;
+  DurationMs stopGracePeriod = 2000;  // SIGTERM, then SIGKILL after this long
+  DurationMs reapInterval = 50;
+  DurationMs memoryCheckInterval = 250;
+  // Completed containers the RM has already seen that GET still lists (newest kept).
+  size_t completedRetained = 100;
+  std::string cgroupRoot = "/sys/fs/cgroup";
+  // The NM's own cgroup below the one it starts in; empty: "tide-nm-<port>" once
+  // setNodeAddress() was called, else "tide-nm".
+  std::string cgroupName;
+  const Clock* clock = nullptr;  // null: steady clock
+};
+
+// A container id that is already known (running or retained).
+class ContainerConflictError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class StopReason {
+  kAppMaster,        // DELETE through the REST API: exit status -105
+  kResourceManager,  // listed in a heartbeat response: keeps the exit it gets
+  kShutdown,         // the node manager is stopping
+};
+
+class ContainerManager {
+ public:
+  static constexpr char kRunning[] = "RUNNING";
+  static constexpr char kComplete[] = "COMPLETE";
+  static constexpr char kStoppedOnRequest[] = "stopped on request";
+
+  explicit ContainerManager(ContainerManagerOptions options);
+  ~ContainerManager();  // stops every container (as on shutdown) and joins the threads
+  ContainerManager(const ContainerManager&) = delete;
+  ContainerManager& operator=(const ContainerManager&) = delete;
+
+  // Creates the work dir, kills the process groups a previous NM on it left behind, picks the
+  // memory enforcement and starts the threads. Throws std::runtime_error when the work dir is
+  // unusable or enforcement "cgroup" was asked for but is not available.
+  void start();
+  // Where the NM serves: containers get "host:port" as TIDE_NM_ADDRESS, and without an explicit
+  // cgroupName the NM's cgroup is "tide-nm-<port>" (so several NMs can share a host). Only
+  // before start(): an ephemeral port is known only once the server is bound.
+  void setNodeAddress(const std::string& host, int port);
+  std::string nmAddress() const;
+
+  // Starts a container. The request's token is not checked here (NodeManagerServer does).
+  // Throws rest::JsonFieldError for an unusable field (the REST layer answers 400),
+  // ContainerConflictError for a known id, std::runtime_error when it cannot be started.
+  rest::ContainerReport launch(const rest::ContainerLaunchRequest& request);
+
+  // Asks a running container to stop: SIGTERM to its group now, SIGKILL once the grace period
+  // has passed. With `wait`, returns once it completed (bounded by the grace period plus a
+  // margin); otherwise at once. nullopt for an unknown id; a completed one is left as is.
+  std::optional<rest::ContainerReport> stop(const std::string& containerId, StopReason reason,
+                                            bool wait);
+  // Stops every running container and waits for all of them (bounded as above).
+  void stopAll();
+
+  std::optional<rest::ContainerReport> report(const std::string& containerId) const;
+  std::vector<rest::ContainerReport> reports() const;  // in launch order
+  // Whether `token` is the one the container was launched with (constant-time comparison).
+  bool tokenMatches(const std::string& containerId, const std::string& token) const;
+
+  // What the next heartbeat carries: every running container and every completed one the
+  // RM has not yet been told of. `completedIds` lists the completed ones among them, to be
+  // passed to markReported() once the RM has answered that heartbeat.
+  rest::NodeHeartbeat heartbeat(std::vector<std::string>* completedIds) const;
+  void markReported(const std::vector<std::string>& completedIds);
+
+  // The memory enforcement in effect after start() (never kAuto), and why it was chosen.
+  MemoryEnforcement memoryEnforcement() const { return enforcement_; }
+  const std::string& memoryEnforcementReason() const { return enforcementReason_; }
+  // The resources of running containers.
+  rest::Resource allocated() const;
+  const ContainerManagerOptions& options() const { return options_; }
+
+  // Blocks until the container is COMPLETE or `bound` passes; returns whether it completed.
+  bool waitForCompletion(const std::string& containerId, DurationMs bound) const;
+
+ private:
+  struct Container {
+    rest::ContainerLaunchRequest request;
+    pid_t pid = 0;
+    uint64_t sequence = 0;
+    std::string workDir;
+    std::string cgroupPath;  // empty unless enforcement is cgroup
+    std::string state = kRunning;
+    int exitStatus = 0;
+    std::string diagnostics;
+    int64_t memoryUsedBytes = 0;
+    std::optional<StopReason> stopReason;
+    TimeMs killDeadline = 0;
+    bool killSent = false;
+    std::string memoryKillDiagnostics;  // set when killed for its memory
+    TimeMs completedAt = 0;
+    bool reportedToRm = false;
+  };
+
+  void reapLoop();
+  void monitorMemoryLoop();
+  // Reaps the container's process if it exited; called with mutex_ held.
+  void reapIfExited(Container& container);
+  void complete(Container& container, int waitStatus);
+  void dropOldCompleted();
+  void requestStop(Container& container, StopReason reason);
+  std::vector<std::string> containerEnvironment(const rest::ContainerLaunchRequest& request,
+                                                const std::string& workDir) const;
+  rest::ContainerReport reportOf(const Container& container) const;
+  TimeMs now() const { return clock_->nowMs(); }
+
+  ContainerManagerOptions options_;
+  SteadyClock steadyClock_;
+  const Clock* clock_;
+  Logger log_{"nm"};
+  ProcessGroupRecords records_;
+  MemoryEnforcement enforcement_ = MemoryEnforcement::kOff;
+  std::string enforcementReason_;
+  std::unique_ptr<CgroupMemory> cgroup_;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;  // a container completed, or stopping_ was set
+  std::map<std::string, Container> containers_;
+  uint64_t nextSequence_ = 1;
+  bool started_ = false;
+  bool stopping_ = false;     // stopAll() ran: no more launches
+  bool threadsExit_ = false;  // the destructor asks the threads to return
+  std::thread reaper_;
+  std::thread memoryMonitor_;
+};
+
+}  // namespace tide::nm

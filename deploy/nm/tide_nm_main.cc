@@ -1,0 +1,142 @@
+// tide-nm: the node manager. Serves the container API, registers with tide-rm and heartbeats
+// until SIGTERM/SIGINT, then stops its containers and exits 0.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "common/command_line.h"
+#include "common/logging.h"
+#include "deploy/nm/container_manager.h"
+#include "deploy/nm/nm_config.h"
+#include "deploy/nm/node_identity.h"
+#include "deploy/nm/node_manager_server.h"
+#include "deploy/nm/node_status_updater.h"
+
+namespace {
+
+using namespace tide;
+using namespace tide::nm;
+
+// Written under a temporary name and renamed, so a reader never sees a partial number.
+void writePortFile(const std::string& path, int port) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) throw std::runtime_error("cannot write port file " + temporary);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw std::runtime_error("cannot write port file " + path + ": " + ec.message());
+}
+
+void warnUnknownKeysExceptOurs(const Properties& properties) {
+  Logger log("config");
+  for (const std::string& warning : properties.unknownKeyWarnings()) {
+    // Our own keys that common's table does not list yet are not typos.
+    if (warning.find(std::string("'") + kMemoryEnforcementKey + "'") != std::string::npos ||
+        warning.find(std::string("'") + kStopGracePeriodKey + "'") != std::string::npos) {
+      continue;
+    }
+    log.warn() << warning;
+  }
+}
+
+int run(CommandLine& cli) {
+  initLogging(cli.properties());
+  warnUnknownKeysExceptOurs(cli.properties());
+  Logger log("nm");
+  NodeManagerConfig config = NodeManagerConfig::fromProperties(cli.properties());
+  if (auto mode = cli.option("memory-enforcement")) {
+    auto parsed = parseMemoryEnforcement(*mode);
+    if (!parsed) {
+      throw ConfigError("--memory-enforcement '" + *mode +
+                        "': expected auto, cgroup, watchdog or off");
+    }
+    config.memoryEnforcement = *parsed;
+  }
+
+  // Every thread started from here on inherits this mask, so the signals reach only the
+  // sigwait below and shutdown runs in one ordinary thread. Containers get a clean mask.
+  sigset_t shutdownSignals;
+  sigemptyset(&shutdownSignals);
+  sigaddset(&shutdownSignals, SIGTERM);
+  sigaddset(&shutdownSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &shutdownSignals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (config.workDir.empty()) config.workDir = defaultWorkDir(config.port);
+
+  ContainerManagerOptions containerOptions;
+  containerOptions.workDir = config.workDir;
+  containerOptions.capacity = config.capability;
+  containerOptions.memoryEnforcement = config.memoryEnforcement;
+  containerOptions.stopGracePeriod = config.stopGracePeriod;
+  NodeIdentity identity;
+  ContainerManager containers(containerOptions);
+
+  rest::HttpServerOptions serverOptions;
+  serverOptions.bindAddress = config.host;
+  serverOptions.port = config.port;
+  // HttpServer::stop() waits for idle kept-alive connections to time out; a short timeout
+  // keeps shutdown (SIGTERM) prompt, and callers of the NM reconnect cheaply.
+  serverOptions.keepAliveTimeout = std::chrono::seconds(1);
+  serverOptions.log = [log](const std::string& line) { log.warn() << line; };
+  NodeManagerServer server(containers, identity, serverOptions);
+  const int port = server.start();
+  const std::string address = config.host + ":" + std::to_string(port);
+
+  containers.setNodeAddress(config.host, port);
+  containers.start();
+  log.info() << "memory enforcement: " << memoryEnforcementName(containers.memoryEnforcement())
+             << " (" << containers.memoryEnforcementReason() << ")";
+  log.info() << "offering " << config.capability.memoryMb << " MiB and " << config.capability.vCores
+             << " vCores; work dir " << config.workDir;
+  log.info() << "tide-nm listening on " << address;
+  if (auto portFile = cli.option("port-file")) writePortFile(*portFile, port);
+
+  NodeStatusUpdaterOptions updaterOptions;
+  updaterOptions.rmUrl = config.rmUrl;
+  updaterOptions.host = config.host;
+  updaterOptions.port = port;
+  updaterOptions.capability = config.capability;
+  updaterOptions.heartbeatInterval = config.heartbeatInterval;
+  updaterOptions.defaultHeartbeatInterval = config.defaultHeartbeatInterval;
+  NodeStatusUpdater updater(updaterOptions, containers, identity);
+  updater.start();
+
+  int received = 0;
+  while (sigwait(&shutdownSignals, &received) != 0) {
+  }
+  log.info() << "received signal " << received << " (SIG" << sigabbrev_np(received)
+             << "); stopping containers and exiting";
+  updater.stop();
+  containers.stopAll();
+  server.stop();
+  log.info() << "tide-nm stopped";
+  flushLogs();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tide::CommandLine cli("tide-nm",
+                        "Runs a node manager: starts containers for tide-rm and reports them in "
+                        "heartbeats.");
+  cli.addOption("port-file", "FILE", "Write the bound REST port to FILE once serving");
+  cli.addOption("memory-enforcement", "MODE",
+                "auto, cgroup, watchdog or off (overrides nm.memoryEnforcement)");
+  cli.showConfigKeys({"nm.", "log."});
+  return tide::runMain(
+      [&] {
+        if (!cli.parse(argc, argv)) return 0;
+        return run(cli);
+      },
+      "tide-nm");
+}

@@ -1,0 +1,236 @@
+// End to end: the real tide-nm binary against a fake RM on loopback. It registers with its
+// resources, runs a container launched with an RM token, reports the completion in a
+// heartbeat, stops its containers on SIGTERM, and a restarted NM kills what a crashed one
+// left behind.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "deploy/nm/node_manager_server.h"
+#include "deploy/nm/process_group.h"
+#include "rest/http_client.h"
+#include "rest/json.h"
+#include "tests/common/temp_dir.h"
+#include "tests/nm/fake_resource_manager.h"
+#include "tests/nm/nm_test_util.h"
+
+extern char** environ;
+
+namespace tide::nm {
+namespace {
+
+using testing::FakeResourceManager;
+using testing::launchRequest;
+using testing::readFile;
+using testing::readPidFile;
+using testing::waitFor;
+
+// One tide-nm process, output in a log file; killed if the test leaves it running.
+class NmProcess {
+ public:
+  NmProcess(const std::vector<std::string>& args, const std::string& logPath) {
+    std::vector<std::string> argv = {TIDE_BIN_DIR "/tide-nm"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> pointers;
+    for (std::string& arg : argv) pointers.push_back(arg.data());
+    pointers.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logPath.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    const int error = posix_spawn(&pid_, pointers[0], &actions, nullptr, pointers.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) ADD_FAILURE() << "cannot start tide-nm: " << std::strerror(error);
+  }
+  ~NmProcess() {
+    if (pid_ > 0 && !exitStatus_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  void signal(int signal) const { ::kill(pid_, signal); }
+  // The wait status once it exited within `bound`.
+  std::optional<int> waitExit(std::chrono::milliseconds bound = std::chrono::seconds(15)) {
+    waitFor(
+        [&] {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) == pid_) exitStatus_ = status;
+          return exitStatus_.has_value();
+        },
+        bound);
+    return exitStatus_;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  std::optional<int> exitStatus_;
+};
+
+class TideNmBinaryTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> nmArgs(const std::string& portFile) const {
+    return {"--conf",
+            "nm.rm=" + rm_.url(),
+            "--conf",
+            "nm.port=0",
+            "--conf",
+            "nm.cores=3",
+            "--conf",
+            "nm.memory=2g",
+            "--conf",
+            "nm.workDir=" + workDir(),
+            "--conf",
+            "nm.stopGracePeriod=1s",
+            "--port-file",
+            portFile,
+            "--memory-enforcement",
+            "watchdog"};
+  }
+  std::string workDir() const { return (dir_.path() / "work").string(); }
+  std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
+
+  // The port the NM wrote once it was serving, or 0 when it did not within the bound.
+  int waitForPort(const std::string& portFile) const {
+    int port = 0;
+    waitFor([&] {
+      const std::string text = readFile(portFile);
+      if (text.empty() || text.back() != '\n') return false;
+      port = std::stoi(text);
+      return true;
+    });
+    return port;
+  }
+
+  rest::HttpResponse launch(rest::HttpClient& client, const std::string& containerId,
+                            const std::string& command) {
+    return client.request(
+        "POST", "/ws/v1/node/containers", rest::toJson(launchRequest(containerId, command)),
+        {{"Content-Type", "application/json"},
+         {NodeManagerServer::kTokenHeader, rest::containerToken(rm_.secret(), containerId)}});
+  }
+
+  std::string containerFile(const std::string& containerId, const std::string& name) const {
+    return workDir() + "/application_test_0001/" + containerId + "/" + name;
+  }
+
+  static std::unique_ptr<rest::HttpClient> clientFor(int port) {
+    rest::HttpClientOptions options;
+    options.retry.maxAttempts = 1;
+    return std::make_unique<rest::HttpClient>("http://127.0.0.1:" + std::to_string(port), options);
+  }
+
+  testing_support::TempDir dir_;
+  FakeResourceManager rm_{"e2e-node-secret", 100};
+};
+
+TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm) {
+  NmProcess nm(nmArgs(path("port")), path("nm.log"));
+  const int port = waitForPort(path("port"));
+  ASSERT_GT(port, 0) << readFile(path("nm.log"));
+  EXPECT_NE(readFile(path("nm.log")).find("tide-nm listening on 127.0.0.1:" + std::to_string(port)),
+            std::string::npos);
+  EXPECT_NE(readFile(path("nm.log")).find("memory enforcement: watchdog"), std::string::npos);
+
+  ASSERT_TRUE(waitFor([&] { return !rm_.registrations().empty(); })) << readFile(path("nm.log"));
+  const rest::NodeRegistration registration = rm_.registrations()[0];
+  EXPECT_EQ(registration.host, "127.0.0.1");
+  EXPECT_EQ(registration.port, port);
+  EXPECT_EQ(registration.capability.vCores, 3);
+  EXPECT_EQ(registration.capability.memoryMb, 2048);
+
+  auto client = clientFor(port);
+  // The NM takes container calls once it registered; the fake RM has seen that by now.
+  ASSERT_TRUE(waitFor([&] {
+    return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+           std::string::npos;
+  }));
+  const auto quick = launch(*client, "quick", "echo hello; exit 7");
+  ASSERT_EQ(quick.status, 201) << quick.body;
+  const auto lasting = launch(*client, "lasting", "sleep 60 & echo $! > grandchild.pid; wait");
+  ASSERT_EQ(lasting.status, 201) << lasting.body;
+  const pid_t lastingPid =
+      static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(lasting.body)).pid);
+
+  ASSERT_TRUE(waitFor([&] {
+    const auto status = rm_.lastStatusOf("quick");
+    return status && status->state == "COMPLETE";
+  })) << readFile(path("nm.log"));
+  EXPECT_EQ(rm_.lastStatusOf("quick")->exitStatus, 7);
+  EXPECT_EQ(rm_.lastStatusOf("quick")->diagnostics, "exited with code 7");
+  EXPECT_EQ(readFile(containerFile("quick", "stdout")), "hello\n");
+  EXPECT_EQ(rm_.lastStatusOf("lasting")->state, "RUNNING");
+  EXPECT_EQ(rm_.heartbeats().back().authorization, "Bearer e2e-node-secret");
+
+  pid_t grandchild = 0;
+  ASSERT_TRUE(waitFor([&] {
+    grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
+    return grandchild != 0;
+  }));
+  EXPECT_FALSE(processGone(grandchild));
+
+  nm.signal(SIGTERM);
+  const std::optional<int> exit = nm.waitExit();
+  ASSERT_TRUE(exit.has_value()) << readFile(path("nm.log"));
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+  EXPECT_TRUE(waitFor([&] { return processGone(lastingPid) && processGone(grandchild); }));
+}
+
+TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
+  pid_t leader = 0;
+  pid_t grandchild = 0;
+  {
+    NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
+    const int port = waitForPort(path("port1"));
+    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
+    auto client = clientFor(port);
+    ASSERT_TRUE(waitFor([&] {
+      return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+             std::string::npos;
+    }));
+    const auto started = launch(*client, "orphan", "sleep 60 & echo $! > grandchild.pid; wait");
+    ASSERT_EQ(started.status, 201) << started.body;
+    leader = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
+    ASSERT_TRUE(waitFor([&] {
+      grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
+      return grandchild != 0;
+    }));
+    crashing.signal(SIGKILL);
+    ASSERT_TRUE(crashing.waitExit().has_value());
+  }
+  // Nobody cleaned up: the container outlived its node manager.
+  EXPECT_FALSE(processGone(leader));
+  EXPECT_FALSE(processGone(grandchild));
+
+  NmProcess restarted(nmArgs(path("port2")), path("nm2.log"));
+  ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
+  // The port file is written after the cleanup, so the kill has been sent by now.
+  EXPECT_TRUE(waitFor([&] { return processGone(leader) && processGone(grandchild); }));
+  EXPECT_NE(readFile(path("nm2.log")).find("left behind by a previous node manager"),
+            std::string::npos);
+  restarted.signal(SIGTERM);
+  const std::optional<int> exit = restarted.waitExit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+}
+
+TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
+  NmProcess nm({"--conf", "nm.port=many", "--conf", "nm.workDir=" + workDir()}, path("bad.log"));
+  const std::optional<int> exit = nm.waitExit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit));
+  EXPECT_EQ(WEXITSTATUS(*exit), 2);
+  EXPECT_NE(readFile(path("bad.log")).find("nm.port"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tide::nm
