@@ -1,0 +1,167 @@
+// Container allocations per second through tide-rm's `allocate`, with 100 registered nodes
+// (issue 3; the aim is 50,000/s in-process).
+//
+// Each iteration is one AM heartbeat: it releases the containers it got last time and asks
+// for `batch` new ones (numContainers replaces the ask); then the simulated node managers that
+// held the released containers heartbeat, which frees them. So the cluster never fills up
+// and every figure includes the release and node-heartbeat work an allocation causes.
+//   BM_AllocateInProcess  calls ClusterState directly (the scheduler and state machine alone);
+//   BM_AllocateOverRest   sends the allocate through the real REST endpoint of an in-process
+//                         ResourceManagerServer on loopback (HTTP + JSON + lock included); the
+//                         node heartbeats stay in-process.
+// Run: build/bin/rm_bench  (allocations/s is the `allocations` counter)
+
+#include <benchmark/benchmark.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "deploy/rm/cluster_state.h"
+#include "deploy/rm/rm_server.h"
+#include "rest/http_client.h"
+#include "rest/http_server.h"
+#include "rest/json.h"
+#include "rest/messages/cluster.h"
+
+namespace tide::rm {
+namespace {
+
+constexpr int kNodes = 100;
+constexpr int kNodeCores = 64;
+constexpr int64_t kNodeMemoryMb = 256 * 1024;
+
+rest::AllocateRequest nextRequest(int64_t responseId, int batch,
+                                  const std::vector<rest::Container>& previous) {
+  rest::AllocateRequest request;
+  request.responseId = responseId;
+  rest::ResourceRequest ask;
+  ask.priority = 1;
+  ask.resource = rest::Resource{1024, 1};
+  ask.numContainers = batch;
+  request.asks.push_back(ask);
+  for (const rest::Container& container : previous) request.releases.push_back(container.id);
+  return request;
+}
+
+// The node managers that held `released` report in (they never started them), freeing them.
+void heartbeatHolders(ClusterState& state, const std::vector<rest::Container>& released) {
+  std::set<std::string> nodes;
+  for (const rest::Container& container : released) nodes.insert(container.nodeId);
+  for (const std::string& node : nodes) state.nodeHeartbeat(node, {});
+}
+
+std::string submitAndRegister(ClusterState& state) {
+  const std::string app = state.newApplication().applicationId;
+  rest::ApplicationSubmission submission;
+  submission.applicationId = app;
+  submission.command = "am";
+  submission.resource = rest::Resource{1024, 1};
+  state.submitApplication(submission);
+  const std::string attempt = state.applicationReport(app).currentAppAttemptId;
+  state.registerApplicationMaster(attempt, {"127.0.0.1", 0, ""});
+  return attempt;
+}
+
+void BM_AllocateInProcess(benchmark::State& bench) {
+  initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
+  const int batch = static_cast<int>(bench.range(0));
+  ManualClock clock(0);
+  ClusterStateOptions options;
+  options.clusterTimestamp = 1700000000000;
+  options.placementSeed = 1;
+  ClusterState state(options, clock, seededSecretGenerator(1));
+  for (int i = 0; i < kNodes; ++i) {
+    state.registerNode(
+        {"node" + std::to_string(i), 8042, rest::Resource{kNodeMemoryMb, kNodeCores}});
+  }
+  const std::string attempt = submitAndRegister(state);
+  state.takeOutbox();
+
+  int64_t responseId = 0;
+  int64_t allocations = 0;
+  std::vector<rest::Container> previous;
+  for (auto _ : bench) {
+    rest::AllocateResponse response =
+        state.allocate(attempt, nextRequest(responseId, batch, previous));
+    responseId = response.responseId;
+    allocations += static_cast<int64_t>(response.allocatedContainers.size());
+    heartbeatHolders(state, previous);
+    previous = std::move(response.allocatedContainers);
+    state.takeOutbox();
+  }
+  bench.counters["allocations"] =
+      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
+  bench.counters["nodes"] = kNodes;
+}
+BENCHMARK(BM_AllocateInProcess)
+    ->Arg(1)
+    ->Arg(10)
+    ->Arg(100)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_AllocateOverRest(benchmark::State& bench) {
+  initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
+  const int batch = static_cast<int>(bench.range(0));
+  // A stand-in node manager that accepts the AM container launch, so the attempt lives.
+  rest::HttpServerOptions quiet;
+  quiet.log = [](const std::string&) {};
+  rest::HttpServer fakeNodeManager(quiet);
+  fakeNodeManager.post(
+      "/ws/v1/node/containers",
+      [](const httplib::Request&, httplib::Response& res) { rest::replyJson(res, "{}", 201); });
+  const int nodeManagerPort = fakeNodeManager.start();
+
+  ResourceManagerServerOptions options;
+  options.config.port = 0;
+  options.placementSeed = 1;
+  options.secrets = seededSecretGenerator(1);
+  options.serverThreads = 4;
+  ResourceManagerServer server(options);
+  server.start();
+  const std::string attempt = server.withState([&](ClusterState& state) {
+    // The AM goes to the one reachable node; the other 99 join afterwards.
+    state.registerNode({"127.0.0.1", nodeManagerPort, rest::Resource{kNodeMemoryMb, kNodeCores}});
+    const std::string id = submitAndRegister(state);
+    for (int i = 1; i < kNodes; ++i) {
+      state.registerNode(
+          {"node" + std::to_string(i), 8042, rest::Resource{kNodeMemoryMb, kNodeCores}});
+    }
+    return id;
+  });
+  const std::string token = server.withState([&](ClusterState& s) { return s.amToken(attempt); });
+  rest::HttpClientOptions clientOptions;
+  clientOptions.defaultHeaders = {{"Authorization", "Bearer " + token}};
+  rest::HttpClient client(server.baseUrl(), clientOptions);
+  const std::string path = "/ws/v1/am/" + attempt + "/allocate";
+
+  int64_t responseId = 0;
+  int64_t allocations = 0;
+  std::vector<rest::Container> previous;
+  for (auto _ : bench) {
+    rest::AllocateResponse response = rest::allocateResponseFromJson(
+        client.postJson(path, toJson(nextRequest(responseId, batch, previous))));
+    responseId = response.responseId;
+    allocations += static_cast<int64_t>(response.allocatedContainers.size());
+    server.withState([&](ClusterState& state) { heartbeatHolders(state, previous); });
+    previous = std::move(response.allocatedContainers);
+  }
+  bench.counters["allocations"] =
+      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
+  bench.counters["nodes"] = kNodes;
+}
+// Real time: the server's threads do much of the work, which the client's CPU time misses.
+BENCHMARK(BM_AllocateOverRest)
+    ->Arg(1)
+    ->Arg(10)
+    ->Arg(100)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tide::rm
+
+BENCHMARK_MAIN();

@@ -1,0 +1,993 @@
+#include "deploy/rm/cluster_state.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include "deploy/rm/placement.h"
+#include "deploy/rm/rm_error.h"
+
+namespace tide::rm {
+namespace {
+
+namespace app_state = rest::app_state;
+namespace final_status = rest::final_status;
+namespace exit_status = rest::exit_status;
+
+constexpr char kAnyNode[] = "*";
+
+std::string hex(const unsigned char* bytes, size_t length) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(length * 2);
+  for (size_t i = 0; i < length; ++i) {
+    text += kDigits[bytes[i] >> 4];
+    text += kDigits[bytes[i] & 0x0f];
+  }
+  return text;
+}
+
+// YARN pads the numbers in its ids to a minimum width (they may grow past it).
+std::string padded(int64_t value, int width) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%0*lld", width, static_cast<long long>(value));
+  return buffer;
+}
+
+bool isFinal(const std::string& state) {
+  return state == app_state::kFinished || state == app_state::kFailed ||
+         state == app_state::kKilled;
+}
+
+}  // namespace
+
+SecretGenerator systemSecretGenerator() {
+  return [] {
+    unsigned char bytes[32];
+    if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+      throw std::runtime_error("cannot draw random bytes for a secret (OpenSSL RAND_bytes)");
+    }
+    return hex(bytes, sizeof(bytes));
+  };
+}
+
+SecretGenerator seededSecretGenerator(uint64_t seed) {
+  auto rng = std::make_shared<std::mt19937_64>(seed);
+  return [rng] {
+    unsigned char bytes[32];
+    for (size_t i = 0; i < sizeof(bytes); i += 8) {
+      uint64_t word = (*rng)();
+      for (size_t j = 0; j < 8; ++j) bytes[i + j] = static_cast<unsigned char>(word >> (8 * j));
+    }
+    return hex(bytes, sizeof(bytes));
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+struct ClusterState::Node {
+  std::string id;  // "host:port"
+  std::string host;
+  std::string httpAddress;
+  Resource capability;
+  Resource used;
+  bool alive = true;
+  TimeMs lastHeartbeat = 0;
+  std::string secret;
+  std::unordered_set<std::string> containers;  // live ones
+};
+
+struct ClusterState::Ask {
+  rest::ResourceRequest request;
+  int outstanding = 0;
+};
+
+struct ClusterState::ContainerRecord {
+  enum class State { kAllocated, kRunning, kStopping };
+
+  std::string id;
+  Attempt* attempt = nullptr;
+  Node* node = nullptr;
+  Resource resource;
+  bool amContainer = false;
+  State state = State::kAllocated;
+  // Whether its node has reported it: only then can the node's silence about it mean it is
+  // gone (an allocated container its AM has not started yet is silent too).
+  bool seenOnNode = false;
+  int stopExitStatus = 0;
+  std::string stopDiagnostics;
+  // Set when the way an AM container ends is known better than "it exited".
+  std::string amFailureReason;
+};
+
+struct ClusterState::Attempt {
+  enum class State { kWaitingForAmContainer, kLaunched, kRegistered, kFinished, kFailed, kKilled };
+
+  Application* app = nullptr;
+  int number = 0;
+  std::string id;
+  std::string token;
+  State state = State::kWaitingForAmContainer;
+  std::string amContainerId;
+  TimeMs lastContact = 0;  // AM container launch, register or allocate
+  TimeMs endedAt = 0;
+  std::map<AskKey, Ask> asks;
+  std::vector<std::string> newlyAllocated;
+  std::vector<rest::CompletedContainer> completedToReport;
+  std::unordered_set<std::string> containers;  // live ones
+  int64_t lastResponseId = 0;
+  std::optional<rest::AllocateResponse> lastResponse;
+  int nextContainerNumber = 1;
+
+  bool active() const {
+    return state == State::kWaitingForAmContainer || state == State::kLaunched ||
+           state == State::kRegistered;
+  }
+  const char* stateName() const {
+    switch (state) {
+      case State::kWaitingForAmContainer:
+        return "waiting for its AM container";
+      case State::kLaunched:
+        return "LAUNCHED";
+      case State::kRegistered:
+        return "RUNNING";
+      case State::kFinished:
+        return "FINISHED";
+      case State::kFailed:
+        return "FAILED";
+      case State::kKilled:
+        return "KILLED";
+    }
+    return "?";
+  }
+};
+
+struct ClusterState::Application {
+  int number = 0;
+  std::string id;
+  bool submitted = false;
+  rest::ApplicationSubmission submission;
+  std::string state = app_state::kNew;
+  std::string finalStatus = final_status::kUndefined;
+  std::string diagnostics;
+  std::string trackingUrl;
+  int64_t startedTime = 0;
+  int64_t finishedTime = 0;
+  std::vector<std::unique_ptr<Attempt>> attempts;
+  Resource allocated;
+  int liveContainers = 0;
+
+  Attempt* current() const { return attempts.empty() ? nullptr : attempts.back().get(); }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+ClusterState::ClusterState(ClusterStateOptions options, const Clock& clock, SecretGenerator secrets)
+    : options_(std::move(options)),
+      clock_(clock),
+      secrets_(std::move(secrets)),
+      placementRng_(options_.placementSeed),
+      startedAt_(clock.nowMs()) {
+  if (!secrets_) secrets_ = systemSecretGenerator();
+}
+
+ClusterState::~ClusterState() = default;
+
+int64_t ClusterState::toEpoch(TimeMs monotonic) const {
+  return options_.clusterTimestamp + (monotonic - startedAt_);
+}
+
+int64_t ClusterState::epochNowMs() const {
+  return toEpoch(clock_.nowMs());
+}
+
+std::string ClusterState::newSecret() {
+  return secrets_();
+}
+
+ClusterState::Application& ClusterState::requireApplication(const std::string& applicationId) {
+  auto it = applications_.find(applicationId);
+  if (it == applications_.end()) {
+    throw RmError(RmError::kNotFound, "unknown application '" + applicationId + "'");
+  }
+  return *it->second;
+}
+
+const ClusterState::Application& ClusterState::requireApplication(
+    const std::string& applicationId) const {
+  return const_cast<ClusterState*>(this)->requireApplication(applicationId);
+}
+
+ClusterState::Attempt& ClusterState::requireAttempt(const std::string& attemptId) {
+  auto it = attempts_.find(attemptId);
+  if (it == attempts_.end()) {
+    throw RmError(RmError::kNotFound, "unknown application attempt '" + attemptId + "'");
+  }
+  return *it->second;
+}
+
+const ClusterState::Attempt& ClusterState::requireAttempt(const std::string& attemptId) const {
+  return const_cast<ClusterState*>(this)->requireAttempt(attemptId);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client API
+
+rest::NewApplicationResponse ClusterState::newApplication() {
+  auto app = std::make_unique<Application>();
+  app->number = nextApplicationNumber_++;
+  app->id =
+      "application_" + std::to_string(options_.clusterTimestamp) + "_" + padded(app->number, 4);
+  rest::NewApplicationResponse response{app->id, maximumCapability()};
+  applications_.emplace(app->id, std::move(app));
+  return response;
+}
+
+void ClusterState::submitApplication(const rest::ApplicationSubmission& submission) {
+  auto it = applications_.find(submission.applicationId);
+  if (it == applications_.end()) {
+    throw RmError(RmError::kNotFound,
+                  "unknown application '" + submission.applicationId +
+                      "': ask POST /ws/v1/cluster/apps/new-application for an id first");
+  }
+  Application& app = *it->second;
+  if (app.submitted || app.state != app_state::kNew) {
+    throw RmError(RmError::kConflict,
+                  "application '" + app.id + "' was already submitted (" + app.state + ")");
+  }
+  app.submission = submission;
+  app.submitted = true;
+  app.state = app_state::kAccepted;
+  app.startedTime = epochNowMs();
+  ++appsSubmitted_;
+  queue_.push_back(&app);
+  log_.info() << "application " << app.id << " ('" << submission.applicationName
+              << "') submitted: AM needs " << submission.resource.memoryMb << " MB, "
+              << submission.resource.vCores << " vCores; at most " << maxAttemptsOf(app)
+              << " attempts";
+  startAttempt(app);
+  schedule();
+}
+
+int ClusterState::maxAttemptsOf(const Application& app) const {
+  const int requested = app.submission.maxAppAttempts;
+  return requested > 0 ? std::min(requested, options_.config.maxAppAttempts)
+                       : options_.config.maxAppAttempts;
+}
+
+rest::ApplicationReport ClusterState::reportOf(const Application& app) const {
+  rest::ApplicationReport report;
+  report.id = app.id;
+  report.name = app.submission.applicationName;
+  report.queue = app.submitted ? app.submission.queue : "";
+  report.state = app.state;
+  report.finalStatus = app.finalStatus;
+  report.trackingUrl = app.trackingUrl;
+  report.diagnostics = app.diagnostics;
+  report.allocatedMB = app.allocated.memoryMb;
+  report.allocatedVCores = app.allocated.vCores;
+  report.runningContainers = app.liveContainers;
+  if (const Attempt* attempt = app.current()) {
+    report.currentAppAttemptId = attempt->id;
+    auto am = containers_.find(attempt->amContainerId);
+    if (am != containers_.end()) report.amHostHttpAddress = am->second->node->httpAddress;
+  }
+  report.startedTime = app.startedTime;
+  report.finishedTime = app.finishedTime;
+  return report;
+}
+
+rest::ApplicationReport ClusterState::applicationReport(const std::string& applicationId) const {
+  return reportOf(requireApplication(applicationId));
+}
+
+std::vector<rest::ApplicationReport> ClusterState::applicationReports() const {
+  std::vector<const Application*> apps;
+  for (const auto& [id, app] : applications_) apps.push_back(app.get());
+  std::sort(apps.begin(), apps.end(),
+            [](const Application* a, const Application* b) { return a->number < b->number; });
+  std::vector<rest::ApplicationReport> reports;
+  reports.reserve(apps.size());
+  for (const Application* app : apps) reports.push_back(reportOf(*app));
+  return reports;
+}
+
+rest::AppStateMessage ClusterState::killApplication(const std::string& applicationId) {
+  Application& app = requireApplication(applicationId);
+  if (app.state == app_state::kKilled) return {app_state::kKilled};
+  if (isFinal(app.state)) {
+    throw RmError(RmError::kConflict,
+                  "application '" + app.id + "' is already " + app.state + "; it cannot be killed");
+  }
+  if (Attempt* attempt = app.current(); attempt != nullptr && attempt->active()) {
+    attempt->state = Attempt::State::kKilled;
+    attempt->endedAt = clock_.nowMs();
+    std::vector<std::string> ids(attempt->containers.begin(), attempt->containers.end());
+    for (const std::string& id : ids) {
+      stopContainer(*containers_.at(id), exit_status::kKilledByResourceManager,
+                    "killed by the resource manager: application " + app.id + " was killed");
+    }
+  }
+  endApplication(app, app_state::kKilled, final_status::kKilled, "Application killed by user.");
+  log_.info() << "application " << app.id << " killed";
+  schedule();
+  return {app_state::kKilled};
+}
+
+rest::ClusterMetrics ClusterState::metrics() const {
+  rest::ClusterMetrics metrics;
+  metrics.appsSubmitted = appsSubmitted_;
+  for (const auto& [id, app] : applications_) {
+    if (app->state == app_state::kAccepted) ++metrics.appsPending;
+    if (app->state == app_state::kRunning) ++metrics.appsRunning;
+    if (app->state == app_state::kFinished) ++metrics.appsCompleted;
+    if (app->state == app_state::kFailed) ++metrics.appsFailed;
+    if (app->state == app_state::kKilled) ++metrics.appsKilled;
+  }
+  for (const auto& [id, node] : nodes_) {
+    ++metrics.totalNodes;
+    if (!node->alive) {
+      ++metrics.lostNodes;
+      continue;
+    }
+    ++metrics.activeNodes;
+    metrics.totalMB += node->capability.memoryMb;
+    metrics.totalVirtualCores += node->capability.vCores;
+    metrics.allocatedMB += node->used.memoryMb;
+    metrics.allocatedVirtualCores += node->used.vCores;
+  }
+  metrics.availableMB = metrics.totalMB - metrics.allocatedMB;
+  metrics.availableVirtualCores = metrics.totalVirtualCores - metrics.allocatedVirtualCores;
+  metrics.containersAllocated = static_cast<int>(containers_.size());
+  return metrics;
+}
+
+std::vector<rest::NodeReport> ClusterState::nodeReports() const {
+  std::vector<rest::NodeReport> reports;
+  for (const auto& [id, node] : nodes_) {
+    rest::NodeReport report;
+    report.id = node->id;
+    report.nodeHostName = node->host;
+    report.nodeHTTPAddress = node->httpAddress;
+    report.state = node->alive ? rest::node_state::kRunning : rest::node_state::kLost;
+    report.lastHealthUpdate = toEpoch(node->lastHeartbeat);
+    if (node->alive) {
+      const Resource free = freeOf(*node);
+      report.usedMemoryMB = node->used.memoryMb;
+      report.availMemoryMB = free.memoryMb;
+      report.usedVirtualCores = node->used.vCores;
+      report.availableVirtualCores = free.vCores;
+    }
+    report.numContainers = static_cast<int>(node->containers.size());
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+rest::ClusterInfo ClusterState::info() const {
+  rest::ClusterInfo info;
+  info.id = options_.clusterTimestamp;
+  info.startedOn = options_.clusterTimestamp;
+  info.resourceManagerVersion = options_.version;
+  return info;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Node managers
+
+rest::NodeRegistrationResponse ClusterState::registerNode(
+    const rest::NodeRegistration& registration) {
+  const std::string id = registration.host + ":" + std::to_string(registration.port);
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) {
+    it = nodes_.emplace(id, std::make_unique<Node>()).first;
+  } else if (it->second->alive) {
+    // The node manager restarted before it expired: what ran there is gone with the old one.
+    loseNode(*it->second, "it registered again");
+  }
+  Node& node = *it->second;
+  node.id = id;
+  node.host = registration.host;
+  node.httpAddress = id;
+  node.capability = registration.capability;
+  node.used = Resource{};
+  node.alive = true;
+  node.lastHeartbeat = clock_.nowMs();
+  node.secret = newSecret();
+  log_.info() << "node " << id << " registered with " << node.capability.memoryMb << " MB, "
+              << node.capability.vCores << " vCores";
+  schedule();
+  return {id, node.secret, options_.config.nodeHeartbeatIntervalMs()};
+}
+
+void ClusterState::authenticateNode(const std::string& nodeId,
+                                    const std::string& bearerToken) const {
+  auto it = nodes_.find(nodeId);
+  if (it == nodes_.end() || !it->second->alive) return;
+  if (bearerToken.empty() || !rest::secretsEqual(bearerToken, it->second->secret)) {
+    throw RmError(RmError::kUnauthorized,
+                  "heartbeat for node " + nodeId + " without its secret (Authorization: Bearer)");
+  }
+}
+
+rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeId,
+                                                        const rest::NodeHeartbeat& heartbeat) {
+  rest::NodeHeartbeatResponse response;
+  auto it = nodes_.find(nodeId);
+  if (it == nodes_.end() || !it->second->alive) {
+    response.reRegister = true;
+    return response;
+  }
+  Node& node = *it->second;
+  node.lastHeartbeat = clock_.nowMs();
+
+  bool freedSomething = false;
+  std::unordered_set<std::string> reported;
+  reported.reserve(heartbeat.containers.size());
+  for (const rest::ContainerStatus& status : heartbeat.containers) {
+    reported.insert(status.containerId);
+    const bool running = status.state != "COMPLETE";
+    auto found = containers_.find(status.containerId);
+    if (found == containers_.end() || found->second->node != &node) {
+      // Completed here already (released, killed, lost with an earlier registration) or never
+      // granted on this node: whatever runs under that id must not.
+      if (running) response.containersToStop.push_back(status.containerId);
+      continue;
+    }
+    ContainerRecord& container = *found->second;
+    container.seenOnNode = true;
+    if (running) {
+      if (container.state == ContainerRecord::State::kAllocated) {
+        container.state = ContainerRecord::State::kRunning;
+      } else if (container.state == ContainerRecord::State::kStopping) {
+        response.containersToStop.push_back(container.id);
+      }
+      continue;
+    }
+    // The RM's reason wins over the node's for containers it stopped (YARN's overrides).
+    const bool stopping = container.state == ContainerRecord::State::kStopping;
+    completeContainer(container.id, stopping ? container.stopExitStatus : status.exitStatus,
+                      stopping ? container.stopDiagnostics : status.diagnostics);
+    freedSomething = true;
+  }
+
+  // Containers the node has stopped talking about are gone from it. One it never reported may
+  // simply not be started yet, unless the RM wants it stopped anyway.
+  std::vector<std::string> vanished;
+  for (const std::string& id : node.containers) {
+    if (reported.count(id) != 0) continue;
+    const ContainerRecord& container = *containers_.at(id);
+    if (container.seenOnNode || container.state == ContainerRecord::State::kStopping) {
+      vanished.push_back(id);
+    }
+  }
+  for (const std::string& id : vanished) {
+    const ContainerRecord& container = *containers_.at(id);
+    if (container.state == ContainerRecord::State::kStopping) {
+      const int exitCode = container.stopExitStatus;
+      const std::string diagnostics = container.stopDiagnostics;
+      completeContainer(id, exitCode, diagnostics);
+    } else {
+      completeContainer(id, exit_status::kAborted, "no longer reported by node " + node.id);
+    }
+    freedSomething = true;
+  }
+  if (freedSomething) schedule();
+  return response;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ApplicationMaster protocol
+
+void ClusterState::authenticateAttempt(const std::string& attemptId,
+                                       const std::string& bearerToken) const {
+  if (bearerToken.empty()) {
+    throw RmError(RmError::kUnauthorized,
+                  "missing header 'Authorization: Bearer <TIDE_AM_TOKEN>' for " + attemptId);
+  }
+  const Attempt& attempt = requireAttempt(attemptId);
+  if (!rest::secretsEqual(bearerToken, attempt.token)) {
+    throw RmError(RmError::kUnauthorized, "invalid AM token for " + attemptId);
+  }
+}
+
+rest::RegisterApplicationMasterResponse ClusterState::registerApplicationMaster(
+    const std::string& attemptId, const rest::RegisterApplicationMasterRequest& request) {
+  Attempt& attempt = requireAttempt(attemptId);
+  if (attempt.state != Attempt::State::kLaunched) {
+    const std::string why = attempt.state == Attempt::State::kRegistered
+                                ? "is already registered"
+                                : std::string("is ") + attempt.stateName();
+    throw RmError(RmError::kConflict, "application attempt '" + attemptId + "' " + why);
+  }
+  Application& app = *attempt.app;
+  attempt.state = Attempt::State::kRegistered;
+  attempt.lastContact = clock_.nowMs();
+  app.state = app_state::kRunning;
+  app.trackingUrl = request.trackingUrl;
+  log_.info() << "AM of " << attemptId << " registered from " << request.host << ":"
+              << request.port;
+  // Containers of earlier attempts are stopped when their attempt fails (no work-preserving
+  // restart), so there are never any to hand over.
+  return {maximumCapability(), {}};
+}
+
+rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
+                                              const rest::AllocateRequest& request) {
+  Attempt& attempt = requireAttempt(attemptId);
+  if (attempt.state != Attempt::State::kRegistered) {
+    const std::string why =
+        attempt.active() ? "has not registered" : std::string("is ") + attempt.stateName();
+    throw RmError(RmError::kConflict, "application attempt '" + attemptId + "' " + why);
+  }
+  // YARN's handshake: the AM sends the id of the last response it got. One behind means the
+  // answer got lost on the way (a retry): it gets the same answer again.
+  if (attempt.lastResponse && request.responseId + 1 == attempt.lastResponseId) {
+    attempt.lastContact = clock_.nowMs();
+    return *attempt.lastResponse;
+  }
+  if (request.responseId != attempt.lastResponseId) {
+    throw RmError(RmError::kConflict, "responseId " + std::to_string(request.responseId) +
+                                          " is out of sync for " + attemptId + ": expected " +
+                                          std::to_string(attempt.lastResponseId) +
+                                          " (the responseId of the last allocate response)");
+  }
+  attempt.lastContact = clock_.nowMs();
+
+  for (const rest::ResourceRequest& ask : request.asks) {
+    AskKey key{ask.priority, ask.resourceName == kAnyNode, ask.resourceName, ask.resource.memoryMb,
+               ask.resource.vCores};
+    if (ask.numContainers == 0) {
+      attempt.asks.erase(key);
+    } else {
+      attempt.asks[key] = Ask{ask, ask.numContainers};
+    }
+  }
+  for (const std::string& id : request.releases) {
+    auto found = containers_.find(id);
+    if (found == containers_.end() || found->second->attempt != &attempt ||
+        found->second->amContainer) {
+      TIDE_LOG(log_, debug) << attemptId << " released " << id
+                            << ", which is not one of its live containers; ignored";
+      continue;
+    }
+    stopContainer(*found->second, exit_status::kAborted, "released by the application master");
+  }
+
+  schedule();
+
+  rest::AllocateResponse response;
+  response.allocatedContainers.reserve(attempt.newlyAllocated.size());
+  for (const std::string& id : attempt.newlyAllocated) {
+    auto found = containers_.find(id);
+    if (found != containers_.end())
+      response.allocatedContainers.push_back(describeForAm(*found->second));
+  }
+  attempt.newlyAllocated.clear();
+  response.completedContainers.swap(attempt.completedToReport);
+  response.availableResources = clusterFree();
+  response.numClusterNodes = aliveNodeCount();
+  response.responseId = ++attempt.lastResponseId;
+  attempt.lastResponse = response;
+  return response;
+}
+
+rest::FinishApplicationMasterResponse ClusterState::finishApplicationMaster(
+    const std::string& attemptId, const rest::FinishApplicationMasterRequest& request) {
+  Attempt& attempt = requireAttempt(attemptId);
+  if (attempt.state == Attempt::State::kFinished) return {true};  // a retried call
+  if (attempt.state != Attempt::State::kRegistered) {
+    const std::string why =
+        attempt.active() ? "has not registered" : std::string("is ") + attempt.stateName();
+    throw RmError(RmError::kConflict, "application attempt '" + attemptId + "' " + why);
+  }
+  Application& app = *attempt.app;
+  attempt.state = Attempt::State::kFinished;
+  attempt.endedAt = clock_.nowMs();
+  // What the AM leaves running is cleaned up, as YARN does when an application completes. The
+  // AM container itself exits on its own (checkExpiries stops it if it lingers).
+  std::vector<std::string> ids(attempt.containers.begin(), attempt.containers.end());
+  for (const std::string& id : ids) {
+    ContainerRecord& container = *containers_.at(id);
+    if (container.amContainer) continue;
+    stopContainer(container, exit_status::kKilledByResourceManager,
+                  "killed by the resource manager: application " + app.id + " finished");
+  }
+  endApplication(app, app_state::kFinished, request.finalStatus.c_str(), request.diagnostics);
+  log_.info() << "application " << app.id << " finished: " << request.finalStatus
+              << (request.diagnostics.empty() ? "" : " (" + request.diagnostics + ")");
+  return {true};
+}
+
+void ClusterState::amLaunchFailed(const std::string& containerId, const std::string& reason) {
+  auto found = containers_.find(containerId);
+  if (found == containers_.end()) return;
+  ContainerRecord& container = *found->second;
+  container.amFailureReason = "AM container " + containerId + " could not be launched on node " +
+                              container.node->id + ": " + reason;
+  completeContainer(containerId, exit_status::kAborted, reason);
+  schedule();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle
+
+void ClusterState::startAttempt(Application& app) {
+  auto attempt = std::make_unique<Attempt>();
+  attempt->app = &app;
+  attempt->number = static_cast<int>(app.attempts.size()) + 1;
+  attempt->id = "appattempt_" + std::to_string(options_.clusterTimestamp) + "_" +
+                padded(app.number, 4) + "_" + padded(attempt->number, 6);
+  attempt->token = newSecret();
+  attempts_[attempt->id] = attempt.get();
+  app.attempts.push_back(std::move(attempt));
+}
+
+void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
+  Application& app = *attempt.app;
+  attempt.state = Attempt::State::kFailed;
+  attempt.endedAt = clock_.nowMs();
+  attempt.asks.clear();
+  std::vector<std::string> ids(attempt.containers.begin(), attempt.containers.end());
+  for (const std::string& id : ids) {
+    stopContainer(*containers_.at(id), exit_status::kKilledByResourceManager,
+                  "killed by the resource manager: application attempt " + attempt.id + " failed");
+  }
+  const int maxAttempts = maxAttemptsOf(app);
+  const std::string diagnostics =
+      reason + "; attempt " + std::to_string(attempt.number) + " of " + std::to_string(maxAttempts);
+  log_.warn() << attempt.id << " failed: " << diagnostics;
+  if (isFinal(app.state)) return;
+  if (attempt.number < maxAttempts) {
+    app.diagnostics = diagnostics;
+    app.state = app_state::kAccepted;
+    startAttempt(app);
+  } else {
+    endApplication(app, app_state::kFailed, final_status::kFailed, diagnostics);
+  }
+}
+
+void ClusterState::endApplication(Application& app, const char* state, const char* finalStatus,
+                                  const std::string& diagnostics) {
+  app.state = state;
+  app.finalStatus = finalStatus;
+  app.diagnostics = diagnostics;
+  app.finishedTime = epochNowMs();
+  if (Attempt* attempt = app.current()) attempt->asks.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Containers
+
+ClusterState::ContainerRecord& ClusterState::allocateContainer(Attempt& attempt, Node& node,
+                                                               const Resource& resource,
+                                                               bool amContainer) {
+  Application& app = *attempt.app;
+  auto record = std::make_unique<ContainerRecord>();
+  record->id = "container_" + std::to_string(options_.clusterTimestamp) + "_" +
+               padded(app.number, 4) + "_" + padded(attempt.number, 2) + "_" +
+               padded(attempt.nextContainerNumber++, 6);
+  record->attempt = &attempt;
+  record->node = &node;
+  record->resource = resource;
+  record->amContainer = amContainer;
+  node.used = plus(node.used, resource);
+  node.containers.insert(record->id);
+  attempt.containers.insert(record->id);
+  app.allocated = plus(app.allocated, resource);
+  ++app.liveContainers;
+  ContainerRecord& container = *record;
+  containers_.emplace(record->id, std::move(record));
+  return container;
+}
+
+void ClusterState::stopContainer(ContainerRecord& container, int exitStatus,
+                                 const std::string& diagnostics) {
+  if (container.state == ContainerRecord::State::kStopping) return;
+  container.state = ContainerRecord::State::kStopping;
+  container.stopExitStatus = exitStatus;
+  container.stopDiagnostics = diagnostics;
+  // Only a container that may be running needs the prompt path; the others are settled by the
+  // node's next heartbeat.
+  const Node& node = *container.node;
+  if (node.alive && (container.seenOnNode || container.amContainer)) {
+    outbox_.stops.push_back({node.id, node.httpAddress, node.secret, container.id});
+  }
+}
+
+void ClusterState::completeContainer(const std::string& containerId, int exitStatus,
+                                     const std::string& diagnostics) {
+  auto found = containers_.find(containerId);
+  if (found == containers_.end()) return;
+  std::unique_ptr<ContainerRecord> container = std::move(found->second);
+  containers_.erase(found);
+  Node& node = *container->node;
+  Attempt& attempt = *container->attempt;
+  Application& app = *attempt.app;
+  node.used = minus(node.used, container->resource);
+  node.containers.erase(containerId);
+  attempt.containers.erase(containerId);
+  app.allocated = minus(app.allocated, container->resource);
+  --app.liveContainers;
+
+  completed_.push_back(
+      {containerId, app.id, node.id, exitStatus, diagnostics, container->amContainer});
+  if (completed_.size() > kCompletedHistory) completed_.pop_front();
+  TIDE_LOG(log_, debug) << "container " << containerId << " on " << node.id
+                        << " completed with exit status " << exitStatus
+                        << (diagnostics.empty() ? "" : ": " + diagnostics);
+
+  if (container->amContainer) {
+    if (attempt.state != Attempt::State::kLaunched &&
+        attempt.state != Attempt::State::kRegistered) {
+      return;  // it unregistered first, or the RM ended the attempt itself
+    }
+    std::string reason = container->amFailureReason;
+    if (reason.empty()) {
+      reason = "AM container " + containerId + " exited with code " + std::to_string(exitStatus) +
+               " without unregistering";
+      if (!diagnostics.empty()) reason += " (" + diagnostics + ")";
+    }
+    failAttempt(attempt, reason);
+    return;
+  }
+  if (attempt.state == Attempt::State::kRegistered) {
+    attempt.completedToReport.push_back(
+        {containerId, exitStatus, rest::container_state::kComplete, diagnostics});
+  }
+}
+
+void ClusterState::loseNode(Node& node, const std::string& why) {
+  node.alive = false;
+  log_.warn() << "node " << node.id << " lost: " << why << "; " << node.containers.size()
+              << " containers lost with it";
+  std::vector<std::string> ids(node.containers.begin(), node.containers.end());
+  for (const std::string& id : ids) {
+    ContainerRecord& container = *containers_.at(id);
+    if (container.amContainer) {
+      container.amFailureReason = "AM container " + id + " lost with node " + node.id;
+    }
+    completeContainer(id, exit_status::kAborted, "lost with node " + node.id);
+  }
+}
+
+void ClusterState::checkExpiries() {
+  const TimeMs now = clock_.nowMs();
+  bool changed = false;
+  for (auto& [id, node] : nodes_) {
+    if (node->alive && now - node->lastHeartbeat > options_.config.nodeExpiryMs) {
+      loseNode(*node, "no heartbeat for " + formatDuration(now - node->lastHeartbeat));
+      changed = true;
+    }
+  }
+  for (Application* app : queue_) {
+    Attempt* attempt = app->current();
+    if (attempt == nullptr) continue;
+    const bool launchedOrRunning = attempt->state == Attempt::State::kLaunched ||
+                                   attempt->state == Attempt::State::kRegistered;
+    if (launchedOrRunning && now - attempt->lastContact > options_.config.amLivenessExpiryMs) {
+      failAttempt(*attempt, "AM of " + attempt->id + " sent no heartbeat for " +
+                                formatDuration(now - attempt->lastContact));
+      changed = true;
+    }
+  }
+  // An AM that unregistered but whose process lingers is stopped after the liveness expiry.
+  for (Application* app : queue_) {
+    Attempt* attempt = app->current();
+    if (attempt == nullptr || attempt->state != Attempt::State::kFinished) continue;
+    auto am = containers_.find(attempt->amContainerId);
+    if (am != containers_.end() && now - attempt->endedAt > options_.config.amLivenessExpiryMs) {
+      stopContainer(*am->second, exit_status::kKilledByResourceManager,
+                    "killed by the resource manager: the AM did not exit after unregistering");
+      changed = true;
+    }
+  }
+  if (changed) schedule();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduling (Spark's Master.schedule())
+
+void ClusterState::schedule() {
+  // Applications leave the queue once final and once the RM holds nothing more of theirs.
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [](const Application* app) {
+                                return isFinal(app->state) && app->liveContainers == 0;
+                              }),
+               queue_.end());
+
+  std::vector<Node*> alive;
+  alive.reserve(nodes_.size());
+  for (auto& [id, node] : nodes_) {
+    if (node->alive) alive.push_back(node.get());
+  }
+  if (alive.empty()) return;
+  std::shuffle(alive.begin(), alive.end(), placementRng_);
+
+  // AM containers take strict precedence over executor containers.
+  scheduleAmContainers(alive);
+
+  // Then executors, FIFO over applications; within one, by ask order (priority first).
+  for (Application* app : queue_) {
+    Attempt* attempt = app->current();
+    if (app->state != app_state::kRunning || attempt == nullptr ||
+        attempt->state != Attempt::State::kRegistered) {
+      continue;
+    }
+    for (auto it = attempt->asks.begin(); it != attempt->asks.end();) {
+      scheduleAsk(*attempt, it->second, alive);
+      // A satisfied ask is dropped: the AM's next ask for it states a new total anyway.
+      it = it->second.outstanding == 0 ? attempt->asks.erase(it) : std::next(it);
+    }
+  }
+}
+
+void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
+  std::vector<Resource> free;
+  free.reserve(alive.size());
+  for (const Node* node : alive) free.push_back(freeOf(*node));
+  // As Spark's curPos: each AM starts from the node after the one the previous AM was
+  // offered, so AMs go round-robin over the shuffled nodes.
+  size_t cursor = 0;
+  for (Application* app : queue_) {
+    Attempt* attempt = app->current();
+    if (app->state != app_state::kAccepted || attempt == nullptr ||
+        attempt->state != Attempt::State::kWaitingForAmContainer) {
+      continue;
+    }
+    const Resource& need = app->submission.resource;
+    std::optional<size_t> chosen = placeRoundRobin(free, need, cursor);
+    if (!chosen) continue;  // a smaller AM behind it may still fit
+    Node& node = *alive[*chosen];
+    free[*chosen] = minus(free[*chosen], need);
+    ContainerRecord& container = allocateContainer(*attempt, node, need, true);
+    attempt->amContainerId = container.id;
+    attempt->state = Attempt::State::kLaunched;
+    attempt->lastContact = clock_.nowMs();
+
+    AmLaunch launch;
+    launch.nodeId = node.id;
+    launch.nodeHttpAddress = node.httpAddress;
+    rest::ContainerLaunchRequest& request = launch.request;
+    request.containerId = container.id;
+    request.applicationId = app->id;
+    request.token = rest::containerToken(node.secret, container.id);
+    request.command = app->submission.command;
+    request.resource = need;
+    for (const auto& [name, value] : app->submission.environment) {
+      request.environment[name] = value;
+    }
+    // Set last, so that a submitted entry cannot impersonate another attempt.
+    request.environment["TIDE_APPLICATION_ID"] = app->id;
+    request.environment["TIDE_APP_ATTEMPT_ID"] = attempt->id;
+    request.environment["TIDE_AM_TOKEN"] = attempt->token;
+    request.environment["TIDE_RM_ADDRESS"] = rmAddress_;
+    request.environment["TIDE_CONTAINER_ID"] = container.id;
+    outbox_.launches.push_back(std::move(launch));
+    log_.info() << "AM container " << container.id << " of " << attempt->id << " placed on "
+                << node.id << " (round-robin over alive nodes)";
+  }
+}
+
+void ClusterState::scheduleAsk(Attempt& attempt, Ask& ask, const std::vector<Node*>& alive) {
+  if (ask.outstanding <= 0) return;
+  const std::string& name = ask.request.resourceName;
+  if (name != kAnyNode) {
+    std::vector<Node*> local;
+    for (Node* node : alive) {
+      if (node->host == name || node->id == name) local.push_back(node);
+    }
+    grantOn(attempt, ask, local);
+    // Without relaxLocality the rest waits for room on that host.
+    if (ask.outstanding == 0 || !ask.request.relaxLocality) return;
+  }
+  grantOn(attempt, ask, alive);
+}
+
+void ClusterState::grantOn(Attempt& attempt, Ask& ask, const std::vector<Node*>& candidates) {
+  if (candidates.empty() || ask.outstanding <= 0) return;
+  const Resource& each = ask.request.resource;
+  std::vector<Node*> usable;
+  std::vector<Resource> free;
+  for (Node* node : candidates) {
+    Resource nodeFree = freeOf(*node);
+    if (!fits(nodeFree, each)) continue;
+    usable.push_back(node);
+    free.push_back(nodeFree);
+  }
+  if (usable.empty()) return;
+  // Spark offers the usable workers with the most free cores first.
+  const std::vector<size_t> order = orderByFreeCoresDescending(free);
+  std::vector<Resource> orderedFree;
+  orderedFree.reserve(order.size());
+  for (size_t index : order) orderedFree.push_back(free[index]);
+  const std::vector<size_t> placements =
+      placeContainers(orderedFree, each, ask.outstanding, options_.config.spreadOut);
+  for (size_t position : placements) {
+    Node& node = *usable[order[position]];
+    ContainerRecord& container = allocateContainer(attempt, node, each, false);
+    attempt.newlyAllocated.push_back(container.id);
+    --ask.outstanding;
+    TIDE_LOG(log_, debug) << "container " << container.id << " of " << attempt.id << " on "
+                          << node.id << " (priority " << ask.request.priority << ", "
+                          << ask.request.resourceName << ", "
+                          << (options_.config.spreadOut ? "spread out" : "packed") << ")";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+Resource ClusterState::freeOf(const Node& node) const {
+  return minus(node.capability, node.used);
+}
+
+Resource ClusterState::clusterFree() const {
+  Resource total;
+  for (const auto& [id, node] : nodes_) {
+    if (node->alive) total = plus(total, freeOf(*node));
+  }
+  return total;
+}
+
+Resource ClusterState::maximumCapability() const {
+  Resource maximum;
+  for (const auto& [id, node] : nodes_) {
+    if (!node->alive) continue;
+    maximum.memoryMb = std::max(maximum.memoryMb, node->capability.memoryMb);
+    maximum.vCores = std::max(maximum.vCores, node->capability.vCores);
+  }
+  return maximum;
+}
+
+int ClusterState::aliveNodeCount() const {
+  int count = 0;
+  for (const auto& [id, node] : nodes_) count += node->alive ? 1 : 0;
+  return count;
+}
+
+rest::Container ClusterState::describeForAm(const ContainerRecord& container) const {
+  const Node& node = *container.node;
+  return rest::Container{container.id, node.id, node.httpAddress, container.resource,
+                         rest::containerToken(node.secret, container.id)};
+}
+
+Outbox ClusterState::takeOutbox() {
+  Outbox taken;
+  std::swap(taken, outbox_);
+  return taken;
+}
+
+std::optional<ContainerView> ClusterState::container(const std::string& containerId) const {
+  auto found = containers_.find(containerId);
+  if (found == containers_.end()) return std::nullopt;
+  const ContainerRecord& record = *found->second;
+  const char* state = record.state == ContainerRecord::State::kAllocated ? "ALLOCATED"
+                      : record.state == ContainerRecord::State::kRunning ? "RUNNING"
+                                                                         : "STOPPING";
+  return ContainerView{record.id,         record.attempt->app->id, record.attempt->id,
+                       record.node->id,   record.resource,         state,
+                       record.amContainer};
+}
+
+std::vector<ContainerView> ClusterState::liveContainers() const {
+  std::vector<ContainerView> views;
+  for (const auto& [id, record] : containers_) views.push_back(*container(id));
+  std::sort(views.begin(), views.end(),
+            [](const ContainerView& a, const ContainerView& b) { return a.id < b.id; });
+  return views;
+}
+
+std::string ClusterState::amToken(const std::string& attemptId) const {
+  return requireAttempt(attemptId).token;
+}
+
+std::string ClusterState::nodeSecret(const std::string& nodeId) const {
+  auto found = nodes_.find(nodeId);
+  return found == nodes_.end() ? "" : found->second->secret;
+}
+
+}  // namespace tide::rm

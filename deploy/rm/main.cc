@@ -1,0 +1,79 @@
+// tide-rm: the built-in resource manager. Node managers (tide-nm) register and heartbeat;
+// clients submit applications whose AM it starts in a container; AMs ask it for containers.
+//
+//   tide-rm [--properties-file F] [--conf k=v]... [--port-file FILE]
+
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "common/command_line.h"
+#include "common/config.h"
+#include "common/logging.h"
+#include "deploy/rm/rm_config.h"
+#include "deploy/rm/rm_server.h"
+
+namespace {
+
+// Written to a temporary name and renamed, so that whoever polls for the file never reads a
+// partial port number.
+void writePortFile(const std::string& path, int port) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << port << "\n";
+    if (!out) throw std::runtime_error("cannot write port file " + temporary);
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tide::CommandLine cli("tide-rm",
+                        "Runs tide's resource manager: node managers offer it their resources, "
+                        "applications ask it for containers.");
+  cli.addOption("port-file", "FILE", "Write the bound port to FILE once listening");
+  cli.showConfigKeys({"rm.", "log."});
+  return tide::runMain(
+      [&] {
+        if (!cli.parse(argc, argv)) return 0;
+        tide::initLogging(cli.properties());
+        tide::warnUnknownKeys(cli.properties());
+        tide::Logger log("rm");
+
+        tide::rm::ResourceManagerServerOptions options;
+        options.config = tide::rm::RmConfig::fromProperties(cli.properties());
+        options.placementSeed = std::random_device{}();
+        options.version = "tide-rm " TIDE_VERSION;
+
+        // SIGINT and SIGTERM are taken synchronously below; blocked before any thread starts,
+        // so every thread inherits the mask and none of them gets the signal instead.
+        sigset_t stopSignals;
+        sigemptyset(&stopSignals);
+        sigaddset(&stopSignals, SIGINT);
+        sigaddset(&stopSignals, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+        tide::rm::ResourceManagerServer server(options);
+        const int port = server.start();
+        if (auto portFile = cli.option("port-file")) writePortFile(*portFile, port);
+        log.info() << "tide-rm listening on " << options.config.host << ":" << port
+                   << " (spreadOut=" << (options.config.spreadOut ? "true" : "false")
+                   << ", nodeExpiry=" << tide::formatDuration(options.config.nodeExpiryMs)
+                   << ", amLivenessExpiry="
+                   << tide::formatDuration(options.config.amLivenessExpiryMs)
+                   << ", maxAppAttempts=" << options.config.maxAppAttempts << ")";
+
+        int received = 0;
+        sigwait(&stopSignals, &received);
+        log.info() << "tide-rm stopping on signal " << received;
+        server.stop();
+        tide::flushLogs();
+        return 0;
+      },
+      "tide-rm");
+}

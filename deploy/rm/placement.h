@@ -1,0 +1,51 @@
+#pragma once
+
+// Where containers go: the placement half of Spark's Master.schedule(), as pure functions over
+// the free resources of candidate nodes. ClusterState gathers the candidates (alive nodes,
+// shuffled with its seeded RNG) and applies the result; tests call these directly.
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "rest/messages/node.h"  // Resource
+
+namespace tide::rm {
+
+using rest::Resource;
+
+// Whether `need` fits into `free` without over-committing memory or cores.
+inline bool fits(const Resource& free, const Resource& need) {
+  return free.memoryMb >= need.memoryMb && free.vCores >= need.vCores;
+}
+
+inline Resource minus(const Resource& a, const Resource& b) {
+  return Resource{a.memoryMb - b.memoryMb, a.vCores - b.vCores};
+}
+
+inline Resource plus(const Resource& a, const Resource& b) {
+  return Resource{a.memoryMb + b.memoryMb, a.vCores + b.vCores};
+}
+
+// AM containers (Spark's drivers): starting at `cursor`, visits each candidate at most once
+// and takes the first whose free resources fit `need`. The cursor moves past every node
+// visited, so that successive AMs go round-robin over the nodes. Returns the index chosen,
+// or nullopt when no candidate fits (the cursor has then gone once around).
+std::optional<size_t> placeRoundRobin(const std::vector<Resource>& free, const Resource& need,
+                                      size_t& cursor);
+
+// Executor containers (Spark's scheduleExecutorsOnWorkers with one container per grant):
+// up to `wanted` containers of `each`, over candidates in the given order.
+//   spreadOut: pass after pass over the candidates, one container per node per pass, so the
+//              containers spread over as many nodes as possible;
+//   packed:    fill each node before moving to the next.
+// Returns the candidate index of each container in the order granted; never more than a
+// node's free resources allow.
+std::vector<size_t> placeContainers(const std::vector<Resource>& free, const Resource& each,
+                                    int wanted, bool spreadOut);
+
+// The order Spark offers usable workers in: most free cores first. Stable, so candidates
+// with equal free cores keep the (shuffled) order they came in. Returns candidate indices.
+std::vector<size_t> orderByFreeCoresDescending(const std::vector<Resource>& free);
+
+}  // namespace tide::rm

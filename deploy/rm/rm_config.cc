@@ -1,0 +1,37 @@
+#include "deploy/rm/rm_config.h"
+
+#include <algorithm>
+
+namespace tide::rm {
+
+RmConfig RmConfig::fromProperties(const Properties& properties) {
+  RmConfig config;
+  config.host = properties.getString("rm.host");
+  const int64_t port = properties.getInt("rm.port");
+  if (port < 0 || port > 65535) {
+    throw ConfigError(properties.describe("rm.port") + ": must be a port number (0-65535)");
+  }
+  config.port = static_cast<int>(port);
+  config.spreadOut = properties.getBool("rm.spreadOut");
+  config.nodeExpiryMs = properties.getDuration("rm.nodeExpiry");
+  if (config.nodeExpiryMs <= 0) {
+    throw ConfigError(properties.describe("rm.nodeExpiry") + ": must be positive");
+  }
+  config.amLivenessExpiryMs = properties.getDuration("rm.amLivenessExpiry");
+  if (config.amLivenessExpiryMs <= 0) {
+    throw ConfigError(properties.describe("rm.amLivenessExpiry") + ": must be positive");
+  }
+  const int64_t attempts = properties.getInt("rm.maxAppAttempts");
+  if (attempts < 1 || attempts > 1000) {
+    throw ConfigError(properties.describe("rm.maxAppAttempts") + ": must be between 1 and 1000");
+  }
+  config.maxAppAttempts = static_cast<int>(attempts);
+  return config;
+}
+
+int64_t RmConfig::nodeHeartbeatIntervalMs() const {
+  if (nodeExpiryMs == kInfiniteMs) return 1000;
+  return std::clamp<int64_t>(nodeExpiryMs / 4, 1, 1000);
+}
+
+}  // namespace tide::rm

@@ -1,0 +1,35 @@
+#pragma once
+
+// tide-rm's configuration: an immutable struct read once from the `rm.*` keys (whose defaults
+// live in common's key table, the one place defaults are kept).
+
+#include <cstdint>
+#include <string>
+
+#include "common/clock.h"
+#include "common/config.h"
+
+namespace tide::rm {
+
+struct RmConfig {
+  std::string host = "127.0.0.1";
+  int port = 8088;  // 0 = ephemeral
+  // Spread executor containers over as many nodes as possible (false: pack them).
+  bool spreadOut = true;
+  // A node without a heartbeat for this long is LOST and its containers with it.
+  DurationMs nodeExpiryMs = 10000;
+  // An AM attempt without an allocate (its heartbeat) for this long has failed.
+  DurationMs amLivenessExpiryMs = 60000;
+  // Upper bound on any application's attempts; an application may ask for fewer.
+  int maxAppAttempts = 2;
+
+  // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry and
+  // rm.maxAppAttempts; throws ConfigError naming the key for values out of range.
+  static RmConfig fromProperties(const Properties& properties);
+
+  // What the RM tells node managers: often enough that a couple of lost heartbeats do not
+  // expire a healthy node, and at most once a second.
+  int64_t nodeHeartbeatIntervalMs() const;
+};
+
+}  // namespace tide::rm

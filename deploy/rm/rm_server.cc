@@ -1,0 +1,326 @@
+#include "deploy/rm/rm_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <sstream>
+
+#include "common/strings.h"
+#include "deploy/rm/rm_error.h"
+#include "rest/http_client.h"
+#include "rest/json.h"
+#include "rest/messages/cluster.h"
+#include "rest/messages/node.h"
+
+namespace tide::rm {
+namespace {
+
+constexpr char kContainerTokenHeader[] = "X-Tide-Container-Token";
+
+rest::HttpServerOptions serverOptions(const ResourceManagerServerOptions& options) {
+  rest::HttpServerOptions http;
+  http.bindAddress = options.config.host;
+  http.port = options.config.port;
+  http.threadCount = options.serverThreads;
+  http.log = [](const std::string& line) { Logger("http").info() << line; };
+  return http;
+}
+
+// The token of "Authorization: Bearer <token>", or "" when there is none.
+std::string bearerToken(const httplib::Request& req) {
+  if (!req.has_header("Authorization")) return "";
+  const std::string value = req.get_header_value("Authorization");
+  constexpr std::string_view kScheme = "Bearer ";
+  if (value.size() <= kScheme.size() ||
+      !equalsIgnoreCase(value.substr(0, kScheme.size()), kScheme)) {
+    return "";
+  }
+  return std::string(trim(std::string_view(value).substr(kScheme.size())));
+}
+
+// ClusterState speaks RmError; the HTTP server answers RestError with a JSON error body.
+template <typename Body>
+void translatingErrors(Body&& body) {
+  try {
+    body();
+  } catch (const RmError& error) {
+    throw rest::RestError(error.status(), error.what());
+  }
+}
+
+int64_t systemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+ResourceManagerServer::ResourceManagerServer(ResourceManagerServerOptions options)
+    : options_(std::move(options)), server_(serverOptions(options_)) {
+  if (options_.clock == nullptr) {
+    ownedClock_ = std::make_unique<SteadyClock>();
+    clock_ = ownedClock_.get();
+  } else {
+    clock_ = options_.clock;
+  }
+  ClusterStateOptions stateOptions;
+  stateOptions.config = options_.config;
+  stateOptions.clusterTimestamp =
+      options_.clusterTimestamp != 0 ? options_.clusterTimestamp : systemNowMs();
+  stateOptions.placementSeed = options_.placementSeed;
+  stateOptions.version = options_.version;
+  state_ = std::make_unique<ClusterState>(
+      stateOptions, *clock_, options_.secrets ? options_.secrets : systemSecretGenerator());
+  addRoutes();
+}
+
+ResourceManagerServer::~ResourceManagerServer() {
+  stop();
+}
+
+int ResourceManagerServer::start() {
+  const int port = server_.start();
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    state_->setRmAddress(server_.baseUrl());
+  }
+  dispatcher_ = std::thread([this] { runDispatcher(); });
+  expiryChecker_ = std::thread([this] { runExpiryChecker(); });
+  return port;
+}
+
+void ResourceManagerServer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(workMutex_);
+    stopping_ = true;
+  }
+  workChanged_.notify_all();
+  if (expiryChecker_.joinable()) expiryChecker_.join();
+  if (dispatcher_.joinable()) dispatcher_.join();
+  server_.stop();
+}
+
+void ResourceManagerServer::addRoutes() {
+  using httplib::Request;
+  using httplib::Response;
+
+  // ---- Client API
+  server_.post("/ws/v1/cluster/apps/new-application", [this](const Request&, Response& res) {
+    rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.newApplication(); })));
+  });
+  server_.post("/ws/v1/cluster/apps", [this](const Request& req, Response& res) {
+    const rapidjson::Document body = rest::parseJson(req.body);
+    const rest::ApplicationSubmission submission = rest::applicationSubmissionFromJson(body);
+    translatingErrors([&] {
+      const rest::ApplicationReport report = withState([&](ClusterState& s) {
+        s.submitApplication(submission);
+        return s.applicationReport(submission.applicationId);
+      });
+      res.set_header("Location", "/ws/v1/cluster/apps/" + report.id);
+      rest::replyJson(res, toJson(report), 202);
+    });
+  });
+  server_.get("/ws/v1/cluster/apps", [this](const Request& req, Response& res) {
+    std::vector<rest::ApplicationReport> reports =
+        withState([](ClusterState& s) { return s.applicationReports(); });
+    // YARN's filter: ?states=RUNNING,ACCEPTED (any case).
+    if (req.has_param("states")) {
+      std::vector<std::string> wanted;
+      std::stringstream list(req.get_param_value("states"));
+      for (std::string state; std::getline(list, state, ',');) {
+        wanted.push_back(toUpper(trim(state)));
+      }
+      reports.erase(std::remove_if(reports.begin(), reports.end(),
+                                   [&](const rest::ApplicationReport& report) {
+                                     return std::find(wanted.begin(), wanted.end(), report.state) ==
+                                            wanted.end();
+                                   }),
+                    reports.end());
+    }
+    rest::replyJson(res, toJson(reports));
+  });
+  server_.get(R"(/ws/v1/cluster/apps/([^/]+))", [this](const Request& req, Response& res) {
+    const std::string id = req.matches[1];
+    translatingErrors([&] {
+      rest::replyJson(res,
+                      toJson(withState([&](ClusterState& s) { return s.applicationReport(id); })));
+    });
+  });
+  server_.get(R"(/ws/v1/cluster/apps/([^/]+)/state)", [this](const Request& req, Response& res) {
+    const std::string id = req.matches[1];
+    translatingErrors([&] {
+      const rest::ApplicationReport report =
+          withState([&](ClusterState& s) { return s.applicationReport(id); });
+      rest::replyJson(res, toJson(rest::AppStateMessage{report.state}));
+    });
+  });
+  server_.put(R"(/ws/v1/cluster/apps/([^/]+)/state)", [this](const Request& req, Response& res) {
+    const std::string id = req.matches[1];
+    const rapidjson::Document body = rest::parseJson(req.body);
+    const rest::AppStateMessage wanted = rest::appStateFromJson(body);
+    if (wanted.state != rest::app_state::kKilled) {
+      throw rest::JsonFieldError("state",
+                                 "only \"KILLED\" can be requested, got \"" + wanted.state + "\"");
+    }
+    translatingErrors([&] {
+      rest::replyJson(res,
+                      toJson(withState([&](ClusterState& s) { return s.killApplication(id); })));
+    });
+  });
+  server_.get("/ws/v1/cluster/metrics", [this](const Request&, Response& res) {
+    rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.metrics(); })));
+  });
+  server_.get("/ws/v1/cluster/nodes", [this](const Request&, Response& res) {
+    rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.nodeReports(); })));
+  });
+  auto info = [this](const Request&, Response& res) {
+    rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.info(); })));
+  };
+  server_.get("/ws/v1/cluster/info", info);
+  server_.get("/ws/v1/cluster", info);
+
+  // ---- Node managers
+  server_.post("/ws/v1/nm/register", [this](const Request& req, Response& res) {
+    const rapidjson::Document body = rest::parseJson(req.body);
+    const rest::NodeRegistration registration = rest::nodeRegistrationFromJson(body);
+    rest::replyJson(
+        res, toJson(withState([&](ClusterState& s) { return s.registerNode(registration); })));
+  });
+  server_.post(R"(/ws/v1/nm/([^/]+)/heartbeat)", [this](const Request& req, Response& res) {
+    const std::string nodeId = req.matches[1];
+    const rapidjson::Document body = rest::parseJson(req.body);
+    const rest::NodeHeartbeat heartbeat = rest::nodeHeartbeatFromJson(body);
+    translatingErrors([&] {
+      rest::replyJson(res, toJson(withState([&](ClusterState& s) {
+                        s.authenticateNode(nodeId, bearerToken(req));
+                        return s.nodeHeartbeat(nodeId, heartbeat);
+                      })));
+    });
+  });
+
+  // ---- ApplicationMaster protocol: the attempt's token first, then the body, then the state.
+  server_.post(R"(/ws/v1/am/([^/]+)/register)", [this](const Request& req, Response& res) {
+    const std::string attemptId = req.matches[1];
+    translatingErrors([&] {
+      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
+      const rapidjson::Document body = rest::parseJson(req.body);
+      const auto request = rest::registerApplicationMasterRequestFromJson(body);
+      rest::replyJson(res, toJson(withState([&](ClusterState& s) {
+                        return s.registerApplicationMaster(attemptId, request);
+                      })));
+    });
+  });
+  server_.post(R"(/ws/v1/am/([^/]+)/allocate)", [this](const Request& req, Response& res) {
+    const std::string attemptId = req.matches[1];
+    translatingErrors([&] {
+      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
+      const rapidjson::Document body = rest::parseJson(req.body);
+      const rest::AllocateRequest request = rest::allocateRequestFromJson(body);
+      rest::replyJson(
+          res, toJson(withState([&](ClusterState& s) { return s.allocate(attemptId, request); })));
+    });
+  });
+  server_.post(R"(/ws/v1/am/([^/]+)/finish)", [this](const Request& req, Response& res) {
+    const std::string attemptId = req.matches[1];
+    translatingErrors([&] {
+      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
+      const rapidjson::Document body = rest::parseJson(req.body);
+      const auto request = rest::finishApplicationMasterRequestFromJson(body);
+      rest::replyJson(res, toJson(withState([&](ClusterState& s) {
+                        return s.finishApplicationMaster(attemptId, request);
+                      })));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Background work
+
+void ResourceManagerServer::dispatch(Outbox outbox) {
+  if (outbox.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(workMutex_);
+    work_.push_back(std::move(outbox));
+  }
+  workChanged_.notify_all();
+}
+
+void ResourceManagerServer::runExpiryChecker() {
+  DurationMs interval = options_.expiryCheckIntervalMs;
+  if (interval <= 0) {
+    interval = std::min<DurationMs>(
+        {250, options_.config.nodeExpiryMs / 4, options_.config.amLivenessExpiryMs / 4});
+    interval = std::max<DurationMs>(interval, 10);
+  }
+  std::unique_lock<std::mutex> lock(workMutex_);
+  while (!stopping_) {
+    workChanged_.wait_for(lock, std::chrono::milliseconds(interval), [this] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    withState([](ClusterState& s) { s.checkExpiries(); });
+    lock.lock();
+  }
+}
+
+void ResourceManagerServer::runDispatcher() {
+  std::unique_lock<std::mutex> lock(workMutex_);
+  while (true) {
+    workChanged_.wait(lock, [this] { return stopping_ || !work_.empty(); });
+    if (stopping_) break;
+    Outbox outbox = std::move(work_.front());
+    work_.pop_front();
+    lock.unlock();
+    for (const AmLaunch& item : outbox.launches) launch(item);
+    for (const ContainerStopOrder& item : outbox.stops) stopOnNode(item);
+    lock.lock();
+  }
+}
+
+void ResourceManagerServer::launch(const AmLaunch& item) {
+  rest::HttpClientOptions clientOptions;
+  clientOptions.connectTimeout = std::chrono::milliseconds(2000);
+  clientOptions.requestTimeout = std::chrono::milliseconds(10000);
+  clientOptions.retry.maxAttempts = 3;
+  clientOptions.log = [](const std::string& line) { Logger("rm").warn() << line; };
+  std::string failure;
+  try {
+    rest::HttpClient client("http://" + item.nodeHttpAddress, clientOptions);
+    const rest::HttpResponse response = client.request(
+        "POST", "/ws/v1/node/containers", toJson(item.request),
+        {{"Content-Type", "application/json"}, {kContainerTokenHeader, item.request.token}});
+    if (!response.ok()) {
+      failure = "node manager answered HTTP " + std::to_string(response.status) + ": " +
+                response.body.substr(0, 300);
+    }
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  if (failure.empty()) {
+    log_.info() << "AM container " << item.request.containerId << " launched on " << item.nodeId;
+    return;
+  }
+  log_.warn() << "AM container " << item.request.containerId << " could not be launched on "
+              << item.nodeId << ": " << failure;
+  withState([&](ClusterState& s) { s.amLaunchFailed(item.request.containerId, failure); });
+}
+
+void ResourceManagerServer::stopOnNode(const ContainerStopOrder& order) {
+  rest::HttpClientOptions clientOptions;
+  clientOptions.connectTimeout = std::chrono::milliseconds(1000);
+  clientOptions.requestTimeout = std::chrono::milliseconds(5000);
+  clientOptions.retry.maxAttempts = 1;  // the heartbeat's containersToStop is the fallback
+  try {
+    rest::HttpClient client("http://" + order.nodeHttpAddress, clientOptions);
+    const rest::HttpResponse response =
+        client.request("DELETE", "/ws/v1/node/containers/" + order.containerId, "",
+                       {{"Authorization", "Bearer " + order.nodeSecret}});
+    TIDE_LOG(log_, debug) << "DELETE of " << order.containerId << " on " << order.nodeId
+                          << ": HTTP " << response.status;
+  } catch (const std::exception& error) {
+    TIDE_LOG(log_, debug) << "DELETE of " << order.containerId << " on " << order.nodeId
+                          << " failed: " << error.what() << " (its next heartbeat will stop it)";
+  }
+}
+
+}  // namespace tide::rm

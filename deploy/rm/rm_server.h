@@ -1,0 +1,95 @@
+#pragma once
+
+// tide-rm's REST layer: serves the client API, the ApplicationMaster protocol and the node
+// manager protocol (rest/messages/cluster.h, rest/messages/node.h) over ClusterState, runs the
+// expiry checker, and carries out the state's network work (launching AM containers, prompt
+// container stops) on a thread of its own so that no request waits on a node manager.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "deploy/rm/cluster_state.h"
+#include "deploy/rm/rm_config.h"
+#include "rest/http_server.h"
+
+namespace tide::rm {
+
+struct ResourceManagerServerOptions {
+  RmConfig config;
+  // Epoch ms; 0 = now from the system clock.
+  int64_t clusterTimestamp = 0;
+  uint64_t placementSeed = 0;
+  SecretGenerator secrets;       // unset = systemSecretGenerator()
+  const Clock* clock = nullptr;  // unset = a SteadyClock
+  // How often nodes and AMs are checked for expiry; 0 = min(250 ms, the expiries / 4).
+  DurationMs expiryCheckIntervalMs = 0;
+  // Kept-alive connections (one per node manager and AM) each hold a server thread.
+  size_t serverThreads = 64;
+  std::string version = "tide-rm";
+};
+
+class ResourceManagerServer {
+ public:
+  explicit ResourceManagerServer(ResourceManagerServerOptions options);
+  ~ResourceManagerServer();  // stops
+  ResourceManagerServer(const ResourceManagerServer&) = delete;
+  ResourceManagerServer& operator=(const ResourceManagerServer&) = delete;
+
+  // Binds rm.host:rm.port, starts serving and the background threads; returns the bound port.
+  int start();
+  void stop();
+
+  int port() const { return server_.port(); }
+  // "http://host:port": what AMs get as TIDE_RM_ADDRESS.
+  std::string baseUrl() const { return server_.baseUrl(); }
+
+  // Runs `body` on the state under the lock, then carries out the network work it queued.
+  // For tests and the bench, which set up nodes in-process.
+  template <typename Body>
+  auto withState(Body&& body) {
+    std::unique_lock<std::mutex> lock(stateMutex_);
+    if constexpr (std::is_void_v<decltype(body(*state_))>) {
+      body(*state_);
+      dispatch(state_->takeOutbox());
+    } else {
+      auto result = body(*state_);
+      dispatch(state_->takeOutbox());
+      return result;
+    }
+  }
+
+ private:
+  void addRoutes();
+  void dispatch(Outbox outbox);
+  void runExpiryChecker();
+  void runDispatcher();
+  void launch(const AmLaunch& launch);
+  void stopOnNode(const ContainerStopOrder& order);
+
+  ResourceManagerServerOptions options_;
+  std::unique_ptr<Clock> ownedClock_;
+  const Clock* clock_;
+  Logger log_{"rm"};
+
+  std::mutex stateMutex_;
+  std::unique_ptr<ClusterState> state_;
+
+  rest::HttpServer server_;
+
+  std::mutex workMutex_;
+  std::condition_variable workChanged_;
+  std::deque<Outbox> work_;
+  bool stopping_ = false;
+  std::thread expiryChecker_;
+  std::thread dispatcher_;
+};
+
+}  // namespace tide::rm

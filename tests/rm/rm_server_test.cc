@@ -1,0 +1,267 @@
+// The REST layer in-process on loopback: status codes and JSON errors of every kind, the AM
+// launch the RM sends to a (fake) node manager, and the bearer check of the AM protocol.
+
+#include "deploy/rm/rm_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "rest/http_client.h"
+#include "rest/http_server.h"
+#include "rest/json.h"
+#include "rest/messages/cluster.h"
+#include "rest/messages/node.h"
+
+namespace tide::rm {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Polls `condition` every 10 ms for at most `bound`.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds bound = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
+
+// Records what the RM sends to a node manager.
+class FakeNodeManager {
+ public:
+  FakeNodeManager() {
+    server_.post(
+        "/ws/v1/node/containers", [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mutex_);
+          launches_.push_back(rest::containerLaunchRequestFromJson(rest::parseJson(req.body)));
+          launchTokens_.push_back(req.get_header_value("X-Tide-Container-Token"));
+          rest::ContainerReport report;
+          report.containerId = launches_.back().containerId;
+          report.state = "RUNNING";
+          rest::replyJson(res, toJson(report), 201);
+        });
+    server_.del(R"(/ws/v1/node/containers/([^/]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::lock_guard<std::mutex> lock(mutex_);
+                  deletes_.push_back({req.matches[1], req.get_header_value("Authorization")});
+                  rest::replyJson(res, "{}");
+                });
+    port_ = server_.start();
+  }
+  int port() const { return port_; }
+  std::vector<rest::ContainerLaunchRequest> launches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launches_;
+  }
+  std::vector<std::string> launchTokens() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launchTokens_;
+  }
+  std::vector<std::pair<std::string, std::string>> deletes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return deletes_;
+  }
+
+ private:
+  rest::HttpServer server_{rest::HttpServerOptions{}};
+  int port_ = 0;
+  std::mutex mutex_;
+  std::vector<rest::ContainerLaunchRequest> launches_;
+  std::vector<std::string> launchTokens_;
+  std::vector<std::pair<std::string, std::string>> deletes_;
+};
+
+class RmServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ResourceManagerServerOptions options;
+    options.config.port = 0;
+    options.clusterTimestamp = 1700000000000;
+    options.placementSeed = 1;
+    options.secrets = seededSecretGenerator(1);
+    options.serverThreads = 8;
+    server_ = std::make_unique<ResourceManagerServer>(options);
+    server_->start();
+    client_ = std::make_unique<rest::HttpClient>(server_->baseUrl());
+  }
+
+  rest::HttpResponse call(const std::string& method, const std::string& path,
+                          const std::string& body = "", rest::HttpHeaders headers = {}) {
+    headers.push_back({"Content-Type", "application/json"});
+    return client_->request(method, path, body, headers);
+  }
+
+  static std::string errorMessage(const rest::HttpResponse& response) {
+    const rapidjson::Document document = rest::parseJson(response.body);
+    return document["error"]["message"].GetString();
+  }
+
+  std::string registerNode() {
+    const auto response = call(
+        "POST", "/ws/v1/nm/register",
+        toJson(rest::NodeRegistration{"127.0.0.1", nodeManager_.port(), rest::Resource{4096, 4}}));
+    EXPECT_EQ(response.status, 200) << response.body;
+    const auto registration =
+        rest::nodeRegistrationResponseFromJson(rest::parseJson(response.body));
+    nodeSecret_ = registration.nodeSecret;
+    return registration.nodeId;
+  }
+
+  std::string submitApp() {
+    const auto created = call("POST", "/ws/v1/cluster/apps/new-application");
+    EXPECT_EQ(created.status, 200);
+    const std::string id =
+        rest::newApplicationResponseFromJson(rest::parseJson(created.body)).applicationId;
+    rest::ApplicationSubmission submission;
+    submission.applicationId = id;
+    submission.applicationName = "test";
+    submission.command = "sleep 100";
+    submission.environment = {{"GREETING", "hello"}};
+    submission.resource = rest::Resource{512, 1};
+    const auto submitted = call("POST", "/ws/v1/cluster/apps", toJson(submission));
+    EXPECT_EQ(submitted.status, 202) << submitted.body;
+    EXPECT_EQ(submitted.header("Location"), "/ws/v1/cluster/apps/" + id);
+    return id;
+  }
+
+  FakeNodeManager nodeManager_;
+  std::unique_ptr<ResourceManagerServer> server_;
+  std::unique_ptr<rest::HttpClient> client_;
+  std::string nodeSecret_;
+};
+
+TEST_F(RmServerTest, LaunchesTheAmOnItsNodeWithTokenAndEnvironment) {
+  const std::string nodeId = registerNode();
+  const std::string app = submitApp();
+  ASSERT_TRUE(eventually([&] { return !nodeManager_.launches().empty(); }));
+  const rest::ContainerLaunchRequest launch = nodeManager_.launches().at(0);
+  EXPECT_EQ(launch.applicationId, app);
+  EXPECT_EQ(launch.command, "sleep 100");
+  EXPECT_EQ(launch.environment.at("GREETING"), "hello");
+  EXPECT_EQ(launch.environment.at("TIDE_RM_ADDRESS"), server_->baseUrl());
+  EXPECT_EQ(launch.environment.at("TIDE_CONTAINER_ID"), launch.containerId);
+  EXPECT_EQ(nodeManager_.launchTokens().at(0),
+            rest::containerToken(nodeSecret_, launch.containerId));
+  EXPECT_EQ(launch.token, nodeManager_.launchTokens().at(0));
+
+  const std::string attempt = launch.environment.at("TIDE_APP_ATTEMPT_ID");
+  const std::string token = launch.environment.at("TIDE_AM_TOKEN");
+  const std::string registerBody = toJson(rest::RegisterApplicationMasterRequest{"h", 1, "t"});
+  const std::string base = "/ws/v1/am/" + attempt;
+
+  auto missing = call("POST", base + "/register", registerBody);
+  EXPECT_EQ(missing.status, 401);
+  EXPECT_THAT(errorMessage(missing), HasSubstr("Authorization"));
+  auto wrong = call("POST", base + "/register", registerBody, {{"Authorization", "Bearer x"}});
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_THAT(errorMessage(wrong), HasSubstr("invalid AM token"));
+  const rest::HttpHeaders bearer{{"Authorization", "Bearer " + token}};
+  auto otherAttempt =
+      call("POST", "/ws/v1/am/appattempt_1700000000000_0009_000001/register", registerBody, bearer);
+  EXPECT_EQ(otherAttempt.status, 404);
+
+  auto registered = call("POST", base + "/register", registerBody, bearer);
+  ASSERT_EQ(registered.status, 200) << registered.body;
+  EXPECT_EQ(rest::registerApplicationMasterResponseFromJson(rest::parseJson(registered.body))
+                .maximumResourceCapability.memoryMb,
+            4096);
+  EXPECT_EQ(call("POST", base + "/register", registerBody, bearer).status, 409);
+
+  auto badAsk = call("POST", base + "/allocate",
+                     R"({"responseId": 0, "asks": [{"priority": 1, "numContainers": 1}]})", bearer);
+  EXPECT_EQ(badAsk.status, 400);
+  EXPECT_THAT(errorMessage(badAsk), HasSubstr("asks[0].resource"));
+  auto notJson = call("POST", base + "/allocate", "{responseId", bearer);
+  EXPECT_EQ(notJson.status, 400);
+
+  rest::AllocateRequest ask;
+  rest::ResourceRequest request;
+  request.priority = 1;
+  request.resource = rest::Resource{512, 1};
+  request.numContainers = 2;
+  ask.asks.push_back(request);
+  auto allocated = call("POST", base + "/allocate", toJson(ask), bearer);
+  ASSERT_EQ(allocated.status, 200) << allocated.body;
+  const auto response = rest::allocateResponseFromJson(rest::parseJson(allocated.body));
+  EXPECT_EQ(response.responseId, 1);
+  ASSERT_EQ(response.allocatedContainers.size(), 2u);
+  EXPECT_EQ(response.allocatedContainers[0].nodeId, nodeId);
+  EXPECT_EQ(response.allocatedContainers[0].token,
+            rest::containerToken(nodeSecret_, response.allocatedContainers[0].id));
+  EXPECT_EQ(response.numClusterNodes, 1);
+
+  auto report = call("GET", "/ws/v1/cluster/apps/" + app);
+  ASSERT_EQ(report.status, 200);
+  const auto appReport = rest::applicationReportFromJson(rest::parseJson(report.body));
+  EXPECT_EQ(appReport.state, "RUNNING");
+  EXPECT_EQ(appReport.runningContainers, 3);
+
+  // Killing stops the AM at once with the node's secret.
+  auto badState = call("PUT", "/ws/v1/cluster/apps/" + app + "/state", R"({"state": "RUNNING"})");
+  EXPECT_EQ(badState.status, 400);
+  EXPECT_THAT(errorMessage(badState), HasSubstr("'state'"));
+  auto killed = call("PUT", "/ws/v1/cluster/apps/" + app + "/state", R"({"state": "KILLED"})");
+  ASSERT_EQ(killed.status, 200) << killed.body;
+  auto state = call("GET", "/ws/v1/cluster/apps/" + app + "/state");
+  EXPECT_EQ(rest::appStateFromJson(rest::parseJson(state.body)).state, "KILLED");
+  ASSERT_TRUE(eventually([&] { return !nodeManager_.deletes().empty(); }));
+  EXPECT_EQ(nodeManager_.deletes().at(0).first, launch.containerId);
+  EXPECT_EQ(nodeManager_.deletes().at(0).second, "Bearer " + nodeSecret_);
+  EXPECT_EQ(call("POST", base + "/allocate", R"({"responseId": 1})", bearer).status, 409);
+}
+
+TEST_F(RmServerTest, ClientApiErrors) {
+  auto unknown = call("GET", "/ws/v1/cluster/apps/application_1_9999");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_THAT(errorMessage(unknown), HasSubstr("application_1_9999"));
+  EXPECT_EQ(
+      call("PUT", "/ws/v1/cluster/apps/application_1_9999/state", R"({"state":"KILLED"})").status,
+      404);
+  auto noSpec = call("POST", "/ws/v1/cluster/apps",
+                     R"({"application-id": "a", "resource": {"memory": 1, "vCores": 1}})");
+  EXPECT_EQ(noSpec.status, 400);
+  EXPECT_THAT(errorMessage(noSpec), HasSubstr("'am-container-spec'"));
+  auto badMemory = call("POST", "/ws/v1/cluster/apps", R"({"application-id": "a",
+      "am-container-spec": {"commands": {"command": "x"}}, "resource": {"memory": "lots",
+      "vCores": 1}})");
+  EXPECT_EQ(badMemory.status, 400);
+  EXPECT_THAT(errorMessage(badMemory), HasSubstr("'resource.memory'"));
+  auto badHeartbeat = call("POST", "/ws/v1/nm/h:1/heartbeat", R"({"containers": [{}]})");
+  EXPECT_EQ(badHeartbeat.status, 400);
+  EXPECT_THAT(errorMessage(badHeartbeat), HasSubstr("containers[0]"));
+  auto unregistered = call("POST", "/ws/v1/nm/h:1/heartbeat", R"({"containers": []})");
+  EXPECT_EQ(unregistered.status, 200);
+  EXPECT_TRUE(rest::nodeHeartbeatResponseFromJson(rest::parseJson(unregistered.body)).reRegister);
+
+  const std::string nodeId = registerNode();
+  auto impostor = call("POST", "/ws/v1/nm/" + nodeId + "/heartbeat", R"({"containers": []})",
+                       {{"Authorization", "Bearer not-the-secret"}});
+  EXPECT_EQ(impostor.status, 401);
+  auto genuine = call("POST", "/ws/v1/nm/" + nodeId + "/heartbeat", R"({"containers": []})",
+                      {{"Authorization", "Bearer " + nodeSecret_}});
+  EXPECT_EQ(genuine.status, 200) << genuine.body;
+
+  const std::string app = submitApp();
+  auto twice = call("POST", "/ws/v1/cluster/apps", R"({"application-id": ")" + app + R"(",
+      "am-container-spec": {"commands": {"command": "x"}}, "resource": {"memory": 1,
+      "vCores": 1}})");
+  EXPECT_EQ(twice.status, 409);
+
+  auto list = call("GET", "/ws/v1/cluster/apps?states=accepted");
+  EXPECT_EQ(rest::applicationReportsFromJson(rest::parseJson(list.body)).size(), 1u);
+  auto none = call("GET", "/ws/v1/cluster/apps?states=RUNNING");
+  EXPECT_TRUE(rest::applicationReportsFromJson(rest::parseJson(none.body)).empty());
+  auto metrics = call("GET", "/ws/v1/cluster/metrics");
+  EXPECT_EQ(rest::clusterMetricsFromJson(rest::parseJson(metrics.body)).appsPending, 1);
+  auto info = call("GET", "/ws/v1/cluster/info");
+  EXPECT_EQ(rest::clusterInfoFromJson(rest::parseJson(info.body)).id, 1700000000000);
+}
+
+}  // namespace
+}  // namespace tide::rm
