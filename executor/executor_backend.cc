@@ -1,0 +1,266 @@
+#include "executor/executor_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "rest/json.h"
+#include "rest/messages/executor.h"
+
+namespace tide::executor {
+namespace {
+
+using Millis = std::chrono::milliseconds;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// Backoff between attempts to reach an unreachable AM: 100ms doubling to 2s, each delay drawn
+// from [ceiling/2, ceiling] so that the executors of a restarted AM do not all come back at the
+// same instant.
+constexpr Millis kFirstBackoff{100};
+constexpr Millis kMaxBackoff{2000};
+// After the last task was told to stop: how long leaving waits for the processes to go,
+// beyond the SIGTERM->SIGKILL grace period.
+constexpr Millis kExitMargin{2000};
+
+rest::HttpClientOptions clientOptions(const ExecutorSettings& settings, const Logger& log) {
+  rest::HttpClientOptions options;
+  options.connectTimeout = Millis(std::min<int64_t>(settings.networkTimeout, 3000));
+  options.requestTimeout = Millis(settings.networkTimeout);
+  // The backend retries itself, over the whole network.timeout rather than a few attempts.
+  options.retry.maxAttempts = 1;
+  options.defaultHeaders = {{"Authorization", "Bearer " + settings.appSecret}};
+  options.log = [log](const std::string& line) { log.warn() << line; };
+  return options;
+}
+
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string excerpt(const std::string& body) {
+  constexpr size_t kMax = 300;
+  return body.size() <= kMax ? body : body.substr(0, kMax) + "...";
+}
+
+}  // namespace
+
+ExecutorBackend::ExecutorBackend(ExecutorSettings settings, TaskRunner& runner)
+    : settings_(std::move(settings)),
+      runner_(runner),
+      client_(settings_.amAddress, clientOptions(settings_, log_)),
+      syncPath_("/api/v1/executors/" + settings_.executorId + "/sync"),
+      jitter_(std::random_device{}()) {}
+
+void ExecutorBackend::requestStop(const std::string& why) {
+  leave(0, why, false);
+  // Tasks go now rather than when the current sync returns.
+  runner_.killAll();
+  runner_.interruptWaits();
+  stopRequested_.notify_all();
+}
+
+std::string ExecutorBackend::exitReason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exitReason_;
+}
+
+void ExecutorBackend::leave(int exitStatus, const std::string& why, bool asError) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (leaving_) return;
+    leaving_ = true;
+    exitStatus_ = exitStatus;
+    exitReason_ = why;
+  }
+  if (asError) {
+    log_.error() << "executor " << settings_.executorId << " exits: " << why;
+  } else {
+    log_.info() << "executor " << settings_.executorId << " exits: " << why;
+  }
+  stopRequested_.notify_all();
+}
+
+bool ExecutorBackend::leaving() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leaving_;
+}
+
+void ExecutorBackend::leaveOnRefusal(const std::string& call, const rest::HttpResponse& response) {
+  const std::string status = "HTTP " + std::to_string(response.status);
+  if (response.status == 401 || response.status == 403) {
+    leave(1,
+          "the AM refused this executor's credentials on " + call + " (" + status +
+              "): TIDE_APP_SECRET does not match the application's secret",
+          true);
+  } else if (response.status == 404) {
+    leave(1,
+          "the AM does not know executor " + settings_.executorId + " (" + status + " on " + call +
+              "): it was removed or the AM restarted",
+          true);
+  } else {
+    leave(1, "the AM answered " + call + " with " + status + ": " + excerpt(response.body), true);
+  }
+}
+
+std::optional<rest::HttpResponse> ExecutorBackend::postToAm(const std::string& path,
+                                                            const std::string& body,
+                                                            int64_t maxWaitMs) {
+  static const rest::HttpHeaders kJson = {{"Content-Type", "application/json"}};
+  rest::RequestOptions options;
+  // The AM may hold the request for maxWaitMs; beyond that, network.timeout is the budget.
+  options.timeout = Millis(maxWaitMs + settings_.networkTimeout);
+  options.idempotent = false;
+
+  std::optional<SteadyTime> unreachableSince;
+  for (int failures = 0;; ++failures) {
+    if (leaving()) return std::nullopt;
+    const SteadyTime attemptStart = std::chrono::steady_clock::now();
+    std::string problem;
+    try {
+      rest::HttpResponse response = client_.request("POST", path, body, kJson, options);
+      // A proxy or a briefly overloaded AM: an outage, not an answer.
+      if (response.status != 502 && response.status != 503 && response.status != 504) {
+        if (unreachableSince) log_.info() << "the AM is reachable again";
+        return response;
+      }
+      problem = "HTTP " + std::to_string(response.status);
+    } catch (const rest::HttpError& error) {
+      problem = error.what();
+    }
+    if (!unreachableSince) unreachableSince = attemptStart;
+    const SteadyTime now = std::chrono::steady_clock::now();
+    const SteadyTime giveUpAt = *unreachableSince + Millis(settings_.networkTimeout);
+    if (now >= giveUpAt) {
+      leave(1,
+            "the AM at " + settings_.amAddress + " has been unreachable for " +
+                formatDuration(settings_.networkTimeout) +
+                " (network.timeout); last error: " + problem,
+            true);
+      return std::nullopt;
+    }
+    if (failures == 0) {
+      log_.warn() << "cannot reach the AM (" << problem << "); retrying for up to "
+                  << formatDuration(settings_.networkTimeout);
+    } else {
+      TIDE_LOG(log_, debug) << "AM still unreachable: " << problem;
+    }
+    const Millis ceiling =
+        std::min<Millis>(kMaxBackoff, kFirstBackoff * (int64_t{1} << std::min(failures, 10)));
+    const Millis delay = Millis(
+        std::uniform_int_distribution<int64_t>(ceiling.count() / 2, ceiling.count())(jitter_));
+    std::unique_lock<std::mutex> lock(mutex_);
+    stopRequested_.wait_until(lock, std::min(now + delay, giveUpAt), [this] { return leaving_; });
+  }
+}
+
+bool ExecutorBackend::registerWithAm() {
+  rest::ExecutorRegistration registration;
+  registration.executorId = settings_.executorId;
+  registration.containerId = settings_.containerId;
+  registration.host = hostName();
+  registration.cores = settings_.cores;
+  registration.pid = ::getpid();
+  std::optional<rest::HttpResponse> response =
+      postToAm("/api/v1/executors/register", rest::toJson(registration), 0);
+  if (!response) return false;
+  if (!response->ok()) {
+    leaveOnRefusal("register", *response);
+    return false;
+  }
+  try {
+    rest::ExecutorRegistered registered =
+        rest::executorRegisteredFromJson(rest::parseJson(response->body));
+    heartbeatInterval_ = Millis(registered.heartbeatIntervalMs);
+    if (registered.taskSlots != settings_.taskSlots()) {
+      log_.warn() << "the AM gives this executor " << registered.taskSlots
+                  << " task slots, not the " << settings_.taskSlots()
+                  << " of executor.cores / task.cpus; using the AM's";
+    }
+    runner_.setSlots(registered.taskSlots);
+  } catch (const std::exception& error) {
+    leave(1, std::string("the AM's answer to register is unreadable: ") + error.what(), true);
+    return false;
+  }
+  log_.info() << "registered with the AM: " << runner_.slots() << " task slots, heartbeat every "
+              << formatDuration(heartbeatInterval_.count());
+  return true;
+}
+
+int ExecutorBackend::run() {
+  log_.info() << "starting " << settings_.describe();
+  if (registerWithAm()) {
+    RunnerReport report;
+    rest::ExecutorSync sync;
+    bool syncNow = true;
+    SteadyTime lastSent = std::chrono::steady_clock::now();
+    while (!leaving()) {
+      if (!syncNow) runner_.waitForUpdates(lastSent + heartbeatInterval_);
+      if (leaving()) break;
+
+      runner_.collect(report);
+      sync.updates.swap(report.updates);
+      sync.running.swap(report.running);
+      sync.freeSlots = report.freeSlots;
+      const bool idle = sync.updates.empty() && sync.running.empty();
+      // Only a sync with nothing to report may be held, and only while no task runs (a
+      // running task could end during the hold and its slot would sit idle).
+      sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
+      const std::string body = rest::toJson(sync);
+      const size_t reported = sync.updates.size();
+      sync.updates.clear();  // keeps the capacity for the next round
+
+      lastSent = std::chrono::steady_clock::now();
+      std::optional<rest::HttpResponse> response = postToAm(syncPath_, body, sync.maxWaitMs);
+      if (!response) break;
+      if (!response->ok()) {
+        leaveOnRefusal("sync", *response);
+        break;
+      }
+      rest::ExecutorSyncReply reply;
+      try {
+        reply = rest::executorSyncReplyFromJson(rest::parseJson(response->body));
+      } catch (const std::exception& error) {
+        leave(1, std::string("the AM's sync reply is unreadable: ") + error.what(), true);
+        break;
+      }
+      TIDE_LOG(log_, trace) << "sync: reported " << reported << ", got " << reply.launches.size()
+                            << " launches, " << reply.kills.size() << " kills";
+      if (reply.shutdown) {
+        leave(0, "the AM released this executor", false);
+        break;
+      }
+      for (int64_t taskId : reply.kills) runner_.kill(taskId);
+      for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
+
+      if (runner_.hasUpdates()) {
+        syncNow = true;  // e.g. noop tasks, already done: report them and fetch more
+      } else if (runner_.runningCount() > 0) {
+        syncNow = false;  // wait for one to end (or the heartbeat)
+      } else {
+        // Idle. After a long poll the AM held, poll again at once; after one it answered
+        // early with nothing (an AM that does not hold), wait out the interval rather than
+        // spin. A sync that reported something was not held, so it is followed by a poll.
+        const bool answeredEarly = std::chrono::steady_clock::now() < lastSent + heartbeatInterval_;
+        syncNow = !(idle && answeredEarly && reply.launches.empty() && reply.kills.empty());
+      }
+    }
+  }
+
+  runner_.killAll();
+  const int stillRunning = runner_.runningCount();
+  if (stillRunning > 0) {
+    log_.info() << "waiting for " << stillRunning << " killed tasks to exit";
+    if (!runner_.waitUntilIdle(std::chrono::steady_clock::now() + kExitMargin +
+                               Millis(runner_.killGracePeriod()))) {
+      log_.warn() << runner_.runningCount() << " tasks still running; leaving them to SIGKILL";
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exitStatus_;
+}
+
+}  // namespace tide::executor

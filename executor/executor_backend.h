@@ -1,0 +1,81 @@
+#pragma once
+
+// The executor's side of the AM conversation (rest/messages/executor.h): register, then sync
+// in a loop, feeding the AM's launches and kills to the TaskRunner and its updates back.
+//
+// Sync timing, which is what makes the executor fast:
+//   - updates pending (a task ended, so a slot is free): sync at once, not holding them back;
+//   - nothing running and nothing to say: a long poll (maxWaitMs = the heartbeat interval),
+//     so new work reaches the executor as soon as the AM has it;
+//   - tasks running, none ended: wait until one ends or the heartbeat interval has passed.
+// With builtin noop tasks one round trip reports a batch and fetches the next.
+//
+// When it leaves:
+//   - the AM says shutdown                        -> exit status 0
+//   - requestStop() (SIGTERM from the node manager) -> 0
+//   - the AM answers 404 (it forgot this executor) -> 1
+//   - the AM refuses the secret (401/403) or answers anything else unexpected -> 1
+//   - the AM stays unreachable (transport errors, 502/503/504) for network.timeout -> 1;
+//     shorter outages are retried with exponential backoff and jitter.
+// Before returning it kills its running tasks' process groups.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "common/logging.h"
+#include "executor/executor_settings.h"
+#include "executor/task_runner.h"
+#include "rest/http_client.h"
+
+namespace tide::executor {
+
+class ExecutorBackend {
+ public:
+  // `runner` must outlive the backend.
+  ExecutorBackend(ExecutorSettings settings, TaskRunner& runner);
+  ExecutorBackend(const ExecutorBackend&) = delete;
+  ExecutorBackend& operator=(const ExecutorBackend&) = delete;
+
+  // Registers and syncs until one of the reasons above; returns the exit status.
+  int run();
+
+  // Asks run() to leave: kills the running tasks right away and wakes every wait. A sync the
+  // AM is holding is waited out (at most the heartbeat interval). Thread-safe.
+  void requestStop(const std::string& why);
+
+  // Why run() returned ("the AM released this executor", ...); empty while it runs.
+  std::string exitReason() const;
+
+ private:
+  // A POST to the AM, retried while the AM cannot be reached. nullopt: run() must leave
+  // (unreachable for network.timeout, or stop requested); leave() has been called.
+  std::optional<rest::HttpResponse> postToAm(const std::string& path, const std::string& body,
+                                             int64_t maxWaitMs);
+  bool registerWithAm();
+  // Records why the executor leaves; the first reason wins.
+  void leave(int exitStatus, const std::string& why, bool asError);
+  bool leaving() const;
+  // Answers that are neither a success nor an outage: 401/403, 404 and the rest.
+  void leaveOnRefusal(const std::string& call, const rest::HttpResponse& response);
+
+  ExecutorSettings settings_;
+  TaskRunner& runner_;
+  Logger log_{"executor"};  // before client_, whose options log through it
+  rest::HttpClient client_;
+  std::chrono::milliseconds heartbeatInterval_{1000};
+  std::string syncPath_;
+  std::mt19937_64 jitter_;  // spreads the retries of executors that lost the AM together
+
+  mutable std::mutex mutex_;
+  std::condition_variable stopRequested_;
+  bool leaving_ = false;
+  int exitStatus_ = 0;
+  std::string exitReason_;
+};
+
+}  // namespace tide::executor

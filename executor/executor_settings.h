@@ -1,0 +1,51 @@
+#pragma once
+
+// What one tide-executor process is told at start: where its AM is and who it is (from the
+// environment its node manager gave the container), and its size and timeouts (from the
+// properties). Immutable once read; every problem is a ConfigError, so the binary exits 2.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "common/config.h"
+
+namespace tide::executor {
+
+// The environment variables the executor reads. TIDE_APP_SECRET is removed from the process's
+// own environment right after it is read, so no task ever inherits it.
+inline constexpr char kAmAddressEnv[] = "TIDE_AM_ADDRESS";
+inline constexpr char kAppSecretEnv[] = "TIDE_APP_SECRET";
+inline constexpr char kExecutorIdEnv[] = "TIDE_EXECUTOR_ID";
+inline constexpr char kContainerIdEnv[] = "TIDE_CONTAINER_ID";
+
+struct ExecutorSettings {
+  std::string amAddress;    // "http://host:port"
+  std::string appSecret;    // sent as a bearer token; never logged
+  std::string executorId;   // e1, e2, ...
+  std::string containerId;  // the NM's container this process runs in
+  int cores = 1;            // executor.cores
+  int taskCpus = 1;         // task.cpus
+  DurationMs networkTimeout = 120'000;
+
+  // Tasks that may run at once: executor.cores / task.cpus.
+  int taskSlots() const { return cores / taskCpus; }
+  // One line for the startup log; leaves the secret out.
+  std::string describe() const;
+};
+
+// Looks up an environment variable; nullopt when unset. Injected so tests need not touch the
+// process environment.
+using EnvironmentLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment (getenv).
+EnvironmentLookup processEnvironment();
+
+// Reads the settings; `amOverride` (the --am option) replaces TIDE_AM_ADDRESS. Throws
+// ConfigError naming every missing variable, or the bad key.
+ExecutorSettings readExecutorSettings(const Properties& properties,
+                                      const EnvironmentLookup& environment,
+                                      const std::optional<std::string>& amOverride = std::nullopt);
+
+}  // namespace tide::executor

@@ -1,0 +1,530 @@
+#include "executor/task_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "common/config.h"  // formatDuration
+#include "executor/executor_settings.h"
+#include "executor/task_output.h"
+
+extern char** environ;
+
+namespace tide::executor {
+namespace {
+
+constexpr char kFinished[] = "FINISHED";
+constexpr char kFailed[] = "FAILED";
+constexpr char kKilled[] = "KILLED";
+// What a task that never had a process reports as its exit code.
+constexpr int kNoProcessExitCode = -1;
+
+std::string_view variableName(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
+
+// A descriptor that becomes readable when the process exits (close-on-exec by default). Through
+// syscall(): glibc 2.36's <sys/pidfd.h> lacks the extern "C" that C++ needs.
+int openPidfd(pid_t pid) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+std::string errnoText(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+// Owns the posix_spawn attribute and file-action objects for one spawn.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    posix_spawnattr_init(&attributes_);
+    posix_spawn_file_actions_init(&actions_);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attributes_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+
+  posix_spawnattr_t attributes_;
+  posix_spawn_file_actions_t actions_;
+};
+
+}  // namespace
+
+std::vector<std::string> currentEnvironment() {
+  std::vector<std::string> entries;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (variableName(*entry) != kAppSecretEnv) entries.emplace_back(*entry);
+  }
+  return entries;
+}
+
+TaskRunner::TaskRunner(TaskRunnerOptions options) : options_(std::move(options)) {
+  if (options_.clock == nullptr) ownedClock_ = std::make_unique<SteadyClock>();
+  clock_ = options_.clock != nullptr ? options_.clock : ownedClock_.get();
+  if (options_.workDir.empty()) options_.workDir = std::filesystem::current_path();
+  options_.workDir = std::filesystem::absolute(options_.workDir);
+  slots_ = std::max(1, options_.slots);
+  for (std::string& entry : options_.environment) {
+    if (variableName(entry) != kAppSecretEnv) baseEnvironment_.push_back(std::move(entry));
+  }
+  options_.environment.clear();
+  wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wakeFd_ < 0) {
+    throw std::system_error(errno, std::generic_category(), "TaskRunner: eventfd");
+  }
+  supervisor_ = std::thread([this] { supervise(); });
+}
+
+TaskRunner::~TaskRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wakeSupervisor();
+  supervisor_.join();
+  // Only this thread is left: take every process group down and reap its leader, so that no
+  // task outlives the executor and no zombie is left behind.
+  for (auto& [taskId, task] : tasks_) {
+    if (task.kind != TaskKind::kCommand) continue;
+    ::kill(-task.pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(task.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(task.pidfd);
+  }
+  ::close(wakeFd_);
+}
+
+void TaskRunner::launch(const rest::TaskLaunch& launch) {
+  const TimeMs now = clock_->nowMs();
+  if (launch.kind == "noop") {
+    // The hot path: one lock, one update.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tasks_.count(launch.taskId) != 0) return;
+    finishWithoutProcessLocked(launch.taskId, kFinished, 0, "", now, now);
+    return;
+  }
+  if (launch.kind == "sleep") {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (tasks_.count(launch.taskId) != 0) {
+      log_.warn() << "task " << launch.taskId << " is already running; ignoring its relaunch";
+      return;
+    }
+    RunningTask task;
+    task.kind = TaskKind::kSleep;
+    task.startedAt = now;
+    task.timeoutMs = launch.timeoutMs;
+    tasks_.emplace(launch.taskId, std::move(task));
+    addTimerLocked(addSaturating(now, launch.sleepMs), TimerKind::kSleepDone, launch.taskId);
+    if (launch.timeoutMs > 0 && launch.timeoutMs < launch.sleepMs) {
+      addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
+    }
+    return;
+  }
+  if (launch.kind == "command") {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (tasks_.count(launch.taskId) != 0) {
+        log_.warn() << "task " << launch.taskId << " is already running; ignoring its relaunch";
+        return;
+      }
+    }
+    startCommand(launch, now);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  finishWithoutProcessLocked(launch.taskId, kFailed, kNoProcessExitCode,
+                             "unknown task kind '" + launch.kind + "'", now, now);
+}
+
+std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& launch) const {
+  std::map<std::string, std::string> overrides(launch.env.begin(), launch.env.end());
+  overrides.erase(kAppSecretEnv);
+  overrides[kTaskIndexEnv] = std::to_string(launch.index);
+  overrides[kStageIdEnv] = launch.stageId;
+  overrides[kAttemptEnv] = std::to_string(launch.attempt);
+  overrides[kJobIdEnv] = launch.jobId;
+  overrides[kTaskIdEnv] = std::to_string(launch.taskId);
+  std::vector<std::string> entries;
+  entries.reserve(baseEnvironment_.size() + overrides.size());
+  for (const std::string& entry : baseEnvironment_) {
+    if (overrides.count(std::string(variableName(entry))) == 0) entries.push_back(entry);
+  }
+  for (const auto& [name, value] : overrides) entries.push_back(name + "=" + value);
+  return entries;
+}
+
+void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
+  const auto fail = [&](int exitCode, std::string reason) {
+    log_.warn() << "task " << launch.taskId << " could not start: " << reason;
+    std::lock_guard<std::mutex> lock(mutex_);
+    finishWithoutProcessLocked(launch.taskId, kFailed, exitCode, std::move(reason), now,
+                               clock_->nowMs());
+  };
+
+  const std::filesystem::path taskDir =
+      taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
+  std::error_code error;
+  std::filesystem::create_directories(taskDir, error);
+  if (error) {
+    fail(kNoProcessExitCode,
+         "cannot create task directory " + taskDir.string() + ": " + error.message());
+    return;
+  }
+  std::filesystem::path cwd = taskDir;
+  if (!launch.cwd.empty()) {
+    cwd = options_.workDir / launch.cwd;  // an absolute launch.cwd replaces workDir
+    if (!std::filesystem::is_directory(cwd, error)) {
+      fail(kNoProcessExitCode, "working directory " + cwd.string() + " does not exist");
+      return;
+    }
+  }
+  const std::string stdoutPath = (taskDir / "stdout").string();
+  std::string stderrPath = (taskDir / "stderr").string();
+
+  SpawnSetup setup;
+  // Files first (absolute paths), then the directory change, then nothing else inherited: the
+  // executor's own descriptors (the AM connection, pidfds) must not leak into tasks.
+  posix_spawn_file_actions_addopen(&setup.actions_, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&setup.actions_, STDOUT_FILENO, stdoutPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&setup.actions_, STDERR_FILENO, stderrPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addchdir_np(&setup.actions_, cwd.c_str());
+  posix_spawn_file_actions_addclosefrom_np(&setup.actions_, STDERR_FILENO + 1);
+
+  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts; an
+  // empty signal mask and default dispositions, since the executor blocks SIGTERM in its
+  // threads and ignores SIGPIPE, and both would otherwise be inherited.
+  sigset_t noSignals;
+  sigemptyset(&noSignals);
+  sigset_t defaultSignals;
+  sigemptyset(&defaultSignals);
+  for (int signal : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) {
+    sigaddset(&defaultSignals, signal);
+  }
+  posix_spawnattr_setflags(&setup.attributes_,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&setup.attributes_, 0);
+  posix_spawnattr_setsigmask(&setup.attributes_, &noSignals);
+  posix_spawnattr_setsigdefault(&setup.attributes_, &defaultSignals);
+
+  std::vector<std::string> environment = taskEnvironment(launch);
+  std::vector<char*> envp;
+  envp.reserve(environment.size() + 1);
+  for (std::string& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  argv.reserve(launch.argv.size() + 1);
+  for (const std::string& arg : launch.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+
+  // posix_spawnp searches the executor's PATH (not launch.env's), like a shell would before
+  // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd, since
+  // the chdir happens before the exec. glibc reports a failed exec as the return value.
+  pid_t pid = -1;
+  const int spawnError =
+      ::posix_spawnp(&pid, argv[0], &setup.actions_, &setup.attributes_, argv.data(), envp.data());
+  if (spawnError != 0) {
+    fail(kSpawnFailedExitCode,
+         "spawn failed: cannot run '" + launch.argv[0] + "': " + errnoText(spawnError));
+    return;
+  }
+  const int pidfd = openPidfd(pid);
+  if (pidfd < 0) {
+    const int openError = errno;
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    fail(kNoProcessExitCode,
+         "cannot watch the task's process: pidfd_open: " + errnoText(openError));
+    return;
+  }
+  TIDE_LOG(log_, debug) << "task " << launch.taskId << " started as pid " << pid << " in "
+                        << cwd.string();
+
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RunningTask task;
+    task.kind = TaskKind::kCommand;
+    task.startedAt = now;
+    task.timeoutMs = launch.timeoutMs;
+    task.pid = pid;
+    task.pidfd = pidfd;
+    task.stderrPath = std::move(stderrPath);
+    tasks_.emplace(launch.taskId, std::move(task));
+    if (launch.timeoutMs > 0) {
+      addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
+    }
+  }
+  // The supervisor's poll() must start watching the new pidfd.
+  wakeSupervisor();
+}
+
+void TaskRunner::kill(int64_t taskId) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = tasks_.find(taskId);
+  if (it == tasks_.end()) {
+    TIDE_LOG(log_, debug) << "kill of task " << taskId << ": not running (already ended)";
+    return;
+  }
+  killLocked(taskId, it->second, clock_->nowMs());
+}
+
+void TaskRunner::killAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const TimeMs now = clock_->nowMs();
+  std::vector<int64_t> ids;
+  ids.reserve(tasks_.size());
+  for (const auto& entry : tasks_) ids.push_back(entry.first);
+  for (int64_t taskId : ids) {
+    auto it = tasks_.find(taskId);
+    if (it != tasks_.end()) killLocked(taskId, it->second, now);
+  }
+}
+
+void TaskRunner::killLocked(int64_t taskId, RunningTask& task, TimeMs now) {
+  if (task.kind == TaskKind::kSleep) {
+    const TimeMs startedAt = task.startedAt;
+    tasks_.erase(taskId);  // its timers go stale and are dropped when due
+    finishWithoutProcessLocked(taskId, kKilled, kNoProcessExitCode, "killed", startedAt, now);
+    return;
+  }
+  if (task.killRequested) return;
+  task.killRequested = true;
+  ::kill(-task.pid, SIGTERM);
+  addTimerLocked(now + options_.killGracePeriod, TimerKind::kForceKill, taskId);
+}
+
+void TaskRunner::collect(RunnerReport& report) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (report.updates.empty()) {
+    report.updates.swap(updates_);
+  } else {
+    std::move(updates_.begin(), updates_.end(), std::back_inserter(report.updates));
+    updates_.clear();
+  }
+  report.running.clear();
+  report.running.reserve(tasks_.size());
+  for (const auto& entry : tasks_) report.running.push_back(entry.first);
+  std::sort(report.running.begin(), report.running.end());
+  report.freeSlots = std::max(0, slots_ - static_cast<int>(tasks_.size()));
+}
+
+bool TaskRunner::hasUpdates() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !updates_.empty();
+}
+
+int TaskRunner::runningCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(tasks_.size());
+}
+
+int TaskRunner::freeSlots() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::max(0, slots_ - static_cast<int>(tasks_.size()));
+}
+
+int TaskRunner::slots() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slots_;
+}
+
+void TaskRunner::setSlots(int slots) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  slots_ = std::max(1, slots);
+}
+
+bool TaskRunner::waitForUpdates(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_until(lock, deadline, [this] { return !updates_.empty() || waitsInterrupted_; });
+  return !updates_.empty();
+}
+
+bool TaskRunner::waitUntilIdle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_until(lock, deadline, [this] { return tasks_.empty(); });
+}
+
+void TaskRunner::interruptWaits() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  waitsInterrupted_ = true;
+  changed_.notify_all();
+}
+
+void TaskRunner::wake() {
+  wakeSupervisor();
+}
+
+void TaskRunner::addTimerLocked(TimeMs at, TimerKind kind, int64_t taskId) {
+  const bool newEarliest = timers_.empty() || at < timers_.begin()->first;
+  timers_.emplace(at, Timer{kind, taskId});
+  // Waking costs a syscall, so only when the supervisor's current poll() would sleep too long.
+  if (newEarliest) wakeSupervisor();
+}
+
+void TaskRunner::reportLocked(rest::TaskStatusUpdate update) {
+  updates_.push_back(std::move(update));
+  changed_.notify_all();
+}
+
+void TaskRunner::finishWithoutProcessLocked(int64_t taskId, const char* state, int exitCode,
+                                            std::string reason, TimeMs startedAt, TimeMs now) {
+  rest::TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.state = state;
+  update.exitCode = exitCode;
+  update.reason = std::move(reason);
+  update.durationMs = std::max<TimeMs>(0, now - startedAt);
+  reportLocked(std::move(update));
+}
+
+void TaskRunner::fireDueTimersLocked(TimeMs now) {
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    const Timer timer = timers_.begin()->second;
+    timers_.erase(timers_.begin());
+    auto it = tasks_.find(timer.taskId);
+    if (it == tasks_.end()) continue;  // stale: the task has already ended
+    RunningTask& task = it->second;
+    switch (timer.kind) {
+      case TimerKind::kSleepDone: {
+        const TimeMs startedAt = task.startedAt;
+        tasks_.erase(it);
+        finishWithoutProcessLocked(timer.taskId, kFinished, 0, "", startedAt, now);
+        break;
+      }
+      case TimerKind::kTimeout:
+        if (task.kind == TaskKind::kSleep) {
+          const TimeMs startedAt = task.startedAt;
+          const int64_t timeoutMs = task.timeoutMs;
+          tasks_.erase(it);
+          finishWithoutProcessLocked(timer.taskId, kFailed, kNoProcessExitCode,
+                                     "timed out after " + formatDuration(timeoutMs), startedAt,
+                                     now);
+        } else if (!task.timedOut && !task.killRequested) {
+          log_.warn() << "task " << timer.taskId << " timed out after "
+                      << formatDuration(task.timeoutMs) << "; killing its process group";
+          task.timedOut = true;
+          killLocked(timer.taskId, task, now);
+        }
+        break;
+      case TimerKind::kForceKill:
+        // The leader still runs (else the task would be gone): its group ignored SIGTERM.
+        ::kill(-task.pid, SIGKILL);
+        break;
+    }
+  }
+}
+
+void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
+  auto it = tasks_.find(taskId);
+  if (it == tasks_.end()) return;
+  RunningTask& task = it->second;
+  // The leader is a zombie now, so its pid (and group id) cannot have been reused: kill what
+  // the task left behind in its group before reaping, then reap.
+  ::kill(-task.pid, SIGKILL);
+  int status = 0;
+  pid_t reaped = -1;
+  do {
+    reaped = ::waitpid(task.pid, &status, WNOHANG);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped == 0) return;  // not exited after all (spurious readiness)
+  ::close(task.pidfd);
+
+  rest::TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.durationMs = std::max<TimeMs>(0, now - task.startedAt);
+  std::string howItEnded;
+  if (reaped < 0) {
+    update.exitCode = kNoProcessExitCode;
+    howItEnded = "lost track of its process: " + errnoText(errno);
+  } else if (WIFSIGNALED(status)) {
+    update.exitCode = 128 + WTERMSIG(status);
+    howItEnded = "killed by signal " + std::to_string(WTERMSIG(status));
+  } else {
+    update.exitCode = WEXITSTATUS(status);
+    howItEnded = "exited with code " + std::to_string(update.exitCode);
+  }
+  if (task.timedOut) {
+    update.state = kFailed;
+    update.reason = "timed out after " + formatDuration(task.timeoutMs);
+  } else if (task.killRequested) {
+    update.state = kKilled;
+    update.reason = "killed (" + howItEnded + ")";
+  } else if (reaped > 0 && WIFEXITED(status) && update.exitCode == 0) {
+    update.state = kFinished;
+  } else {
+    update.state = kFailed;
+    update.reason = std::move(howItEnded);
+  }
+  if (update.state == kFailed) {
+    update.stderrTail = readFileTail(task.stderrPath, options_.stderrTailBytes);
+  }
+  TIDE_LOG(log_, debug) << "task " << taskId << " " << update.state
+                        << (update.reason.empty() ? "" : ": ") << update.reason;
+  tasks_.erase(it);
+  reportLocked(std::move(update));
+}
+
+void TaskRunner::wakeSupervisor() {
+  const uint64_t one = 1;
+  // A full counter (never in practice) still wakes the poll(), so a failed write is harmless.
+  [[maybe_unused]] ssize_t ignored = ::write(wakeFd_, &one, sizeof one);
+}
+
+void TaskRunner::supervise() {
+  std::vector<pollfd> watched;
+  std::vector<int64_t> watchedTasks;  // the task of watched[i + 1]
+  while (true) {
+    int timeoutMs = -1;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) return;
+      watched.assign(1, pollfd{wakeFd_, POLLIN, 0});
+      watchedTasks.clear();
+      for (const auto& [taskId, task] : tasks_) {
+        if (task.pidfd < 0) continue;
+        watched.push_back(pollfd{task.pidfd, POLLIN, 0});
+        watchedTasks.push_back(taskId);
+      }
+      if (!timers_.empty()) {
+        const TimeMs wait = timers_.begin()->first - clock_->nowMs();
+        timeoutMs = static_cast<int>(std::clamp<TimeMs>(wait, 0, INT_MAX));
+      }
+    }
+    const int ready = ::poll(watched.data(), watched.size(), timeoutMs);
+    if (ready < 0 && errno != EINTR) {
+      log_.error() << "task supervisor: poll failed: " << errnoText(errno);
+    }
+    if (watched[0].revents != 0) {
+      uint64_t count = 0;
+      [[maybe_unused]] ssize_t ignored = ::read(wakeFd_, &count, sizeof count);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const TimeMs now = clock_->nowMs();
+    for (size_t i = 1; i < watched.size(); ++i) {
+      if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+    }
+    fireDueTimersLocked(now);
+  }
+}
+
+}  // namespace tide::executor

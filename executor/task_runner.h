@@ -1,0 +1,177 @@
+#pragma once
+
+// Runs the tasks the AM launches on this executor and reports how each one ended. It knows
+// nothing about HTTP: the ExecutorBackend feeds it launches and kills and collects its reports.
+//
+// Task kinds:
+//   command  a process (posix_spawnp) in its own process group, in its task dir
+//            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
+//            stdout and stderr in files in the task dir. Exit 0 is FINISHED, anything else
+//            FAILED with the tail of stderr.
+//   noop     FINISHED at once, inside launch(): no thread, no timer, no allocation beyond
+//            its update, so the scheduler can be measured without process costs.
+//   sleep    FINISHED after sleepMs, on the runner's timer list.
+//
+// Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
+// supervisor thread owned by the runner waits, in one poll(), for every task process to exit
+// (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1))
+// and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation). No thread
+// per task.
+//
+// A task owns its process group: when its process exits, whatever it left running in its group
+// is killed too, and timeouts and kills signal the whole group (SIGTERM, then SIGKILL after
+// killGracePeriod).
+//
+// Time comes from an injected Clock. With a ManualClock, call wake() after moving it so that
+// timers are looked at again.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "rest/messages/executor.h"
+
+namespace tide::executor {
+
+// The environment variables every command task gets besides launch.env.
+inline constexpr char kTaskIndexEnv[] = "TIDE_TASK_INDEX";
+inline constexpr char kStageIdEnv[] = "TIDE_STAGE_ID";
+inline constexpr char kAttemptEnv[] = "TIDE_ATTEMPT";
+inline constexpr char kJobIdEnv[] = "TIDE_JOB_ID";
+inline constexpr char kTaskIdEnv[] = "TIDE_TASK_ID";
+
+// The reported exit code of a command that could not be started (as a shell reports it).
+inline constexpr int kSpawnFailedExitCode = 127;
+
+struct TaskRunnerOptions {
+  // Task dirs go under workDir/tasks/. Empty: the current directory (the container dir the
+  // node manager started the executor in).
+  std::filesystem::path workDir;
+  // Tasks that may run at once. More launches than free slots still run (the AM decides);
+  // freeSlots() then reports 0.
+  int slots = 1;
+  // "NAME=value" entries every command task inherits; TIDE_APP_SECRET is always left out.
+  std::vector<std::string> environment;
+  // Between the SIGTERM and the SIGKILL sent to a task's process group.
+  DurationMs killGracePeriod = 1000;
+  // How much of a failed task's stderr its update carries.
+  size_t stderrTailBytes = 4096;
+  // Null: a SteadyClock owned by the runner.
+  const Clock* clock = nullptr;
+};
+
+// Everything the AM hears in one sync, taken in one step so that each task is either still
+// running or has its update here, never neither.
+struct RunnerReport {
+  std::vector<rest::TaskStatusUpdate> updates;  // since the last collect()
+  std::vector<int64_t> running;                 // started, not yet reported
+  int freeSlots = 0;
+};
+
+// The environment of the current process as "NAME=value" entries (without TIDE_APP_SECRET).
+std::vector<std::string> currentEnvironment();
+
+class TaskRunner {
+ public:
+  explicit TaskRunner(TaskRunnerOptions options);
+  // Kills every task still running (SIGKILL to its group) and reaps it; reports nothing more.
+  ~TaskRunner();
+  TaskRunner(const TaskRunner&) = delete;
+  TaskRunner& operator=(const TaskRunner&) = delete;
+
+  // Starts a task; its update comes later through collect(). A task id that is already running
+  // is ignored (a launch the AM sent twice). Never throws for a task that cannot start: that is
+  // a FAILED update.
+  void launch(const rest::TaskLaunch& launch);
+  // Stops a running task; its KILLED update follows once its process has exited. Unknown ids
+  // are ignored: the task has already ended and its update is on its way.
+  void kill(int64_t taskId);
+  // kill() for every running task (the executor is leaving).
+  void killAll();
+
+  // Moves the pending updates into `report` (appending) and fills in running and freeSlots.
+  void collect(RunnerReport& report);
+  bool hasUpdates() const;
+  int runningCount() const;
+  int freeSlots() const;
+  int slots() const;
+  // The AM has the last word on the number of slots (its registration answer).
+  void setSlots(int slots);
+  DurationMs killGracePeriod() const { return options_.killGracePeriod; }
+
+  // Blocks until an update is pending, `deadline` passes, or interruptWaits() was called.
+  // Returns whether an update is pending.
+  bool waitForUpdates(std::chrono::steady_clock::time_point deadline);
+  // Blocks until no task runs or `deadline` passes; returns whether none runs.
+  bool waitUntilIdle(std::chrono::steady_clock::time_point deadline);
+  // Makes every present and future waitForUpdates() return at once (the executor is stopping).
+  void interruptWaits();
+  // Looks at the timers again: after a ManualClock moved.
+  void wake();
+
+ private:
+  enum class TaskKind { kCommand, kSleep };
+  // A task that has started and not ended. Kept small: the launch itself is not kept.
+  struct RunningTask {
+    TaskKind kind = TaskKind::kSleep;
+    TimeMs startedAt = 0;
+    int64_t timeoutMs = 0;
+    pid_t pid = -1;  // command: the process, which leads its own process group
+    int pidfd = -1;  // command: readable once the process has exited
+    bool killRequested = false;
+    bool timedOut = false;
+    std::string stderrPath;  // command
+  };
+  enum class TimerKind { kSleepDone, kTimeout, kForceKill };
+  struct Timer {
+    TimerKind kind;
+    int64_t taskId;
+  };
+
+  void startCommand(const rest::TaskLaunch& launch, TimeMs now);
+  std::vector<std::string> taskEnvironment(const rest::TaskLaunch& launch) const;
+  // Callers hold mutex_.
+  void addTimerLocked(TimeMs at, TimerKind kind, int64_t taskId);
+  void killLocked(int64_t taskId, RunningTask& task, TimeMs now);
+  void fireDueTimersLocked(TimeMs now);
+  void reapLocked(int64_t taskId, TimeMs now);
+  void reportLocked(rest::TaskStatusUpdate update);
+  void finishWithoutProcessLocked(int64_t taskId, const char* state, int exitCode,
+                                  std::string reason, TimeMs startedAt, TimeMs now);
+
+  void supervise();
+  void wakeSupervisor();
+
+  TaskRunnerOptions options_;
+  std::unique_ptr<Clock> ownedClock_;
+  const Clock* clock_;
+  std::vector<std::string> baseEnvironment_;
+  Logger log_{"executor"};
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // an update was reported or a task ended
+  std::unordered_map<int64_t, RunningTask> tasks_;
+  std::multimap<TimeMs, Timer> timers_;  // stale entries (task gone) are dropped when due
+  std::vector<rest::TaskStatusUpdate> updates_;
+  int slots_;
+  bool waitsInterrupted_ = false;
+  bool stopping_ = false;
+
+  int wakeFd_ = -1;  // eventfd: wakes the supervisor's poll()
+  std::thread supervisor_;
+};
+
+}  // namespace tide::executor

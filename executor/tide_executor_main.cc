@@ -1,0 +1,97 @@
+// tide-executor: runs a job's tasks for its application master. Started by a node manager in a
+// container whose environment says where the AM is (TIDE_AM_ADDRESS) and who this executor is
+// (TIDE_EXECUTOR_ID, TIDE_CONTAINER_ID, TIDE_APP_SECRET).
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <iostream>
+#include <thread>
+
+#include "common/command_line.h"
+#include "common/logging.h"
+#include "executor/executor_backend.h"
+#include "executor/executor_settings.h"
+#include "executor/task_runner.h"
+
+namespace {
+
+// SIGTERM and SIGINT are taken by one thread with sigwait() instead of a handler, so that
+// stopping may lock and log. SIGUSR1 is how main tells that thread to end.
+sigset_t stopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);
+  return signals;
+}
+
+// Called before any other thread exists, so every thread inherits the mask and only the
+// watcher's sigwait() sees these signals. Tasks get an empty mask from posix_spawn.
+void blockStopSignals() {
+  const sigset_t signals = stopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+// Turns SIGTERM/SIGINT into backend.requestStop() for as long as it exists; declared after
+// the backend so that it is gone before the backend is.
+class StopSignalWatcher {
+ public:
+  explicit StopSignalWatcher(tide::executor::ExecutorBackend& backend)
+      : thread_([&backend] {
+          const sigset_t signals = stopSignals();
+          int signal = 0;
+          while (sigwait(&signals, &signal) == 0) {
+            if (signal == SIGUSR1) return;
+            backend.requestStop(std::string("stopped by ") +
+                                (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
+          }
+        }) {}
+  ~StopSignalWatcher() {
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  StopSignalWatcher(const StopSignalWatcher&) = delete;
+  StopSignalWatcher& operator=(const StopSignalWatcher&) = delete;
+
+ private:
+  std::thread thread_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tide;
+  CommandLine cli("tide-executor",
+                  "Runs a job's tasks for its application master. Reads TIDE_AM_ADDRESS, "
+                  "TIDE_APP_SECRET, TIDE_EXECUTOR_ID and TIDE_CONTAINER_ID from the environment.");
+  cli.addOption("am", "URL", "The AM's address, http://host:port (overrides TIDE_AM_ADDRESS)");
+  cli.showConfigKeys({"executor.", "task.", "network.", "log."});
+  return runMain(
+      [&] {
+        if (!cli.parse(argc, argv)) return 0;
+        initLogging(cli.properties());
+        warnUnknownKeys(cli.properties());
+        executor::ExecutorSettings settings = executor::readExecutorSettings(
+            cli.properties(), executor::processEnvironment(), cli.option("am"));
+        // Read once, then gone from this process's environment: no task can inherit it, however
+        // it is started.
+        ::unsetenv(executor::kAppSecretEnv);
+        // A task's or the AM's closed pipe must be an error code, not the end of the executor.
+        ::signal(SIGPIPE, SIG_IGN);
+        blockStopSignals();
+
+        executor::TaskRunnerOptions runnerOptions;
+        runnerOptions.slots = settings.taskSlots();
+        runnerOptions.environment = executor::currentEnvironment();
+        executor::TaskRunner runner(std::move(runnerOptions));
+        executor::ExecutorBackend backend(std::move(settings), runner);
+        StopSignalWatcher stopSignalWatcher(backend);
+        const int status = backend.run();
+        flushLogs();
+        return status;
+      },
+      "tide-executor");
+}

@@ -1,0 +1,227 @@
+// The AM <-> executor wire codecs: every message survives a round trip, and every bad field is
+// refused with an error naming it, the way the AM's 400 will.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "rest/json.h"
+#include "rest/messages/executor.h"
+
+namespace tide::rest {
+namespace {
+
+TaskLaunch sampleLaunch(int64_t taskId) {
+  TaskLaunch launch;
+  launch.taskId = taskId;
+  launch.jobId = "j1";
+  launch.stageId = "s2";
+  launch.index = 7;
+  launch.attempt = 1;
+  launch.kind = "command";
+  launch.argv = {"sh", "-c", "echo \"hi\" && exit 3"};
+  launch.env = {{"A", "1"}, {"UNICODE", "\xc3\xa9t\xc3\xa9"}};
+  launch.cwd = "/tmp/x";
+  launch.timeoutMs = 5000;
+  launch.sleepMs = 0;
+  launch.cpus = 2;
+  return launch;
+}
+
+TaskStatusUpdate sampleUpdate(int64_t taskId) {
+  TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.state = "FAILED";
+  update.exitCode = 137;
+  update.reason = "killed by signal 9";
+  update.stderrTail = "line 1\nline \"2\"\t\x01\n";
+  update.durationMs = 1234;
+  return update;
+}
+
+void expectSameLaunch(const TaskLaunch& a, const TaskLaunch& b) {
+  EXPECT_EQ(a.taskId, b.taskId);
+  EXPECT_EQ(a.jobId, b.jobId);
+  EXPECT_EQ(a.stageId, b.stageId);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.attempt, b.attempt);
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.argv, b.argv);
+  EXPECT_EQ(a.env, b.env);
+  EXPECT_EQ(a.cwd, b.cwd);
+  EXPECT_EQ(a.timeoutMs, b.timeoutMs);
+  EXPECT_EQ(a.sleepMs, b.sleepMs);
+  EXPECT_EQ(a.cpus, b.cpus);
+}
+
+void expectSameUpdate(const TaskStatusUpdate& a, const TaskStatusUpdate& b) {
+  EXPECT_EQ(a.taskId, b.taskId);
+  EXPECT_EQ(a.state, b.state);
+  EXPECT_EQ(a.exitCode, b.exitCode);
+  EXPECT_EQ(a.reason, b.reason);
+  EXPECT_EQ(a.stderrTail, b.stderrTail);
+  EXPECT_EQ(a.durationMs, b.durationMs);
+}
+
+// Parses `text` and expects `decode` to refuse it naming `field`.
+template <typename Decode>
+void expectFieldError(const std::string& text, Decode decode, const std::string& field) {
+  rapidjson::Document json = parseJson(text);
+  try {
+    decode(json);
+    ADD_FAILURE() << "accepted " << text;
+  } catch (const JsonFieldError& error) {
+    EXPECT_EQ(error.fieldPath(), field) << error.what();
+    EXPECT_NE(std::string(error.what()).find(field), std::string::npos) << error.what();
+  }
+}
+
+TEST(ExecutorMessagesTest, RegistrationRoundTrips) {
+  ExecutorRegistration registration;
+  registration.executorId = "e3";
+  registration.containerId = "container_1_0001_01_000004";
+  registration.host = "node-1";
+  registration.port = 4040;
+  registration.cores = 8;
+  registration.pid = 123456;
+  ExecutorRegistration back = executorRegistrationFromJson(parseJson(toJson(registration)));
+  EXPECT_EQ(back.executorId, "e3");
+  EXPECT_EQ(back.containerId, registration.containerId);
+  EXPECT_EQ(back.host, "node-1");
+  EXPECT_EQ(back.port, 4040);
+  EXPECT_EQ(back.cores, 8);
+  EXPECT_EQ(back.pid, 123456);
+}
+
+TEST(ExecutorMessagesTest, RegisteredRoundTrips) {
+  ExecutorRegistered registered;
+  registered.heartbeatIntervalMs = 250;
+  registered.taskSlots = 4;
+  ExecutorRegistered back = executorRegisteredFromJson(parseJson(toJson(registered)));
+  EXPECT_EQ(back.heartbeatIntervalMs, 250);
+  EXPECT_EQ(back.taskSlots, 4);
+}
+
+TEST(ExecutorMessagesTest, TaskLaunchRoundTrips) {
+  const TaskLaunch launch = sampleLaunch(42);
+  expectSameLaunch(taskLaunchFromJson(parseJson(toJson(launch))), launch);
+
+  TaskLaunch sleep;
+  sleep.taskId = 0;
+  sleep.kind = "sleep";
+  sleep.sleepMs = 1500;
+  expectSameLaunch(taskLaunchFromJson(parseJson(toJson(sleep))), sleep);
+}
+
+TEST(ExecutorMessagesTest, TaskStatusUpdateRoundTrips) {
+  const TaskStatusUpdate update = sampleUpdate(9);
+  expectSameUpdate(taskStatusUpdateFromJson(parseJson(toJson(update))), update);
+}
+
+TEST(ExecutorMessagesTest, SyncRoundTrips) {
+  ExecutorSync sync;
+  sync.updates = {sampleUpdate(1), sampleUpdate(2)};
+  sync.updates[1].state = "KILLED";
+  sync.running = {3, 4, 5};
+  sync.freeSlots = 2;
+  sync.maxWaitMs = 1000;
+  ExecutorSync back = executorSyncFromJson(parseJson(toJson(sync)));
+  ASSERT_EQ(back.updates.size(), 2u);
+  expectSameUpdate(back.updates[0], sync.updates[0]);
+  expectSameUpdate(back.updates[1], sync.updates[1]);
+  EXPECT_EQ(back.running, sync.running);
+  EXPECT_EQ(back.freeSlots, 2);
+  EXPECT_EQ(back.maxWaitMs, 1000);
+
+  ExecutorSync empty = executorSyncFromJson(parseJson(toJson(ExecutorSync{})));
+  EXPECT_TRUE(empty.updates.empty());
+  EXPECT_TRUE(empty.running.empty());
+}
+
+TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
+  ExecutorSyncReply reply;
+  reply.launches = {sampleLaunch(10), sampleLaunch(11)};
+  reply.launches[1].kind = "noop";
+  reply.launches[1].argv.clear();
+  reply.kills = {7, 8};
+  reply.shutdown = true;
+  ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
+  ASSERT_EQ(back.launches.size(), 2u);
+  expectSameLaunch(back.launches[0], reply.launches[0]);
+  expectSameLaunch(back.launches[1], reply.launches[1]);
+  EXPECT_EQ(back.kills, reply.kills);
+  EXPECT_TRUE(back.shutdown);
+}
+
+TEST(ExecutorMessagesTest, OptionalFieldsTakeDefaults) {
+  TaskLaunch launch = taskLaunchFromJson(parseJson(R"({"taskId":5,"kind":"noop"})"));
+  EXPECT_EQ(launch.taskId, 5);
+  EXPECT_EQ(launch.attempt, 0);
+  EXPECT_EQ(launch.cpus, 1);
+  EXPECT_TRUE(launch.argv.empty());
+  ExecutorSyncReply reply = executorSyncReplyFromJson(parseJson("{}"));
+  EXPECT_TRUE(reply.launches.empty());
+  EXPECT_FALSE(reply.shutdown);
+}
+
+TEST(ExecutorMessagesTest, ErrorsNameTheFieldInsideArrays) {
+  const auto decodeReply = [](const rapidjson::Value& json) { executorSyncReplyFromJson(json); };
+  const std::string good = R"({"taskId":1,"kind":"noop"})";
+  expectFieldError(R"({"launches":[)" + good + "," + good + R"(,{"taskId":"x","kind":"noop"}]})",
+                   decodeReply, "launches[2].taskId");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"bake"}]})", decodeReply, "launches[0].kind");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"command"}]})", decodeReply,
+                   "launches[0].argv");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"command","argv":["a",2]}]})", decodeReply,
+                   "launches[0].argv[1]");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"noop","env":{"A":1}}]})", decodeReply,
+                   "launches[0].env.A");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"sleep","sleepMs":-1}]})", decodeReply,
+                   "launches[0].sleepMs");
+  expectFieldError(R"({"launches":[{"taskId":1,"kind":"noop","cpus":0}]})", decodeReply,
+                   "launches[0].cpus");
+  expectFieldError(R"({"launches":[{"kind":"noop"}]})", decodeReply, "launches[0].taskId");
+  expectFieldError(R"({"kills":[1,"2"]})", decodeReply, "kills[1]");
+  expectFieldError(R"({"shutdown":"yes"})", decodeReply, "shutdown");
+  expectFieldError(R"({"launches":{}})", decodeReply, "launches");
+}
+
+TEST(ExecutorMessagesTest, SyncErrorsNameTheField) {
+  const auto decodeSync = [](const rapidjson::Value& json) { executorSyncFromJson(json); };
+  expectFieldError(R"({"freeSlots":1,"updates":[{"taskId":1,"state":"DONE"}]})", decodeSync,
+                   "updates[0].state");
+  expectFieldError(R"({"freeSlots":1,"updates":[{"taskId":1,"state":"FAILED","exitCode":"1"}]})",
+                   decodeSync, "updates[0].exitCode");
+  expectFieldError(R"({"freeSlots":-1})", decodeSync, "freeSlots");
+  expectFieldError(R"({"updates":[]})", decodeSync, "freeSlots");
+  expectFieldError(R"({"freeSlots":0,"running":[1,-2]})", decodeSync, "running[1]");
+  expectFieldError(R"({"freeSlots":0,"maxWaitMs":1.5})", decodeSync, "maxWaitMs");
+}
+
+TEST(ExecutorMessagesTest, RegistrationErrorsNameTheField) {
+  const auto decodeRegistration = [](const rapidjson::Value& json) {
+    executorRegistrationFromJson(json);
+  };
+  expectFieldError(R"({"executorId":"","cores":1})", decodeRegistration, "executorId");
+  expectFieldError(R"({"executorId":"e1","cores":0})", decodeRegistration, "cores");
+  expectFieldError(R"({"executorId":"e1","cores":1,"port":70000})", decodeRegistration, "port");
+  const auto decodeRegistered = [](const rapidjson::Value& json) {
+    executorRegisteredFromJson(json);
+  };
+  expectFieldError(R"({"heartbeatIntervalMs":0,"taskSlots":1})", decodeRegistered,
+                   "heartbeatIntervalMs");
+  expectFieldError(R"({"heartbeatIntervalMs":100})", decodeRegistered, "taskSlots");
+}
+
+TEST(ExecutorMessagesTest, NestedDecodersPrefixThePath) {
+  rapidjson::Document json = parseJson(R"({"taskId":1})");
+  try {
+    taskStatusUpdateFromJson(json, "updates[4]");
+    FAIL() << "accepted an update without a state";
+  } catch (const JsonFieldError& error) {
+    EXPECT_EQ(error.fieldPath(), "updates[4].state");
+  }
+}
+
+}  // namespace
+}  // namespace tide::rest

@@ -1,0 +1,180 @@
+#pragma once
+
+// An AM for the executor's end-to-end tests: the two endpoints of rest/messages/executor.h on
+// 127.0.0.1, the bearer secret checked (401 otherwise), tasks handed out in batches of the
+// executor's free slots, every update collected, syncs long-polled like the real AM does.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rest/http_server.h"
+#include "rest/json.h"
+#include "rest/messages/executor.h"
+
+namespace tide::executor::testing {
+
+class FakeAm {
+ public:
+  struct Options {
+    std::string secret = "test-secret";
+    int64_t heartbeatIntervalMs = 200;
+    int taskSlots = 1;
+  };
+
+  explicit FakeAm(Options options) : options_(std::move(options)) {
+    rest::HttpServerOptions serverOptions;
+    serverOptions.auth = [this](const httplib::Request& request) -> std::optional<std::string> {
+      std::optional<std::string> refusal = authorize_(request);
+      if (refusal) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++refusedRequests_;
+      }
+      return refusal;
+    };
+    serverOptions.keepAliveTimeout = std::chrono::seconds(1);
+    serverOptions.log = [](const std::string&) {};
+    server_ = std::make_unique<rest::HttpServer>(serverOptions);
+    server_->post(
+        "/api/v1/executors/register",
+        [this](const httplib::Request& req, httplib::Response& res) { onRegister(req, res); });
+    server_->post(
+        R"(/api/v1/executors/([^/]+)/sync)",
+        [this](const httplib::Request& req, httplib::Response& res) { onSync(req, res); });
+    server_->start();
+  }
+  ~FakeAm() { stop(); }
+
+  std::string url() const { return server_->baseUrl(); }
+
+  void addTasks(const std::vector<rest::TaskLaunch>& launches) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.insert(queue_.end(), launches.begin(), launches.end());
+    changed_.notify_all();
+  }
+  void kill(int64_t taskId) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kills_.push_back(taskId);
+    changed_.notify_all();
+  }
+  void shutdownExecutors() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutdown_ = true;
+    changed_.notify_all();
+  }
+  // Answers syncs with 404 from now on, as an AM that has forgotten the executor.
+  void forgetExecutors() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forgotten_ = true;
+    changed_.notify_all();
+  }
+  // Ends held syncs and stops serving: the AM is gone.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      changed_.notify_all();
+    }
+    server_->stop();
+  }
+
+  // Waits (bounded) until `condition` holds over the AM's state; the lock is held meanwhile.
+  bool waitFor(const std::function<bool()>& condition,
+               std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, bound, condition);
+  }
+
+  // State, read under waitFor's lock or after the executor is gone.
+  std::map<int64_t, std::vector<rest::TaskStatusUpdate>> updatesByTask;
+  std::vector<rest::ExecutorRegistration> registrations;
+  size_t updateCount = 0;
+  int syncs = 0;
+  int badSyncs = 0;
+  std::vector<int64_t> lastRunning;
+  std::chrono::steady_clock::time_point firstLaunchAt;
+  std::chrono::steady_clock::time_point lastUpdateAt;
+
+  int refusedRequests() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return refusedRequests_;
+  }
+
+ private:
+  void onRegister(const httplib::Request& req, httplib::Response& res) {
+    rest::ExecutorRegistration registration =
+        rest::executorRegistrationFromJson(rest::parseJson(req.body));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      registrations.push_back(registration);
+      changed_.notify_all();
+    }
+    rest::ExecutorRegistered registered;
+    registered.heartbeatIntervalMs = options_.heartbeatIntervalMs;
+    registered.taskSlots = options_.taskSlots;
+    rest::replyJson(res, rest::toJson(registered));
+  }
+
+  void onSync(const httplib::Request& req, httplib::Response& res) {
+    rest::ExecutorSync sync;
+    try {
+      sync = rest::executorSyncFromJson(rest::parseJson(req.body));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++badSyncs;
+      throw;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++syncs;
+    if (forgotten_) {
+      rest::replyError(res, 404, "unknown executor " + std::string(req.matches[1]));
+      return;
+    }
+    if (!sync.updates.empty()) lastUpdateAt = std::chrono::steady_clock::now();
+    for (rest::TaskStatusUpdate& update : sync.updates) {
+      updatesByTask[update.taskId].push_back(std::move(update));
+      ++updateCount;
+    }
+    lastRunning = sync.running;
+    changed_.notify_all();
+    const auto hasWork = [&] {
+      return stopping_ || shutdown_ || !kills_.empty() || (!queue_.empty() && sync.freeSlots > 0);
+    };
+    // A long poll: only a sync that brings nothing may be held.
+    if (sync.updates.empty() && sync.maxWaitMs > 0) {
+      changed_.wait_for(lock, std::chrono::milliseconds(sync.maxWaitMs), hasWork);
+    }
+    rest::ExecutorSyncReply reply;
+    reply.shutdown = shutdown_;
+    reply.kills.swap(kills_);
+    const size_t batch = std::min(queue_.size(), static_cast<size_t>(sync.freeSlots));
+    if (batch > 0 && firstLaunchAt == std::chrono::steady_clock::time_point{}) {
+      firstLaunchAt = std::chrono::steady_clock::now();
+    }
+    for (size_t i = 0; i < batch; ++i) {
+      reply.launches.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    lock.unlock();
+    rest::replyJson(res, rest::toJson(reply));
+  }
+
+  Options options_;
+  rest::AuthHook authorize_ = rest::bearerTokenAuth(options_.secret);
+  std::unique_ptr<rest::HttpServer> server_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<rest::TaskLaunch> queue_;
+  std::vector<int64_t> kills_;
+  bool shutdown_ = false;
+  bool forgotten_ = false;
+  bool stopping_ = false;
+  int refusedRequests_ = 0;
+};
+
+}  // namespace tide::executor::testing

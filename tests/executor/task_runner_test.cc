@@ -1,0 +1,354 @@
+// The TaskRunner on its own: real processes in a temp work dir, no AM.
+
+#include "executor/task_runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/common/temp_dir.h"
+
+namespace tide::executor {
+namespace {
+
+using rest::TaskLaunch;
+using rest::TaskStatusUpdate;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr milliseconds kBound{10000};
+
+TaskLaunch commandTask(int64_t taskId, std::string script) {
+  TaskLaunch launch;
+  launch.taskId = taskId;
+  launch.jobId = "j1";
+  launch.stageId = "s1";
+  launch.index = taskId;
+  launch.kind = "command";
+  launch.argv = {"/bin/sh", "-c", std::move(script)};
+  return launch;
+}
+
+TaskLaunch builtinTask(int64_t taskId, const std::string& kind, int64_t sleepMs = 0) {
+  TaskLaunch launch;
+  launch.taskId = taskId;
+  launch.stageId = "s1";
+  launch.kind = kind;
+  launch.sleepMs = sleepMs;
+  return launch;
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Gone: no such process, or a zombie nobody reaps (orphans go to a PID 1 that may not reap).
+bool processGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  const size_t afterName = line.rfind(')');
+  return afterName != std::string::npos && line.size() > afterName + 2 &&
+         line[afterName + 2] == 'Z';
+}
+
+// Polls `condition` until it holds or the bound passes.
+template <typename Condition>
+bool eventually(Condition condition, milliseconds bound = kBound) {
+  const auto deadline = steady_clock::now() + bound;
+  while (!condition()) {
+    if (steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+class TaskRunnerTest : public ::testing::Test {
+ protected:
+  TaskRunnerOptions options(int slots = 4) {
+    TaskRunnerOptions options;
+    options.workDir = workDir_.path();
+    options.slots = slots;
+    options.environment = {"PATH=/usr/bin:/bin", "FOO=bar", "TIDE_APP_SECRET=s3cret"};
+    options.killGracePeriod = 300;
+    return options;
+  }
+
+  // Collects updates until `count` have arrived (or the bound passes).
+  std::vector<TaskStatusUpdate> waitForUpdates(TaskRunner& runner, size_t count) {
+    std::vector<TaskStatusUpdate> updates;
+    const auto deadline = steady_clock::now() + kBound;
+    while (updates.size() < count && steady_clock::now() < deadline) {
+      runner.waitForUpdates(deadline);
+      RunnerReport report;
+      runner.collect(report);
+      for (TaskStatusUpdate& update : report.updates) updates.push_back(std::move(update));
+    }
+    EXPECT_EQ(updates.size(), count);
+    return updates;
+  }
+
+  TaskStatusUpdate runOne(TaskRunner& runner, const TaskLaunch& launch) {
+    runner.launch(launch);
+    std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
+    return updates.empty() ? TaskStatusUpdate{} : updates.front();
+  }
+
+  testing_support::TempDir workDir_;
+};
+
+TEST_F(TaskRunnerTest, NoopFinishesInsideLaunch) {
+  TaskRunner runner(options());
+  runner.launch(builtinTask(1, "noop"));
+  RunnerReport report;
+  runner.collect(report);
+  ASSERT_EQ(report.updates.size(), 1u);
+  EXPECT_EQ(report.updates[0].taskId, 1);
+  EXPECT_EQ(report.updates[0].state, "FINISHED");
+  EXPECT_TRUE(report.running.empty());
+  EXPECT_EQ(report.freeSlots, 4);
+}
+
+TEST_F(TaskRunnerTest, SleepFinishesWhenTheClockSaysSo) {
+  ManualClock clock(1000);
+  TaskRunnerOptions runnerOptions = options(2);
+  runnerOptions.clock = &clock;
+  TaskRunner runner(runnerOptions);
+  runner.launch(builtinTask(5, "sleep", 5000));
+  RunnerReport report;
+  runner.collect(report);
+  EXPECT_TRUE(report.updates.empty());
+  EXPECT_EQ(report.running, std::vector<int64_t>{5});
+  EXPECT_EQ(report.freeSlots, 1);
+
+  clock.advance(4999);
+  runner.wake();
+  EXPECT_FALSE(runner.hasUpdates());
+  clock.advance(1);
+  runner.wake();
+  std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "FINISHED");
+  EXPECT_EQ(updates[0].durationMs, 5000);
+  EXPECT_EQ(runner.freeSlots(), 2);
+}
+
+TEST_F(TaskRunnerTest, SleepTimesOut) {
+  ManualClock clock;
+  TaskRunnerOptions runnerOptions = options();
+  runnerOptions.clock = &clock;
+  TaskRunner runner(runnerOptions);
+  TaskLaunch launch = builtinTask(1, "sleep", 60'000);
+  launch.timeoutMs = 2000;
+  runner.launch(launch);
+  clock.advance(2000);
+  runner.wake();
+  std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "FAILED");
+  EXPECT_EQ(updates[0].reason, "timed out after 2s");
+}
+
+TEST_F(TaskRunnerTest, KilledSleepIsKilledAtOnce) {
+  TaskRunner runner(options());
+  runner.launch(builtinTask(1, "sleep", 60'000));
+  runner.kill(1);
+  runner.kill(99);  // unknown: ignored
+  RunnerReport report;
+  runner.collect(report);
+  ASSERT_EQ(report.updates.size(), 1u);
+  EXPECT_EQ(report.updates[0].state, "KILLED");
+  EXPECT_TRUE(report.running.empty());
+}
+
+TEST_F(TaskRunnerTest, ARelaunchOfARunningTaskIsIgnored) {
+  TaskRunner runner(options());
+  runner.launch(builtinTask(1, "sleep", 60'000));
+  runner.launch(builtinTask(1, "sleep", 60'000));
+  EXPECT_EQ(runner.runningCount(), 1);
+  EXPECT_EQ(runner.freeSlots(), 3);
+}
+
+TEST_F(TaskRunnerTest, CommandOutputGoesToItsTaskDirectory) {
+  TaskRunner runner(options());
+  TaskStatusUpdate update = runOne(runner, commandTask(3, "echo out; echo err >&2"));
+  EXPECT_EQ(update.state, "FINISHED");
+  EXPECT_EQ(update.exitCode, 0);
+  EXPECT_EQ(update.stderrTail, "");
+  const std::filesystem::path taskDir = workDir_.path() / "tasks" / "s1-3-0";
+  EXPECT_EQ(readFile(taskDir / "stdout"), "out\n");
+  EXPECT_EQ(readFile(taskDir / "stderr"), "err\n");
+}
+
+TEST_F(TaskRunnerTest, ANonZeroExitFailsWithItsCodeAndStderr) {
+  TaskRunner runner(options());
+  TaskStatusUpdate update = runOne(runner, commandTask(1, "echo 'it broke' >&2; exit 3"));
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.exitCode, 3);
+  EXPECT_EQ(update.reason, "exited with code 3");
+  EXPECT_EQ(update.stderrTail, "it broke\n");
+}
+
+TEST_F(TaskRunnerTest, ASignalledProcessReports128PlusTheSignal) {
+  TaskRunner runner(options());
+  TaskStatusUpdate update = runOne(runner, commandTask(1, "kill -9 $$"));
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.exitCode, 128 + SIGKILL);
+  EXPECT_EQ(update.reason, "killed by signal 9");
+}
+
+TEST_F(TaskRunnerTest, StderrTailIsBounded) {
+  TaskRunnerOptions runnerOptions = options();
+  runnerOptions.stderrTailBytes = 4096;
+  TaskRunner runner(runnerOptions);
+  TaskStatusUpdate update = runOne(
+      runner, commandTask(1,
+                          "i=0; while [ $i -lt 400 ]; do echo 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' "
+                          ">&2; i=$((i+1)); done; echo LAST >&2; exit 1"));
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_LE(update.stderrTail.size(), 4096u);
+  EXPECT_GE(update.stderrTail.size(), 4000u);
+  EXPECT_EQ(update.stderrTail.substr(update.stderrTail.size() - 5), "LAST\n");
+}
+
+TEST_F(TaskRunnerTest, TasksGetTheirVariablesButNotTheSecret) {
+  TaskRunner runner(options());
+  TaskLaunch launch = commandTask(12, "env");
+  launch.jobId = "job-9";
+  launch.stageId = "stage-4";
+  launch.index = 7;
+  launch.attempt = 2;
+  launch.env = {{"EXTRA", "x y"}, {"FOO", "overridden"}, {"TIDE_APP_SECRET", "leak"}};
+  TaskStatusUpdate update = runOne(runner, launch);
+  ASSERT_EQ(update.state, "FINISHED") << update.reason;
+  const std::string env = readFile(workDir_.path() / "tasks" / "stage-4-7-2" / "stdout");
+  for (const char* expected :
+       {"TIDE_TASK_INDEX=7\n", "TIDE_STAGE_ID=stage-4\n", "TIDE_ATTEMPT=2\n", "TIDE_JOB_ID=job-9\n",
+        "TIDE_TASK_ID=12\n", "EXTRA=x y\n", "FOO=overridden\n", "PATH=/usr/bin:/bin\n"}) {
+    EXPECT_NE(env.find(expected), std::string::npos) << expected << " missing from:\n" << env;
+  }
+  EXPECT_EQ(env.find("TIDE_APP_SECRET"), std::string::npos) << env;
+}
+
+TEST_F(TaskRunnerTest, WorkingDirectoryIsTheTaskDirOrTheLaunchCwd) {
+  TaskRunner runner(options());
+  TaskStatusUpdate update = runOne(runner, commandTask(1, "pwd"));
+  ASSERT_EQ(update.state, "FINISHED");
+  const std::filesystem::path taskDir = workDir_.path() / "tasks" / "s1-1-0";
+  EXPECT_EQ(readFile(taskDir / "stdout"), taskDir.string() + "\n");
+
+  std::filesystem::create_directories(workDir_.path() / "elsewhere");
+  TaskLaunch launch = commandTask(2, "pwd");
+  launch.cwd = (workDir_.path() / "elsewhere").string();
+  update = runOne(runner, launch);
+  ASSERT_EQ(update.state, "FINISHED");
+  EXPECT_EQ(readFile(workDir_.path() / "tasks" / "s1-2-0" / "stdout"),
+            (workDir_.path() / "elsewhere").string() + "\n");
+
+  launch = commandTask(3, "pwd");
+  launch.cwd = "no/such/dir";
+  update = runOne(runner, launch);
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_NE(update.reason.find("no/such/dir"), std::string::npos) << update.reason;
+}
+
+TEST_F(TaskRunnerTest, AMissingProgramFailsWith127AndNamesIt) {
+  TaskRunner runner(options());
+  TaskLaunch launch = commandTask(1, "");
+  launch.argv = {"tide-no-such-program", "arg"};
+  TaskStatusUpdate update = runOne(runner, launch);
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.exitCode, 127);
+  EXPECT_NE(update.reason.find("tide-no-such-program"), std::string::npos) << update.reason;
+  EXPECT_NE(update.reason.find("No such file or directory"), std::string::npos) << update.reason;
+}
+
+TEST_F(TaskRunnerTest, TimeoutKillsTheWholeProcessGroup) {
+  TaskRunner runner(options());
+  // The shell and its background sleep both ignore SIGTERM, so only the SIGKILL that follows
+  // after the grace period ends them: the whole group must get it.
+  TaskLaunch launch =
+      commandTask(1, "trap '' TERM; sleep 60 & echo $! > grandchild.pid; wait; wait");
+  launch.timeoutMs = 500;
+  runner.launch(launch);
+  const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-1-0" / "grandchild.pid";
+  ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }));
+  const pid_t grandchild = std::stoi(readFile(pidFile));
+
+  std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "FAILED");
+  EXPECT_EQ(updates[0].reason, "timed out after 500ms");
+  EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
+  EXPECT_GE(updates[0].durationMs, 500);
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }))
+      << "grandchild " << grandchild << " survived the timeout";
+}
+
+TEST_F(TaskRunnerTest, KillStopsACommandAsKilled) {
+  TaskRunner runner(options());
+  runner.launch(commandTask(1, "exec sleep 60"));
+  runner.launch(builtinTask(2, "noop"));
+  EXPECT_EQ(runner.runningCount(), 1);
+  runner.kill(1);
+  std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 2);
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[1].taskId, 1);
+  EXPECT_EQ(updates[1].state, "KILLED");
+  EXPECT_EQ(updates[1].exitCode, 128 + SIGTERM);
+  EXPECT_EQ(runner.runningCount(), 0);
+}
+
+TEST_F(TaskRunnerTest, LeftoverProcessesGoWhenTheTaskEnds) {
+  TaskRunner runner(options());
+  TaskStatusUpdate update =
+      runOne(runner, commandTask(1, "sleep 60 & echo $! > leftover.pid; exit 0"));
+  EXPECT_EQ(update.state, "FINISHED");
+  const pid_t leftover = std::stoi(readFile(workDir_.path() / "tasks" / "s1-1-0" / "leftover.pid"));
+  EXPECT_TRUE(eventually([&] { return processGone(leftover); }));
+}
+
+TEST_F(TaskRunnerTest, DestroyingTheRunnerKillsItsTasks) {
+  const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-1-0" / "task.pid";
+  {
+    TaskRunner runner(options());
+    runner.launch(commandTask(1, "echo $$ > task.pid; exec sleep 60"));
+    ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }));
+  }
+  EXPECT_TRUE(processGone(std::stoi(readFile(pidFile))));
+}
+
+TEST_F(TaskRunnerTest, FreeSlotsCountRunningTasks) {
+  TaskRunner runner(options(2));
+  runner.launch(builtinTask(1, "sleep", 60'000));
+  runner.launch(builtinTask(2, "sleep", 60'000));
+  runner.launch(builtinTask(3, "sleep", 60'000));  // over the slots: still runs
+  RunnerReport report;
+  runner.collect(report);
+  EXPECT_EQ(report.running, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(report.freeSlots, 0);
+  runner.killAll();
+  runner.collect(report);
+  EXPECT_EQ(report.updates.size(), 3u);
+  EXPECT_EQ(report.freeSlots, 2);
+}
+
+TEST_F(TaskRunnerTest, InterruptedWaitsReturnAtOnce) {
+  TaskRunner runner(options());
+  runner.interruptWaits();
+  const auto start = steady_clock::now();
+  EXPECT_FALSE(runner.waitForUpdates(start + kBound));
+  EXPECT_LT(steady_clock::now() - start, kBound);
+}
+
+}  // namespace
+}  // namespace tide::executor

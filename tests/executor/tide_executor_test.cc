@@ -1,0 +1,355 @@
+// tide-executor end to end: the real binary against a fake AM on 127.0.0.1.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/common/temp_dir.h"
+#include "tests/executor/fake_am.h"
+
+namespace tide::executor {
+namespace {
+
+using rest::TaskLaunch;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+using testing::FakeAm;
+
+constexpr milliseconds kBound{20000};
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool processGone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  const size_t afterName = line.rfind(')');
+  return afterName != std::string::npos && line.size() > afterName + 2 &&
+         line[afterName + 2] == 'Z';
+}
+
+template <typename Condition>
+bool eventually(Condition condition, milliseconds bound = kBound) {
+  const auto deadline = steady_clock::now() + bound;
+  while (!condition()) {
+    if (steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+// One tide-executor process in its own work dir, its stderr in executor.log there. Killed
+// (SIGKILL) and reaped when the test ends, whatever happened.
+class ExecutorProcess {
+ public:
+  ExecutorProcess(const std::filesystem::path& workDir, std::map<std::string, std::string> env,
+                  const std::vector<std::string>& args)
+      : logPath_(workDir / "executor.log") {
+    env.emplace("PATH", "/usr/bin:/bin");
+    std::vector<std::string> envEntries;
+    for (const auto& [name, value] : env) envEntries.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (std::string& entry : envEntries) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argStrings = {TIDE_BIN_DIR "/tide-executor"};
+    argStrings.insert(argStrings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& arg : argStrings) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logPath_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawn_file_actions_addchdir_np(&actions, workDir.c_str());
+    const int error = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) {
+      ADD_FAILURE() << "cannot start " << argv[0] << ": " << strerror(error);
+      pid_ = -1;
+      return;
+    }
+    pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  }
+  ~ExecutorProcess() {
+    if (pid_ > 0 && !exitStatus_) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+
+  // The exit status (128 + signal for a signal), or nullopt when still running after `bound`.
+  std::optional<int> waitForExit(milliseconds bound = kBound) {
+    if (exitStatus_ || pid_ <= 0) return exitStatus_;
+    pollfd exited{pidfd_, POLLIN, 0};
+    if (::poll(&exited, 1, static_cast<int>(bound.count())) != 1) return std::nullopt;
+    int status = 0;
+    if (::waitpid(pid_, &status, 0) != pid_) return std::nullopt;
+    exitStatus_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exitStatus_;
+  }
+
+  bool exited() { return waitForExit(milliseconds(0)).has_value(); }
+  void signal(int number) { ::kill(pid_, number); }
+  std::string log() const { return readFile(logPath_); }
+
+ private:
+  std::filesystem::path logPath_;
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  std::optional<int> exitStatus_;
+};
+
+class TideExecutorTest : public ::testing::Test {
+ protected:
+  // Waits (bounded) until the AM's state satisfies `condition`; gives up early when the
+  // executor has exited, so that a broken executor fails the test at once.
+  static bool amSees(FakeAm& am, ExecutorProcess& executor, const std::function<bool()>& condition,
+                     milliseconds bound = kBound) {
+    const auto deadline = steady_clock::now() + bound;
+    while (steady_clock::now() < deadline) {
+      if (am.waitFor(condition, milliseconds(100))) return true;
+      if (executor.exited()) return am.waitFor(condition, milliseconds(0));
+    }
+    return false;
+  }
+
+  std::unique_ptr<ExecutorProcess> startExecutor(FakeAm& am, std::vector<std::string> args = {},
+                                                 const std::string& secret = "test-secret") {
+    args.insert(args.begin(), {"--conf", "log.level=info"});
+    return std::make_unique<ExecutorProcess>(workDir_.path(),
+                                             std::map<std::string, std::string>{
+                                                 {"TIDE_AM_ADDRESS", am.url()},
+                                                 {"TIDE_APP_SECRET", secret},
+                                                 {"TIDE_EXECUTOR_ID", "e1"},
+                                                 {"TIDE_CONTAINER_ID", "container_e1"},
+                                             },
+                                             args);
+  }
+
+  static std::vector<TaskLaunch> noopTasks(int count, int64_t firstId = 0) {
+    std::vector<TaskLaunch> launches(count);
+    for (int i = 0; i < count; ++i) {
+      launches[i].taskId = firstId + i;
+      launches[i].jobId = "j1";
+      launches[i].stageId = "s1";
+      launches[i].index = i;
+      launches[i].kind = "noop";
+    }
+    return launches;
+  }
+
+  // Runs `count` noop tasks through one executor with `slots` slots; checks each came back
+  // FINISHED exactly once and returns the tasks per second.
+  double runNoopTasks(int count, int slots) {
+    FakeAm am(FakeAm::Options{"test-secret", 200, slots});
+    auto executor = startExecutor(
+        am, {"--conf", "executor.cores=" + std::to_string(slots), "--conf", "log.level=warn"});
+    EXPECT_TRUE(amSees(am, *executor, [&] { return !am.registrations.empty(); }))
+        << executor->log();
+    am.addTasks(noopTasks(count));
+    EXPECT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= static_cast<size_t>(count); }))
+        << am.updateCount << " of " << count << " updates\n"
+        << executor->log();
+    am.shutdownExecutors();
+    EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+
+    EXPECT_EQ(am.updatesByTask.size(), static_cast<size_t>(count));
+    EXPECT_EQ(am.updateCount, static_cast<size_t>(count));
+    for (const auto& [taskId, updates] : am.updatesByTask) {
+      EXPECT_EQ(updates.size(), 1u) << "task " << taskId;
+      EXPECT_EQ(updates.front().state, "FINISHED") << "task " << taskId;
+    }
+    EXPECT_EQ(am.badSyncs, 0);
+    const double seconds =
+        std::chrono::duration<double>(am.lastUpdateAt - am.firstLaunchAt).count();
+    return seconds > 0 ? count / seconds : 0;
+  }
+
+  tide::testing_support::TempDir workDir_;
+};
+
+TEST_F(TideExecutorTest, ThousandNoopTasksFinishExactlyOnceWithOneSlot) {
+  const double rate = runNoopTasks(1000, 1);
+  std::cout << "[ PERF     ] 1000 noop tasks, 1 slot: " << static_cast<int>(rate) << " tasks/s"
+            << std::endl;
+}
+
+TEST_F(TideExecutorTest, ThousandNoopTasksFinishExactlyOnceWithEightSlots) {
+  const double rate = runNoopTasks(1000, 8);
+  std::cout << "[ PERF     ] 1000 noop tasks, 8 slots: " << static_cast<int>(rate) << " tasks/s"
+            << std::endl;
+}
+
+TEST_F(TideExecutorTest, NoopThroughput) {
+  for (int slots : {1, 8}) {
+    const double rate = runNoopTasks(20000, slots);
+    std::cout << "[ PERF     ] 20000 noop tasks, " << slots << (slots == 1 ? " slot: " : " slots: ")
+              << static_cast<int>(rate) << " tasks/s" << std::endl;
+    EXPECT_GT(rate, 500) << "far below the thousands per second the executor is built for";
+  }
+}
+
+TEST_F(TideExecutorTest, RegistersWithItsIdentity) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am, {"--conf", "executor.cores=3"});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  ASSERT_EQ(am.registrations.size(), 1u);
+  EXPECT_EQ(am.registrations[0].executorId, "e1");
+  EXPECT_EQ(am.registrations[0].containerId, "container_e1");
+  EXPECT_EQ(am.registrations[0].cores, 3);
+  EXPECT_GT(am.registrations[0].pid, 0);
+  EXPECT_EQ(executor->log().find("test-secret"), std::string::npos) << executor->log();
+}
+
+TEST_F(TideExecutorTest, FailingCommandSendsItsStderrTail) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am);
+  TaskLaunch failing;
+  failing.taskId = 1;
+  failing.stageId = "s1";
+  failing.kind = "command";
+  failing.argv = {"sh", "-c", "echo 'disk on fire' >&2; exit 4"};
+  TaskLaunch secretCheck = failing;
+  secretCheck.taskId = 2;
+  secretCheck.index = 1;
+  secretCheck.argv = {"sh", "-c", "test -z \"$TIDE_APP_SECRET\" && test \"$TIDE_TASK_INDEX\" = 1"};
+  am.addTasks({failing, secretCheck});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= 2; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+
+  const rest::TaskStatusUpdate& failed = am.updatesByTask.at(1).front();
+  EXPECT_EQ(failed.state, "FAILED");
+  EXPECT_EQ(failed.exitCode, 4);
+  EXPECT_EQ(failed.reason, "exited with code 4");
+  EXPECT_EQ(failed.stderrTail, "disk on fire\n");
+  EXPECT_EQ(am.updatesByTask.at(2).front().state, "FINISHED")
+      << "the task saw TIDE_APP_SECRET or no TIDE_TASK_INDEX";
+  EXPECT_EQ(readFile(workDir_.path() / "tasks" / "s1-0-0" / "stderr"), "disk on fire\n");
+}
+
+TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am);
+  TaskLaunch sleeper;
+  sleeper.taskId = 7;
+  sleeper.stageId = "s1";
+  sleeper.kind = "command";
+  sleeper.argv = {"sleep", "60"};
+  am.addTasks({sleeper});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.lastRunning == std::vector<int64_t>{7}; }))
+      << executor->log();
+  am.kill(7);
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= 1; })) << executor->log();
+  EXPECT_EQ(am.updatesByTask.at(7).front().state, "KILLED");
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+}
+
+TEST_F(TideExecutorTest, ShutdownExitsZero) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am);
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  EXPECT_NE(executor->log().find("released"), std::string::npos) << executor->log();
+}
+
+TEST_F(TideExecutorTest, ExitsWhenTheAmIsGoneForNetworkTimeout) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am, {"--conf", "network.timeout=2s"});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
+  const auto stoppedAt = steady_clock::now();
+  am.stop();
+  // network.timeout, plus the AM's own stop and a margin for a loaded machine.
+  const std::optional<int> status = executor->waitForExit(milliseconds(2000 + 6000));
+  ASSERT_TRUE(status.has_value()) << "still running\n" << executor->log();
+  EXPECT_EQ(*status, 1) << executor->log();
+  EXPECT_LT(steady_clock::now() - stoppedAt, milliseconds(2000 + 5000));
+  EXPECT_NE(executor->log().find("unreachable"), std::string::npos) << executor->log();
+}
+
+TEST_F(TideExecutorTest, ExitsWhenTheAmForgetsIt) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am);
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
+  am.forgetExecutors();
+  EXPECT_EQ(executor->waitForExit(), 1) << executor->log();
+  EXPECT_NE(executor->log().find("does not know executor e1"), std::string::npos)
+      << executor->log();
+}
+
+TEST_F(TideExecutorTest, AWrongSecretIsRefusedAndEndsTheExecutor) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am, {}, "not-the-secret");
+  const std::optional<int> status = executor->waitForExit();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_NE(*status, 0);
+  EXPECT_GE(am.refusedRequests(), 1);
+  const std::string log = executor->log();
+  EXPECT_NE(log.find("HTTP 401"), std::string::npos) << log;
+  EXPECT_NE(log.find("TIDE_APP_SECRET"), std::string::npos) << log;
+  EXPECT_EQ(log.find("not-the-secret"), std::string::npos) << log;
+}
+
+TEST_F(TideExecutorTest, AMissingVariableExitsTwo) {
+  ExecutorProcess executor(workDir_.path(),
+                           {{"TIDE_AM_ADDRESS", "http://127.0.0.1:9"},
+                            {"TIDE_EXECUTOR_ID", "e1"},
+                            {"TIDE_CONTAINER_ID", "c1"}},
+                           {});
+  EXPECT_EQ(executor.waitForExit(), 2) << executor.log();
+  EXPECT_NE(executor.log().find("TIDE_APP_SECRET is not set"), std::string::npos) << executor.log();
+}
+
+TEST_F(TideExecutorTest, SigtermKillsTheTasksAndExits) {
+  FakeAm am(FakeAm::Options{});
+  auto executor = startExecutor(am);
+  TaskLaunch sleeper;
+  sleeper.taskId = 1;
+  sleeper.stageId = "s1";
+  sleeper.kind = "command";
+  sleeper.argv = {"sh", "-c", "echo $$ > task.pid; exec sleep 60"};
+  am.addTasks({sleeper});
+  const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-0-0" / "task.pid";
+  ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }))
+      << executor->log();
+  const pid_t task = std::stoi(readFile(pidFile));
+
+  const auto signalledAt = steady_clock::now();
+  executor->signal(SIGTERM);
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  EXPECT_LT(steady_clock::now() - signalledAt, milliseconds(5000));
+  EXPECT_TRUE(eventually([&] { return processGone(task); })) << "task " << task << " survived";
+  EXPECT_NE(executor->log().find("SIGTERM"), std::string::npos) << executor->log();
+}
+
+}  // namespace
+}  // namespace tide::executor
