@@ -1,0 +1,48 @@
+#include "am/am_config.h"
+
+#include "common/config.h"
+
+namespace tide::am {
+
+AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::string>* warnings) {
+  AmConfig config;
+  config.allocation = allocation::AllocationConfig::fromProperties(props, warnings);
+  config.scheduler = SchedulerConfig::fromProperties(props);
+  config.host = props.getString("am.host");
+  const int64_t port = props.getInt("ui.port");
+  if (port < 0 || port > 65535) throw ConfigError(props.describe("ui.port") + ": not a port");
+  config.uiPort = static_cast<int>(port);
+  config.heartbeatInterval = props.getDuration("am.heartbeatInterval");
+  config.initialAllocationInterval = props.getDuration("am.initialAllocationInterval");
+  config.networkTimeout = props.getDuration("network.timeout");
+  config.executorSyncWait = props.getDuration("am.executorSyncWait");
+  for (const char* key : {"am.heartbeatInterval", "am.initialAllocationInterval", "network.timeout",
+                          "am.executorSyncWait"}) {
+    if (props.getDuration(key) <= 0) throw ConfigError(props.describe(key) + ": must be positive");
+  }
+
+  const int64_t memoryMb = props.getSizeBytes("executor.memory") / (1024 * 1024);
+  if (memoryMb < 1) throw ConfigError(props.describe("executor.memory") + ": at least 1m");
+  config.containers.executorResource = {memoryMb, config.allocation.executorCores};
+  const int maxExecutors = config.allocation.enabled ? config.allocation.bounds.maxExecutors
+                                                     : config.allocation.executorInstances;
+  config.containers.maxNumExecutorFailures =
+      props.has("executor.maxNumFailures")
+          ? static_cast<int>(props.getInt("executor.maxNumFailures"))
+          : defaultMaxNumExecutorFailures(maxExecutors);
+  config.containers.failuresValidityInterval =
+      props.has("executor.failuresValidityInterval")
+          ? props.getDuration("executor.failuresValidityInterval")
+          : kInfiniteMs;
+
+  config.executorConf = {
+      {"executor.cores", std::to_string(config.allocation.executorCores)},
+      {"task.cpus", std::to_string(config.allocation.taskCpus)},
+      {"network.timeout", std::to_string(config.networkTimeout) + "ms"},
+      {"log.level", props.getString("log.level")},
+      {"log.format", props.getString("log.format")},
+  };
+  return config;
+}
+
+}  // namespace tide::am

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "allocation/allocation_config.h"
+#include "am/container_allocator.h"
+#include "am/task_scheduler.h"
+#include "common/clock.h"
+
+namespace tide {
+class Properties;
+}
+
+namespace tide::am {
+
+// Everything the ApplicationMaster reads from its configuration, checked once at start.
+struct AmConfig {
+  allocation::AllocationConfig allocation;
+  SchedulerConfig scheduler;
+  ContainerAllocatorConfig containers;
+  std::string host = "127.0.0.1";  // am.host
+  int uiPort = 4040;               // ui.port; 0 = ephemeral
+  DurationMs heartbeatInterval = 3000;
+  DurationMs initialAllocationInterval = 200;
+  DurationMs networkTimeout = 120000;  // executors silent this long are lost
+  DurationMs executorSyncWait = 1000;  // long-poll bound and executors' heartbeat
+  bool session = false;
+  // --conf pairs every executor is started with (cores, cpus, timeouts, logging).
+  std::vector<std::pair<std::string, std::string>> executorConf;
+
+  // Throws ConfigError naming the key and value; appends warnings.
+  static AmConfig fromProperties(const Properties& props, std::vector<std::string>* warnings);
+};
+
+}  // namespace tide::am

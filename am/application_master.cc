@@ -1,0 +1,479 @@
+#include "am/application_master.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "common/config.h"
+#include "rest/json.h"
+
+namespace tide::am {
+
+using rest::JsonWriter;
+
+// Feeds scheduler events to the allocation policy and notes when jobs end.
+class ApplicationMaster::JobEndListener : public SchedulerListener {
+ public:
+  JobEndListener(ApplicationMaster& am) : am_(am) {}
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
+    am_.allocationListener_.onStageSubmitted(stageId, numTasks);
+  }
+  void onStageCompleted(const std::string& stageId) override {
+    am_.allocationListener_.onStageCompleted(stageId);
+  }
+  void onTaskStart(const std::string& stageId, const std::string& executorId) override {
+    am_.allocationListener_.onTaskStart(stageId, executorId);
+  }
+  void onTaskEnd(const std::string& stageId, const std::string& executorId,
+                 TaskOutcome outcome) override {
+    am_.allocationListener_.onTaskEnd(stageId, executorId, outcome);
+  }
+  void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
+    // Called under mu_.
+    if (succeeded) {
+      am_.log_.info() << "job " << jobId << " succeeded";
+    } else {
+      am_.log_.error() << message;
+      am_.failedJobMessages_.push_back(message);
+    }
+    am_.stateChanged_.notify_all();
+  }
+
+ private:
+  ApplicationMaster& am_;
+};
+
+ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
+                                     std::unique_ptr<ResourceManagerClient> rm)
+    : config_(std::move(config)),
+      identity_(std::move(identity)),
+      rm_(std::move(rm)),
+      startedAt_(clock_.nowMs()),
+      allocation_(config_.allocation, clock_),
+      allocationListener_(allocation_),
+      allocator_(config_.containers, clock_) {
+  schedulerListener_ = std::make_unique<JobEndListener>(*this);
+  scheduler_ = std::make_unique<TaskScheduler>(config_.scheduler, clock_, *schedulerListener_,
+                                               static_cast<uint64_t>(startedAt_));
+  allocator_.setTarget(allocation_.initialTarget());
+}
+
+ApplicationMaster::~ApplicationMaster() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  workAvailable_.notify_all();
+  heartbeatWake_.notify_all();
+  launchWake_.notify_all();
+  stateChanged_.notify_all();
+  if (server_) server_->stop();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+std::string ApplicationMaster::trackingUrl() const {
+  return "http://" + config_.host + ":" + std::to_string(port_) + "/";
+}
+
+int ApplicationMaster::start() {
+  rest::HttpServerOptions options;
+  options.bindAddress = config_.host;
+  options.port = config_.uiPort;
+  // Each executor's long poll holds a worker while it waits.
+  const int executors = config_.allocation.enabled ? config_.allocation.bounds.maxExecutors
+                                                   : config_.allocation.executorInstances;
+  options.threadCount = static_cast<size_t>(std::clamp(executors + 8, 16, 256));
+  options.maxRequestBodyBytes = 64 << 20;  // a sync from a busy executor carries many updates
+  const std::string secret = identity_.appSecret;
+  // Executors prove they belong to this application; the status pages are open (loopback).
+  options.auth = [secret](const httplib::Request& req) -> std::optional<std::string> {
+    if (req.path.rfind("/api/v1/executors/", 0) != 0 || req.method == "GET") return std::nullopt;
+    const std::string expected = "Bearer " + secret;
+    auto header = req.get_header_value("Authorization");
+    if (header.size() == expected.size() &&
+        std::equal(header.begin(), header.end(), expected.begin())) {
+      return std::nullopt;
+    }
+    return std::string("missing or wrong application secret");
+  };
+  options.log = [this](const std::string& line) { log_.info() << line; };
+  server_ = std::make_unique<rest::HttpServer>(options);
+  registerRoutes();
+  port_ = server_->start();
+  log_.info() << "status at " << trackingUrl();
+
+  rm_->registerAm({config_.host, port_, trackingUrl()});
+  log_.info() << "registered with the resource manager as " << identity_.attemptId
+              << "; initial target " << allocation_.initialTarget();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    recordDecision("allocation", "initial_target", allocation_.initialTarget(),
+                   "initial target " + std::to_string(allocation_.initialTarget()), "initial");
+  }
+  threads_.emplace_back([this] { allocationLoop(); });
+  threads_.emplace_back([this] { heartbeatLoop(); });
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { launchLoop(); });
+  return port_;
+}
+
+std::string ApplicationMaster::submitJob(Job job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string name = job.name;
+  std::string jobId = scheduler_->submitJob(std::move(job));
+  ++jobsSubmitted_;
+  log_.info() << "submitted job " << jobId << " (" << name << ")";
+  workAvailable_.notify_all();
+  return jobId;
+}
+
+void ApplicationMaster::requestStop(const std::string& finalStatus,
+                                    const std::string& diagnostics) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stopOutcome_) stopOutcome_ = AmOutcome{finalStatus, diagnostics};
+  stateChanged_.notify_all();
+}
+
+AmOutcome ApplicationMaster::run() {
+  AmOutcome outcome;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    stateChanged_.wait(lock, [&] {
+      return stopOutcome_.has_value() ||
+             (!config_.session && jobsSubmitted_ > 0 && scheduler_->allJobsDone());
+    });
+    if (stopOutcome_) {
+      outcome = *stopOutcome_;
+    } else if (failedJobMessages_.empty()) {
+      outcome = {"SUCCEEDED", ""};
+    } else {
+      outcome = {"FAILED", failedJobMessages_.front()};
+    }
+    // Executors are told to finish; their containers go back with the last heartbeat.
+    stopping_ = true;
+  }
+  workAvailable_.notify_all();
+  launchWake_.notify_all();
+  heartbeatWake_.notify_all();
+  for (auto& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+  threads_.clear();
+  ContainerAsk last;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimeMs now = clock_.nowMs();
+    for (auto& [id, executor] : executors_) executorMsClosed_ += now - executor.registeredAt;
+    executors_.clear();
+    allocator_.releaseAll();
+    last = allocator_.nextAsk();
+  }
+  try {
+    rm_->heartbeat(last);
+  } catch (const std::exception& e) {
+    log_.warn() << "could not release the containers: " << e.what();
+  }
+  try {
+    rm_->unregister(outcome.finalStatus, outcome.diagnostics);
+  } catch (const std::exception& e) {
+    log_.warn() << "could not unregister from the resource manager: " << e.what();
+  }
+  log_.info() << "finished: " << outcome.finalStatus
+              << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
+  return outcome;
+}
+
+// ------------------------------------------------------------------------------------------
+// The allocation loop
+
+void ApplicationMaster::allocationLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const TimeMs now = clock_.nowMs();
+    const allocation::TickResult result = allocation_.tick();
+    applyTick(result, now);
+    detectSilentExecutors(now);
+    const TimeMs next = now + config_.allocation.interval;
+    stateChanged_.wait_for(lock,
+                           std::chrono::milliseconds(std::max<TimeMs>(1, next - clock_.nowMs())),
+                           [&] { return stopping_; });
+  }
+}
+
+void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs now) {
+  for (const auto& decision : result.decisions) {
+    const std::string action = allocation::actionName(decision.action);
+    recordDecision("allocation", action, decision.target, decision.why,
+                   action + "/" + decision.executor);
+    if (decision.action != allocation::Decision::Action::kNotAdding &&
+        decision.action != allocation::Decision::Action::kKeep) {
+      log_.info() << decision.why;
+    }
+  }
+  if (result.targetChanged()) {
+    allocator_.setTarget(result.target);
+    heartbeatRequested_ = true;
+    heartbeatWake_.notify_all();
+  }
+  for (const auto& id : result.toRemove) releaseExecutor(id, "idle", now);
+}
+
+void ApplicationMaster::releaseExecutor(const std::string& executorId, const std::string& why,
+                                        TimeMs now) {
+  allocator_.release(executorId);
+  releasedExecutors_.insert(executorId);
+  forgetExecutor(executorId, now);
+  // The executor is gone for the policy and the scheduler from now on; it gets no more tasks
+  // and is told to shut down at its next sync.
+  allocation_.onExecutorRemoved(executorId);
+  log_.info() << "releasing executor " << executorId << " (" << why << ")";
+  heartbeatRequested_ = true;
+  heartbeatWake_.notify_all();
+  workAvailable_.notify_all();
+}
+
+void ApplicationMaster::forgetExecutor(const std::string& executorId, TimeMs now) {
+  auto it = executors_.find(executorId);
+  if (it == executors_.end()) return;
+  executorMsClosed_ += now - it->second.registeredAt;
+  executors_.erase(it);
+}
+
+void ApplicationMaster::detectSilentExecutors(TimeMs now) {
+  std::vector<std::string> silent;
+  for (const auto& [id, executor] : executors_) {
+    if (now - executor.lastSeen > config_.networkTimeout) {
+      silent.push_back(id);
+    }
+  }
+  for (const auto& id : silent) {
+    const std::string reason = "executor " + id + " lost: no heartbeat for " +
+                               formatDuration(now - executors_[id].lastSeen);
+    log_.warn() << reason;
+    recordDecision("containers", "lost", allocator_.target(), reason, "lost/" + id);
+    scheduler_->executorLost(id, reason);
+    releaseExecutor(id, "lost", now);
+  }
+}
+
+void ApplicationMaster::recordDecision(const std::string& source, const std::string& action,
+                                       int target, const std::string& why, const std::string& key) {
+  decisions_.add(clock_.nowMs() - startedAt_, source, action, target, why, key);
+}
+
+// ------------------------------------------------------------------------------------------
+// The resource manager heartbeat
+
+void ApplicationMaster::heartbeatLoop() {
+  HeartbeatPacer pacer(config_.heartbeatInterval, config_.initialAllocationInterval);
+  int consecutiveFailures = 0;
+  while (true) {
+    ContainerAsk ask;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      std::vector<std::string> decisions;
+      ask = allocator_.nextAsk(&decisions);
+      for (const auto& why : decisions) {
+        log_.info() << why;
+        recordDecision("containers", "request", allocator_.target(), why, why);
+      }
+      const auto summaries = scheduler_->jobSummaries();
+      int64_t total = 0, done = 0;
+      for (const auto& job : summaries) {
+        total += job.numTasks;
+        done += job.succeeded;
+      }
+      ask.progress = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    }
+    HeartbeatResult result;
+    bool ok = true;
+    try {
+      result = rm_->heartbeat(ask);
+      consecutiveFailures = 0;
+    } catch (const std::exception& e) {
+      ok = false;
+      ++consecutiveFailures;
+      log_.warn() << "heartbeat to the resource manager failed (" << consecutiveFailures
+                  << " in a row): " << e.what();
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (ok) {
+      AllocatorActions actions = allocator_.onHeartbeat(result);
+      applyAllocatorActions(actions, clock_.nowMs());
+    } else if (!ask.releases.empty()) {
+      // Not delivered: send them again next time.
+      for (const auto& id : ask.releases) (void)id;
+    }
+    if (consecutiveFailures * config_.heartbeatInterval > config_.networkTimeout && !stopOutcome_) {
+      stopOutcome_ = AmOutcome{"FAILED", "lost contact with the resource manager"};
+      stateChanged_.notify_all();
+    }
+    const DurationMs delay = pacer.nextDelay(allocator_.snapshot().outstanding);
+    heartbeatWake_.wait_for(lock, std::chrono::milliseconds(delay),
+                            [&] { return stopping_ || heartbeatRequested_; });
+    if (heartbeatRequested_) pacer.reset();
+    heartbeatRequested_ = false;
+  }
+}
+
+void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs now) {
+  for (const auto& why : actions.decisions) {
+    log_.info() << why;
+    recordDecision("containers", "containers", allocator_.target(), why, why);
+  }
+  for (const auto& lost : actions.lost) {
+    if (lost.wasRegistered) scheduler_->executorLost(lost.executorId, lost.reason);
+    allocation_.onExecutorRemoved(lost.executorId);
+    forgetExecutor(lost.executorId, now);
+  }
+  for (auto& launch : actions.launches) launchQueue_.push_back(std::move(launch));
+  if (!actions.launches.empty()) launchWake_.notify_all();
+  if (actions.failApplication && !stopOutcome_) {
+    stopOutcome_ = AmOutcome{"FAILED", *actions.failApplication};
+    stateChanged_.notify_all();
+  }
+  if (!actions.lost.empty()) {
+    // Lost executors are replaced while the target stands: ask at once, not a beat later.
+    heartbeatRequested_ = true;
+    heartbeatWake_.notify_all();
+    workAvailable_.notify_all();
+  }
+}
+
+ExecutorLaunch ApplicationMaster::executorLaunchFor(const std::string& executorId,
+                                                    const std::string& containerId) {
+  ExecutorLaunch launch;
+  launch.executorId = executorId;
+  std::string command = "exec '" + identity_.executorBinary + "'";
+  for (const auto& [key, value] : config_.executorConf)
+    command += " --conf '" + key + "=" + value + "'";
+  launch.command = command;
+  launch.environment = {{"TIDE_AM_ADDRESS", "http://" + config_.host + ":" + std::to_string(port_)},
+                        {"TIDE_APP_SECRET", identity_.appSecret},
+                        {"TIDE_EXECUTOR_ID", executorId},
+                        {"TIDE_CONTAINER_ID", containerId},
+                        {"TIDE_APPLICATION_ID", identity_.applicationId}};
+  return launch;
+}
+
+void ApplicationMaster::launchLoop() {
+  while (true) {
+    std::pair<rest::Container, std::string> next;
+    ExecutorLaunch launch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      launchWake_.wait(lock, [&] { return stopping_ || !launchQueue_.empty(); });
+      if (stopping_) return;
+      next = std::move(launchQueue_.front());
+      launchQueue_.pop_front();
+      launch = executorLaunchFor(next.second, next.first.id);
+    }
+    try {
+      rm_->launchExecutor(next.first, launch);
+      log_.info() << "started executor " << next.second << " in " << next.first.id << " on "
+                  << next.first.nodeId;
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      AllocatorActions actions = allocator_.onLaunchFailed(next.second, e.what());
+      applyAllocatorActions(actions, clock_.nowMs());
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Executors
+
+void ApplicationMaster::handleExecutorRegister(const httplib::Request& req,
+                                               httplib::Response& res) {
+  const auto registration = rest::executorRegistrationFromJson(rest::parseJson(req.body));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || !allocator_.onExecutorRegistered(registration.executorId)) {
+    throw rest::RestError(
+        404, "executor " + registration.executorId + " is not one this application master started");
+  }
+  const TimeMs now = clock_.nowMs();
+  Executor& executor = executors_[registration.executorId];
+  executor.id = registration.executorId;
+  executor.host = registration.host;
+  executor.containerId = registration.containerId;
+  executor.pid = registration.pid;
+  executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
+  executor.registeredAt = now;
+  executor.lastSeen = now;
+  allocation_.onExecutorAdded(executor.id);
+  peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
+  log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
+              << executor.containerId << ")";
+  rest::ExecutorRegistered reply;
+  reply.heartbeatIntervalMs = config_.executorSyncWait;
+  reply.taskSlots = executor.slots;
+  rest::replyJson(res, rest::toJson(reply));
+}
+
+void ApplicationMaster::routeKills() {
+  for (const auto& kill : scheduler_->takeTasksToKill()) {
+    auto it = executors_.find(kill.executorId);
+    if (it != executors_.end()) it->second.kills.push_back(kill.taskId);
+  }
+}
+
+void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib::Response& res) {
+  const std::string executorId = req.matches[1];
+  const rest::ExecutorSync sync = rest::executorSyncFromJson(rest::parseJson(req.body));
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = executors_.find(executorId);
+  if (it == executors_.end()) {
+    if (releasedExecutors_.count(executorId) != 0) {
+      rest::ExecutorSyncReply goodbye;
+      goodbye.shutdown = true;
+      lock.unlock();
+      rest::replyJson(res, rest::toJson(goodbye));
+      return;
+    }
+    throw rest::RestError(404, "executor " + executorId + " is not registered");
+  }
+  bool changed = false;
+  for (const auto& update : sync.updates) {
+    changed |= scheduler_->statusUpdate(update, executorId);
+  }
+  if (changed) workAvailable_.notify_all();  // finished stages may have released others
+
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(
+          sync.updates.empty() ? std::min(sync.maxWaitMs, config_.executorSyncWait) : 0);
+  rest::ExecutorSyncReply reply;
+  while (true) {
+    it = executors_.find(executorId);
+    if (it == executors_.end()) {
+      reply.shutdown = true;  // released or lost meanwhile
+      break;
+    }
+    Executor& executor = it->second;
+    executor.lastSeen = clock_.nowMs();
+    routeKills();
+    reply.kills = std::move(executor.kills);
+    executor.kills.clear();
+    if (stopping_) {
+      reply.shutdown = true;
+      break;
+    }
+    if (sync.freeSlots > 0) {
+      // The scheduler counts cpus; an executor counts slots of task.cpus each.
+      reply.launches = scheduler_->resourceOffers(
+          {{executorId, executor.host, sync.freeSlots * config_.allocation.taskCpus}});
+    }
+    if (!reply.launches.empty() || !reply.kills.empty()) break;
+    if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      it = executors_.find(executorId);
+      if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();
+      break;
+    }
+  }
+  lock.unlock();
+  rest::replyJson(res, rest::toJson(reply));
+}
+
+}  // namespace tide::am

@@ -1,0 +1,142 @@
+#pragma once
+
+// The ApplicationMaster process's core: registers with the resource manager, runs the
+// allocation loop (the policy's tick every dynamicAllocation.interval) and the RM heartbeat
+// (containers asked for, granted, released), starts executors in granted containers, hands
+// tasks to executors over their sync requests, and serves its status. One mutex guards the
+// policy, the scheduler and the allocator; the loops only gather inputs, call them and carry
+// out what they decide.
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocation/executor_allocation_manager.h"
+#include "am/allocation_listener.h"
+#include "am/am_config.h"
+#include "am/container_allocator.h"
+#include "am/decision_log.h"
+#include "am/heartbeat_pacer.h"
+#include "am/resource_manager_client.h"
+#include "am/task_scheduler.h"
+#include "common/clock.h"
+#include "common/logging.h"
+#include "rest/http_server.h"
+#include "rest/messages/executor.h"
+
+namespace tide::am {
+
+struct AmIdentity {
+  std::string applicationId;
+  std::string attemptId;
+  std::string appSecret;       // shared with executors; never logged
+  std::string executorBinary;  // path of tide-executor
+};
+
+// How the application ended.
+struct AmOutcome {
+  std::string finalStatus;  // SUCCEEDED, FAILED or KILLED
+  std::string diagnostics;
+};
+
+class ApplicationMaster {
+ public:
+  ApplicationMaster(AmConfig config, AmIdentity identity,
+                    std::unique_ptr<ResourceManagerClient> rm);
+  ~ApplicationMaster();
+
+  // Serves the status port, registers with the RM and starts the loops. Returns the port.
+  int start();
+  // Submits a job (throws JobError for a job that cannot run). Thread-safe.
+  std::string submitJob(Job job);
+  // Waits until every job is done (not in session mode) or stop is requested, then releases
+  // every container and unregisters. Returns how it ended.
+  AmOutcome run();
+  // Ends the application (SIGTERM: KILLED; too many executor failures: FAILED).
+  void requestStop(const std::string& finalStatus, const std::string& diagnostics);
+  // The run's summary for `tide run --report`.
+  std::string reportJson();
+  int port() const { return port_; }
+  std::string trackingUrl() const;
+
+ private:
+  struct Executor {
+    std::string id;
+    std::string host;
+    std::string containerId;
+    int64_t pid = 0;
+    int slots = 1;
+    TimeMs registeredAt = 0;
+    TimeMs lastSeen = 0;
+    std::vector<int64_t> kills;
+  };
+
+  // Loops.
+  void allocationLoop();
+  void heartbeatLoop();
+  void launchLoop();
+  // Under mu_.
+  void applyTick(const allocation::TickResult& result, TimeMs now);
+  void applyAllocatorActions(AllocatorActions& actions, TimeMs now);
+  void releaseExecutor(const std::string& executorId, const std::string& why, TimeMs now);
+  void forgetExecutor(const std::string& executorId, TimeMs now);
+  void detectSilentExecutors(TimeMs now);
+  void routeKills();
+  void recordDecision(const std::string& source, const std::string& action, int target,
+                      const std::string& why, const std::string& key);
+  ExecutorLaunch executorLaunchFor(const std::string& executorId, const std::string& containerId);
+
+  // HTTP.
+  void registerRoutes();
+  void handleExecutorRegister(const httplib::Request& req, httplib::Response& res);
+  void handleExecutorSync(const httplib::Request& req, httplib::Response& res);
+  std::string statusJson();
+  std::string executorsJson();
+  std::string jobsJson(const std::optional<std::string>& jobId);
+  std::string decisionsJson(size_t limit);
+
+  AmConfig config_;
+  AmIdentity identity_;
+  std::unique_ptr<ResourceManagerClient> rm_;
+  SteadyClock clock_;
+  TimeMs startedAt_;
+  Logger log_{"am"};
+
+  std::mutex mu_;
+  std::condition_variable workAvailable_;  // wakes executors' long polls
+  std::condition_variable heartbeatWake_;  // the target changed: heartbeat now
+  std::condition_variable stateChanged_;   // jobs ended or stop requested
+  allocation::ExecutorAllocationManager allocation_;
+  AllocationListener allocationListener_;
+  class JobEndListener;
+  std::unique_ptr<SchedulerListener> schedulerListener_;
+  std::unique_ptr<TaskScheduler> scheduler_;
+  ContainerAllocator allocator_;
+  DecisionLog decisions_;
+  std::map<std::string, Executor> executors_;  // registered and not released
+  std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
+  std::deque<std::pair<rest::Container, std::string>> launchQueue_;
+  std::condition_variable launchWake_;
+  bool heartbeatRequested_ = false;
+  std::optional<AmOutcome> stopOutcome_;
+  bool stopping_ = false;
+  int jobsSubmitted_ = 0;
+  std::vector<std::string> failedJobMessages_;
+  int peakExecutors_ = 0;
+  DurationMs executorMsClosed_ = 0;  // lifetimes of executors already gone
+  std::string lastTickWhy_;
+
+  std::unique_ptr<rest::HttpServer> server_;
+  int port_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tide::am

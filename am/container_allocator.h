@@ -1,0 +1,114 @@
+#pragma once
+
+// Turns the allocation target into container requests and granted containers into executors
+// (Spark's YarnAllocator). Pure: the AM's heartbeat loop feeds it the RM's answers and carries
+// out what it returns; time comes from the injected clock.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "am/resource_manager_client.h"
+#include "common/clock.h"
+
+namespace tide::am {
+
+struct ContainerAllocatorConfig {
+  rest::Resource executorResource{1024, 1};
+  int priority = 1;
+  int maxNumExecutorFailures = 3;
+  DurationMs failuresValidityInterval = kInfiniteMs;  // failures older than this are forgotten
+};
+
+// Spark's default for executor.maxNumFailures: twice the executors it may have, at least 3.
+int defaultMaxNumExecutorFailures(int maxExecutors);
+
+// Whether a completed container's exit says the application (or its executor) failed, and how
+// to say why. Released, preempted, lost-with-node and RM/AM kills are not the app's fault.
+struct ExitClassification {
+  bool executorFailure = false;
+  std::string cause;  // "memory", "exit", "released", "preempted", "node_lost", "killed", "success"
+  std::string explanation;
+};
+ExitClassification classifyExit(int exitStatus, const std::string& diagnostics);
+
+// An executor that went away with its container.
+struct LostExecutor {
+  std::string executorId;
+  std::string containerId;
+  bool wasRegistered = false;
+  ExitClassification exit;
+  std::string reason;  // for logs and the task scheduler
+};
+
+struct AllocatorActions {
+  std::vector<std::pair<rest::Container, std::string>> launches;  // container, executor id
+  std::vector<LostExecutor> lost;
+  std::vector<std::string> decisions;          // what it did and why, for the decision log
+  std::optional<std::string> failApplication;  // too many executor failures: the diagnostics
+};
+
+struct AllocatorSnapshot {
+  int target = 0;
+  int outstanding = 0;  // requested, not yet granted
+  int starting = 0;     // granted, executor not yet registered
+  int running = 0;      // registered executors
+  int releasing = 0;
+  int recentFailures = 0;
+  TimeMs outstandingSince = -1;  // when the oldest unanswered request was made
+  int launched = 0;              // executors started over the application's life
+};
+
+class ContainerAllocator {
+ public:
+  ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock);
+
+  void setTarget(int target) { target_ = target; }
+  int target() const { return target_; }
+
+  // The ask for the next heartbeat: missing = target - outstanding - starting - running; more
+  // are requested when positive, pending requests cancelled when negative (never an executor).
+  ContainerAsk nextAsk(std::vector<std::string>* decisions = nullptr);
+  // What the RM answered: grants become executors (or surplus is released), completions
+  // become lost executors, classified.
+  AllocatorActions onHeartbeat(const HeartbeatResult& result);
+  // The executor in this container started and registered with the AM.
+  bool onExecutorRegistered(const std::string& executorId);
+  // Starting the executor failed (e.g. its node manager refused): the container is released
+  // and the failure counted.
+  AllocatorActions onLaunchFailed(const std::string& executorId, const std::string& reason);
+  // Gives an idle executor's container back (idle removal). Returns false if unknown.
+  bool release(const std::string& executorId);
+  // Every container still held, for shutting down.
+  std::vector<std::string> releaseAll();
+
+  std::optional<std::string> containerOf(const std::string& executorId) const;
+  AllocatorSnapshot snapshot() const;
+
+ private:
+  struct Held {
+    std::string executorId;
+    rest::Container container;
+    bool registered = false;
+  };
+  std::optional<std::string> recordFailure(const std::string& what);
+
+  ContainerAllocatorConfig config_;
+  const Clock& clock_;
+  int target_ = 0;
+  int outstanding_ = 0;
+  TimeMs outstandingSince_ = -1;
+  std::map<std::string, Held> held_;  // container id -> executor
+  std::map<std::string, std::string> containerByExecutor_;
+  std::set<std::string> releasing_;     // released, completion not yet seen
+  std::vector<std::string> toRelease_;  // to send with the next heartbeat
+  std::deque<TimeMs> failureTimes_;
+  int nextExecutorNumber_ = 1;
+  int starting_ = 0;
+};
+
+}  // namespace tide::am

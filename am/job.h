@@ -1,0 +1,83 @@
+#pragma once
+
+// A job: a DAG of stages read from a JSON job file, checked completely before anything runs.
+//
+//   {"name": "thumbnails",
+//    "stages": [
+//      {"id": "resize", "tasks": 200, "command": ["sh", "-c", "convert in/{task}.png ..."]},
+//      {"id": "index", "depends_on": ["resize"], "tasks": 1, "builtin": "noop"}]}
+//
+// Every error names the field a person has to fix ("stages[1].tasks: expected a positive
+// integer"), so that a bad file is rejected with one readable line instead of a failed run.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace tide::am {
+
+// A job file (or a job built in code) that cannot run. what() starts with the field path, or
+// with the file path when the job came from a file ("jobs/t.json: stages[0].tasks: ...").
+class JobError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How a stage's tasks run: a process (argv) or one of the executor's built-in kinds, which
+// run without a process so the scheduler itself can be measured.
+enum class TaskKind { kCommand, kNoop, kSleep };
+
+// "command", "noop", "sleep": the `kind` of rest::TaskLaunch.
+const char* taskKindName(TaskKind kind);
+
+// The largest stage a job may have; tasks are materialised lazily, so this bounds counters and
+// the per-stage success bitmap (125 MB at the limit), not objects.
+constexpr int64_t kMaxTasksPerStage = 1000000000;
+
+struct StageSpec {
+  std::string id;                      // unique within the job; letters, digits, '-', '_', '.'
+  std::vector<std::string> dependsOn;  // ids of stages that must all succeed first
+  int64_t numTasks = 1;
+  TaskKind kind = TaskKind::kCommand;
+  // kCommand: argv; {task}, {stage} and {attempt} are substituted at launch.
+  std::vector<std::string> command;
+  int64_t sleepMs = 0;  // kSleep
+  std::map<std::string, std::string> env;
+  std::string cwd;           // empty: the executor's work dir
+  std::optional<int> cpus;   // unset: task.cpus
+  DurationMs timeoutMs = 0;  // 0: no timeout
+  bool persist = false;      // accepted and kept; not acted on yet
+};
+
+struct Job {
+  std::string name;
+  std::string pool;               // FIFO scheduling only for now; kept for the status API
+  std::string output;             // accepted and kept; not acted on yet
+  std::vector<StageSpec> stages;  // in file order
+};
+
+// Parses and checks a job. Throws JobError naming the field (see checkJob for the DAG rules).
+// A missing "name" becomes "job".
+Job parseJob(std::string_view json);
+// Reads and parses a job file. A missing "name" becomes the file name without its extension.
+// Throws JobError whose message starts with `path`.
+Job loadJobFile(const std::string& path);
+
+// The structural rules, for jobs built in code as well as parsed ones: at least one stage,
+// stage ids present, well-formed and unique, 1 <= tasks <= 10^9, depends_on naming known stages
+// and no cycle (the error shows it: "a -> b -> a"), a non-empty command for command stages,
+// cpus >= 1 when given, no negative timeout or sleep. Throws JobError naming the field.
+void checkJob(const Job& job);
+
+// Replaces every {task}, {stage} and {attempt} in `text`; other braces are left alone (shell
+// and awk use them).
+std::string substituteTaskPlaceholders(std::string_view text, std::string_view stageId,
+                                       int64_t index, int attempt);
+
+}  // namespace tide::am

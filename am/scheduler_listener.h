@@ -1,0 +1,41 @@
+#pragma once
+
+// What the task scheduler tells the rest of the AM: the scheduler events the dynamic
+// allocation policy counts pending and running tasks from (ExecutorAllocationManager's
+// onStageSubmitted / onTaskStart / onTaskEnd / onStageCompleted), and the end of each job.
+// Calls are synchronous, from inside the scheduler's methods, under the caller's lock: a
+// listener must not call back into the scheduler.
+
+#include <cstdint>
+#include <string>
+
+namespace tide::am {
+
+// How one task attempt ended, as the allocation policy needs to know it.
+enum class TaskOutcome {
+  kSucceeded,
+  // Ended without success and not at the scheduler's request: a failure, a lost executor, a
+  // kill nobody asked for. The task goes back to pending (unless this ended its job).
+  kFailed,
+  // Killed because the scheduler asked (its job failed or was cancelled): not retried.
+  kKilled,
+};
+
+const char* taskOutcomeName(TaskOutcome outcome);
+
+class SchedulerListener {
+ public:
+  virtual ~SchedulerListener() = default;
+
+  // Stage ids are unique over the AM's life: "<jobId>/<stage id>", e.g. "job-1/resize".
+  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks) = 0;
+  // The stage succeeded, or was cancelled because its job failed.
+  virtual void onStageCompleted(const std::string& stageId) = 0;
+  virtual void onTaskStart(const std::string& stageId, const std::string& executorId) = 0;
+  virtual void onTaskEnd(const std::string& stageId, const std::string& executorId,
+                         TaskOutcome outcome) = 0;
+  // `message` says why, e.g. "Job 'thumbnails' failed: task resize[17] failed 4 times; ...".
+  virtual void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) = 0;
+};
+
+}  // namespace tide::am

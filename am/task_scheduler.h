@@ -1,0 +1,201 @@
+#pragma once
+
+// The AM's task scheduler (Spark's TaskSchedulerImpl with a FIFO pool): jobs are DAGs of
+// stages; a stage becomes a TaskSet (TaskSetManager) once every stage it depends on has
+// succeeded; executors' free slots are offered, shuffled, to the TaskSets in FIFO order (job
+// submission order, then stage submission order), round-robin one task per offer per pass.
+// A failed task goes back to the front of its stage's queue; the maxFailures-th failure of one
+// task fails its job. Pure policy: no threads or sockets, time from the injected Clock,
+// randomness from a seed; the caller serialises calls.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "am/job.h"
+#include "am/scheduler_listener.h"
+#include "am/task_set_manager.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "rest/messages/executor.h"
+
+namespace tide::am {
+
+struct SchedulerConfig {
+  int taskCpus = 1;         // task.cpus: the cpus a stage's task needs unless it says otherwise
+  int maxTaskFailures = 4;  // task.maxFailures: failures of one task that fail its job
+  size_t failedAttemptsKeptPerJob = 100;  // the most recent ones, for the status API
+
+  // Reads task.cpus and task.maxFailures; a value below 1 is a ConfigError naming the key.
+  static SchedulerConfig fromProperties(const Properties& properties);
+};
+
+// Free capacity of one executor. A task needs its stage's `cpus` slots.
+struct WorkerOffer {
+  std::string executorId;
+  std::string host;
+  int freeSlots = 0;
+};
+
+// A running task the scheduler wants stopped (its job failed or was cancelled).
+struct TaskToKill {
+  int64_t taskId = 0;
+  std::string executorId;
+};
+
+enum class JobState { kRunning, kSucceeded, kFailed };
+// kFailed: the stage whose task failed its job; kCancelled: other stages of a failed job.
+enum class StageState { kWaiting, kRunning, kSucceeded, kFailed, kCancelled };
+
+const char* jobStateName(JobState state);      // "RUNNING", "SUCCEEDED", "FAILED"
+const char* stageStateName(StageState state);  // "WAITING", "RUNNING", ..., "CANCELLED"
+
+// An attempt that ended without success: a failure, a lost executor, an unrequested kill.
+struct FailedAttempt {
+  int64_t taskId = 0;
+  std::string stageId;  // the job's own stage id
+  int64_t index = 0;
+  int attempt = 0;
+  std::string executorId;
+  std::string reason;  // "exited with code 1", "executor e3 lost: heartbeat timed out", ...
+  int exitCode = 0;
+  std::string stderrTail;
+  TimeMs timeMs = 0;
+  bool countsTowardsFailures = false;  // false for lost executors and unrequested kills
+};
+
+struct StageSummary {
+  std::string id;                // as in the job file
+  std::string schedulerStageId;  // "<jobId>/<id>", as given to the listener
+  StageState state = StageState::kWaiting;
+  std::vector<std::string> dependsOn;
+  int64_t numTasks = 0;
+  int64_t pending = 0;  // ready to launch; 0 while the stage waits for its dependencies
+  int64_t running = 0;
+  int64_t succeeded = 0;
+  int64_t failedAttempts = 0;  // failures, lost executors and unrequested kills
+  int cpus = 1;
+  TimeMs submittedMs = -1;  // -1: not yet
+  TimeMs completedMs = -1;
+  DurationMs taskDurationSumMs = 0;  // over successful attempts
+  DurationMs taskDurationMinMs = 0;
+  DurationMs taskDurationMaxMs = 0;
+};
+
+struct JobSummary {
+  std::string jobId;
+  std::string name;
+  std::string pool;
+  JobState state = JobState::kRunning;
+  std::string message;  // why it ended; empty while running
+  TimeMs submittedMs = 0;
+  TimeMs completedMs = -1;
+  int64_t numTasks = 0;
+  int64_t pending = 0;
+  int64_t running = 0;
+  int64_t succeeded = 0;
+  int64_t failedAttempts = 0;
+  std::vector<StageSummary> stages;           // in job file order
+  std::vector<FailedAttempt> recentFailures;  // oldest first, at most failedAttemptsKeptPerJob
+};
+
+class TaskScheduler {
+ public:
+  // The listener must outlive the scheduler.
+  TaskScheduler(SchedulerConfig config, const Clock& clock, SchedulerListener& listener,
+                uint64_t seed);
+  ~TaskScheduler();
+  TaskScheduler(const TaskScheduler&) = delete;
+  TaskScheduler& operator=(const TaskScheduler&) = delete;
+
+  // Checks the job (checkJob; throws JobError) and submits the stages without dependencies.
+  // Returns its id: "job-1", "job-2", ...
+  std::string submitJob(Job job);
+  // Fails a running job on request: pending tasks dropped, running ones to be killed.
+  // False when the job is unknown or already over.
+  bool cancelJob(const std::string& jobId, const std::string& reason);
+
+  // Assigns pending tasks to the offered slots and counts them running. Task ids are
+  // sequential from 1. With one offer (an executor's sync) every launch is for that executor;
+  // otherwise executorOf(launch.taskId) says where each goes.
+  std::vector<rest::TaskLaunch> resourceOffers(const std::vector<WorkerOffer>& offers);
+  // The end of a task reported by `executorId`. False (and nothing changes) for an unknown
+  // task id, a duplicate, or a task that runs on another executor.
+  bool statusUpdate(const rest::TaskStatusUpdate& update, const std::string& executorId);
+  // The executor is gone: its running tasks go back to the front of their stages (not counted
+  // against task.maxFailures) and are reported to the listener as failed.
+  void executorLost(const std::string& executorId, const std::string& reason);
+  // Running tasks of failed or cancelled jobs that the caller should kill, once each. They
+  // stay running until their executor reports them (or is lost).
+  std::vector<TaskToKill> takeTasksToKill();
+
+  int64_t pendingTaskCount() const;
+  int64_t runningTaskCount() const { return static_cast<int64_t>(runningTasks_.size()); }
+  bool hasPendingTasks() const { return pendingTaskCount() > 0; }
+  // Task ids running on the executor, ascending.
+  std::vector<int64_t> runningTasksOn(const std::string& executorId) const;
+  // Where a running task runs; nullopt when it is not running.
+  std::optional<std::string> executorOf(int64_t taskId) const;
+  // No job is running (also true before the first submission).
+  bool allJobsDone() const;
+
+  std::optional<JobSummary> jobSummary(const std::string& jobId) const;
+  std::vector<JobSummary> jobSummaries() const;  // in submission order
+  // Per-task records the scheduler holds: running tasks, re-queued tasks and failure counts.
+  // Stays proportional to running and troubled tasks, not to stage sizes.
+  size_t materializedTaskRecords() const;
+
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  struct StageRun;
+  struct JobRun;
+  struct RunningTask {
+    JobRun* job = nullptr;
+    size_t stage = 0;  // index into job->stages
+    TaskAttempt attempt;
+    std::string executorId;
+    TimeMs startMs = 0;
+  };
+
+  void submitStage(JobRun& job, size_t stage);
+  void completeStage(JobRun& job, size_t stage);
+  void failJob(JobRun& job, std::optional<size_t> failedStage, const std::string& message);
+  rest::TaskLaunch launchTask(JobRun& job, size_t stage, TaskAttempt attempt,
+                              const std::string& executorId);
+  // Takes a running task out of every index; returns it and whether its kill was requested.
+  RunningTask removeRunning(int64_t taskId, bool* killRequested);
+  // An attempt ended without success through no fault of the task (lost executor,
+  // unrequested kill): retried at the front of its stage without counting a failure.
+  void retryWithoutCounting(const RunningTask& task, int64_t taskId, const std::string& reason,
+                            bool killRequested);
+  void recordFailedAttempt(JobRun& job, FailedAttempt attempt);
+  StageSummary summarizeStage(const JobRun& job, size_t stage) const;
+  JobSummary summarizeJob(const JobRun& job) const;
+
+  SchedulerConfig config_;
+  const Clock& clock_;
+  SchedulerListener& listener_;
+  std::mt19937_64 random_;
+  int64_t nextJobNumber_ = 1;
+  int64_t nextTaskId_ = 1;
+  int64_t nextStageSubmission_ = 0;
+  std::vector<std::unique_ptr<JobRun>> jobs_;  // submission order
+  std::unordered_map<std::string, JobRun*> jobsById_;
+  // The FIFO pool: (job number, stage submission number) -> the stage's TaskSet.
+  std::map<std::pair<int64_t, int64_t>, std::pair<JobRun*, size_t>> activeTaskSets_;
+  std::unordered_map<int64_t, RunningTask> runningTasks_;
+  std::unordered_map<std::string, std::set<int64_t>> runningByExecutor_;
+  std::unordered_set<int64_t> killRequested_;
+  std::vector<TaskToKill> tasksToKill_;
+};
+
+}  // namespace tide::am

@@ -1,0 +1,97 @@
+// tide-am: the ApplicationMaster. Started by a resource manager in a container, with the
+// attempt's identity in its environment; runs one job (or, with --session, any number).
+//
+//   tide-am [--properties-file F] [--conf k=v]... --job FILE [--session] [--report FILE]
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "am/am_config.h"
+#include "am/application_master.h"
+#include "am/job.h"
+#include "am/tide_rm_client.h"
+#include "common/child_process.h"
+#include "common/command_line.h"
+#include "common/config.h"
+#include "common/logging.h"
+
+namespace {
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    throw tide::ConfigError(std::string("environment variable ") + name +
+                            " is not set: tide-am is started by a resource manager (tide submit)");
+  }
+  return value;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tide;
+  CommandLine cli("tide-am", "Runs a job's tasks on executors it rents from a resource manager.");
+  cli.addOption("job", "FILE", "The job to run (JSON)");
+  cli.addFlag("session", "Stay up after the job and accept more at POST /api/v1/jobs");
+  cli.addOption("report", "FILE", "Write a JSON summary of the run here at the end");
+  return runMain(
+      [&]() -> int {
+        if (!cli.parse(argc, argv)) return 0;
+        initLogging(cli.properties());
+        warnUnknownKeys(cli.properties());
+        Logger log("am");
+        std::vector<std::string> warnings;
+        am::AmConfig config = am::AmConfig::fromProperties(cli.properties(), &warnings);
+        for (const auto& w : warnings) log.warn() << w;
+        config.session = cli.flag("session");
+        std::optional<am::Job> job;
+        if (auto path = cli.option("job")) {
+          try {
+            job = am::loadJobFile(*path);
+          } catch (const am::JobError& e) {
+            throw ConfigError(e.what());
+          }
+        } else if (!config.session) {
+          throw ConfigError("--job FILE is required (or --session)");
+        }
+        if (cli.properties().getString("am.resourceManager") != "tide") {
+          throw ConfigError(cli.properties().describe("am.resourceManager") +
+                            ": only 'tide' is supported by this build");
+        }
+        am::AmIdentity identity{environment("TIDE_APPLICATION_ID"),
+                                environment("TIDE_APP_ATTEMPT_ID"), environment("TIDE_APP_SECRET"),
+                                selfDirectory() + "/tide-executor"};
+
+        // Signals are taken by one thread (sigwait), so the others never see them.
+        sigset_t stopSignals;
+        sigemptyset(&stopSignals);
+        sigaddset(&stopSignals, SIGTERM);
+        sigaddset(&stopSignals, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+        auto rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment());
+        am::ApplicationMaster master(std::move(config), identity, std::move(rm));
+        master.start();
+        if (job) master.submitJob(std::move(*job));
+
+        std::thread signals([&] {
+          int sig = 0;
+          if (sigwait(&stopSignals, &sig) == 0 && sig != SIGUSR2) {
+            master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(sig));
+          }
+        });
+        signals.detach();
+
+        const am::AmOutcome outcome = master.run();
+        if (auto report = cli.option("report")) {
+          std::ofstream out(*report);
+          out << master.reportJson() << "\n";
+        }
+        return outcome.finalStatus == "SUCCEEDED" ? 0 : 1;
+      },
+      "tide-am");
+}

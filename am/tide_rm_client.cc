@@ -1,0 +1,98 @@
+#include "am/tide_rm_client.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "rest/messages/node.h"
+
+namespace tide::am {
+namespace {
+
+std::string requireEnv(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    throw std::runtime_error(std::string("environment variable ") + name +
+                             " is not set (tide-am is started by a resource manager)");
+  }
+  return value;
+}
+
+rest::HttpClientOptions rmOptions(const std::string& token) {
+  rest::HttpClientOptions options;
+  options.defaultHeaders = {{"Authorization", "Bearer " + token}};
+  options.requestTimeout = std::chrono::milliseconds(10000);
+  return options;
+}
+
+}  // namespace
+
+TideRmAttempt TideRmAttempt::fromEnvironment() {
+  return {requireEnv("TIDE_RM_ADDRESS"), requireEnv("TIDE_APP_ATTEMPT_ID"),
+          requireEnv("TIDE_AM_TOKEN")};
+}
+
+TideRmClient::TideRmClient(TideRmAttempt attempt)
+    : attempt_(std::move(attempt)), rm_(attempt_.rmAddress, rmOptions(attempt_.amToken)) {}
+
+rest::RegisterApplicationMasterResponse TideRmClient::registerAm(const AmEndpoint& endpoint) {
+  rest::RegisterApplicationMasterRequest request{endpoint.host, endpoint.port,
+                                                 endpoint.trackingUrl};
+  auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/register", rest::toJson(request),
+                            {/*idempotent=*/true, std::nullopt});
+  return rest::registerApplicationMasterResponseFromJson(reply);
+}
+
+HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
+  rest::AllocateRequest request;
+  request.responseId = responseId_;
+  request.progress = ask.progress;
+  rest::ResourceRequest any;
+  any.priority = ask.priority;
+  any.resource = ask.resource;
+  any.numContainers = ask.outstanding;
+  request.asks.push_back(any);
+  request.releases = ask.releases;
+  auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/allocate", rest::toJson(request));
+  rest::AllocateResponse response = rest::allocateResponseFromJson(reply);
+  responseId_ = response.responseId;
+  HeartbeatResult result;
+  result.granted = std::move(response.allocatedContainers);
+  result.completed = std::move(response.completedContainers);
+  result.numClusterNodes = response.numClusterNodes;
+  return result;
+}
+
+rest::HttpClient& TideRmClient::nodeClient(const std::string& nodeHttpAddress) {
+  std::lock_guard<std::mutex> lock(nodesMutex_);
+  auto& client = nodes_[nodeHttpAddress];
+  if (!client) {
+    rest::HttpClientOptions options;
+    options.requestTimeout = std::chrono::milliseconds(10000);
+    client = std::make_unique<rest::HttpClient>("http://" + nodeHttpAddress, options);
+  }
+  return *client;
+}
+
+void TideRmClient::launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) {
+  rest::ContainerLaunchRequest request;
+  request.containerId = container.id;
+  request.token = container.token;
+  request.command = launch.command;
+  request.resource = container.resource;
+  for (const auto& [key, value] : launch.environment) request.environment[key] = value;
+  if (const char* app = std::getenv("TIDE_APPLICATION_ID")) request.applicationId = app;
+  rest::HttpClient& node = nodeClient(container.nodeHttpAddress);
+  rest::HttpResponse response = node.request(
+      "POST", "/ws/v1/node/containers", rest::toJson(request),
+      {{"Content-Type", "application/json"}, {"X-Tide-Container-Token", container.token}});
+  if (!response.ok())
+    throw rest::HttpError::fromResponse("POST", node.urlFor("/ws/v1/node/containers"), response);
+}
+
+void TideRmClient::unregister(const std::string& finalStatus, const std::string& diagnostics) {
+  rest::FinishApplicationMasterRequest request{finalStatus, diagnostics};
+  rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/finish", rest::toJson(request),
+               {/*idempotent=*/true, std::nullopt});
+}
+
+}  // namespace tide::am

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "am/resource_manager_client.h"
+#include "rest/http_client.h"
+
+namespace tide::am {
+
+// Where this AM attempt reaches tide-rm, as the RM put it in the AM container's environment.
+struct TideRmAttempt {
+  std::string rmAddress;  // TIDE_RM_ADDRESS, e.g. http://127.0.0.1:8088
+  std::string attemptId;  // TIDE_APP_ATTEMPT_ID
+  std::string amToken;    // TIDE_AM_TOKEN
+  // Reads the three variables; throws std::runtime_error naming the missing one.
+  static TideRmAttempt fromEnvironment();
+};
+
+// ResourceManagerClient over tide-rm's YARN-shaped REST API; starts executors through the
+// node managers' container API with the RM-issued container token.
+class TideRmClient final : public ResourceManagerClient {
+ public:
+  explicit TideRmClient(TideRmAttempt attempt);
+  rest::RegisterApplicationMasterResponse registerAm(const AmEndpoint& endpoint) override;
+  HeartbeatResult heartbeat(const ContainerAsk& ask) override;
+  // Thread-safe: executors are started on a small pool, one client per node manager.
+  void launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) override;
+  void unregister(const std::string& finalStatus, const std::string& diagnostics) override;
+
+ private:
+  rest::HttpClient& nodeClient(const std::string& nodeHttpAddress);
+
+  TideRmAttempt attempt_;
+  rest::HttpClient rm_;
+  int64_t responseId_ = 0;
+  std::mutex nodesMutex_;
+  std::map<std::string, std::unique_ptr<rest::HttpClient>> nodes_;
+};
+
+}  // namespace tide::am
