@@ -16,6 +16,10 @@ struct Command {
 
 // Add a command here and in commands.h; `tide --help` lists them in this order.
 constexpr Command kCommands[] = {
+    {"run", "Run a job on this machine (embedded resource manager and node manager)",
+     tide::deploy::runRunCommand},
+    {"submit", "Submit a job's application master to a running tide-rm",
+     tide::deploy::runSubmitCommand},
     {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",
      tide::deploy::runSimulateCommand},
 };

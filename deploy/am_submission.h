@@ -1,0 +1,50 @@
+#pragma once
+
+// Handing an ApplicationMaster to tide-rm (YARN's cluster mode) and following it: shared by
+// `tide run` (on its embedded cluster) and `tide submit` (on a running tide-rm).
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "deploy/cluster_client.h"
+
+namespace tide::deploy {
+
+struct AmSubmission {
+  std::string jobFile;  // absolute path
+  std::string jobName;
+  std::optional<std::string> propertiesFile;              // absolute path
+  std::vector<std::pair<std::string, std::string>> conf;  // --conf pairs for the AM
+  bool session = false;
+  std::optional<std::string> reportFile;
+  std::string binDir;  // where tide-am is
+};
+
+// Checks the job file and the configuration the AM will read, so that mistakes are reported
+// before anything starts: throws ConfigError naming the field or key (exit status 2).
+void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
+                           std::string* jobName);
+
+// The --conf pairs given on this command line (not those from the file), to pass on.
+std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props);
+
+// Submits the AM; returns the application id.
+std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& submission,
+                                    const Properties& props);
+
+struct FollowOptions {
+  bool progress = false;              // a live line on stderr (for a terminal)
+  std::function<bool()> interrupted;  // true once: the app is killed, then followed to its end
+};
+
+// Follows the application until it ends; returns its last report.
+rest::ApplicationReport followApplication(ClusterClient& cluster, const std::string& applicationId,
+                                          const FollowOptions& options);
+
+// Exit status for a finished application: 0 only when it succeeded.
+int exitStatusOf(const rest::ApplicationReport& report);
+
+}  // namespace tide::deploy

@@ -1,0 +1,121 @@
+#include "deploy/embedded_cluster.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "deploy/cluster_client.h"
+
+namespace tide::deploy {
+namespace {
+
+std::vector<std::string> withConf(std::vector<std::string> argv,
+                                  const std::vector<std::pair<std::string, std::string>>& conf) {
+  for (const auto& [key, value] : conf) {
+    argv.push_back("--conf");
+    argv.push_back(key + "=" + value);
+  }
+  return argv;
+}
+
+std::string logTail(const std::string& path) {
+  std::ifstream in(path);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all.size() > 2000 ? all.substr(all.size() - 2000) : all;
+}
+
+}  // namespace
+
+int waitForPortFile(const std::string& file, ChildProcess& child, const std::string& logPath,
+                    std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(file);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    if (!child.running()) {
+      throw std::runtime_error(
+          child.name() + " exited with status " + std::to_string(child.exitStatus().value_or(-1)) +
+          " before listening; its log (" + logPath + "):\n" + logTail(logPath));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error(child.name() + " did not start listening within " +
+                           std::to_string(timeout.count()) + "ms; see " + logPath);
+}
+
+EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std::move(options)) {
+  if (options_.binDir.empty()) options_.binDir = selfDirectory();
+  std::filesystem::create_directories(options_.workDir);
+  const std::string rmPortFile = options_.workDir + "/rm.port";
+  std::filesystem::remove(rmPortFile);
+  std::vector<std::pair<std::string, std::string>> rmConf = {{"rm.host", "127.0.0.1"},
+                                                             {"rm.port", "0"}};
+  rmConf.insert(rmConf.end(), options_.rmConf.begin(), options_.rmConf.end());
+  ChildSpec rmSpec;
+  rmSpec.argv = withConf({options_.binDir + "/tide-rm", "--port-file", rmPortFile}, rmConf);
+  rmSpec.logPath = rmLogPath();
+  rm_ = std::make_unique<ChildProcess>(rmSpec);
+  rmPort_ = waitForPortFile(rmPortFile, *rm_, rmLogPath(), options_.startTimeout);
+  rmAddress_ = "http://127.0.0.1:" + std::to_string(rmPort_);
+
+  for (int i = 0; i < options_.nodes; ++i) startNodeManager(static_cast<size_t>(i));
+
+  // Ready when every node has registered with the RM.
+  ClusterClient client(rmAddress_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.startTimeout;
+  while (true) {
+    try {
+      if (client.metrics().activeNodes >= options_.nodes) break;
+    } catch (const std::exception&) {
+      // not answering yet
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("the node managers did not register with tide-rm within " +
+                               std::to_string(options_.startTimeout.count()) + "ms; see " +
+                               rmLogPath() + " and " + nmLogPath(0));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void EmbeddedCluster::startNodeManager(size_t index) {
+  const std::string dir = options_.workDir + "/nm" + std::to_string(index);
+  std::filesystem::create_directories(dir);
+  const std::string portFile = dir + "/nm.port";
+  std::filesystem::remove(portFile);
+  std::vector<std::pair<std::string, std::string>> conf = {{"nm.rm", rmAddress_},
+                                                           {"nm.host", "127.0.0.1"},
+                                                           {"nm.port", "0"},
+                                                           {"nm.workDir", dir + "/work"}};
+  conf.insert(conf.end(), options_.nmConf.begin(), options_.nmConf.end());
+  ChildSpec spec;
+  spec.argv = withConf({options_.binDir + "/tide-nm", "--port-file", portFile}, conf);
+  spec.logPath = nmLogPath(index);
+  nms_.push_back(std::make_unique<ChildProcess>(spec));
+  nmPorts_.push_back(waitForPortFile(portFile, *nms_.back(), spec.logPath, options_.startTimeout));
+}
+
+std::string EmbeddedCluster::rmLogPath() const {
+  return options_.workDir + "/tide-rm.log";
+}
+
+std::string EmbeddedCluster::nmLogPath(size_t i) const {
+  return options_.workDir + "/nm" + std::to_string(i) + "/tide-nm.log";
+}
+
+void EmbeddedCluster::stop() {
+  for (auto& nm : nms_) {
+    if (nm) nm->stop();
+  }
+  if (rm_) rm_->stop();
+}
+
+EmbeddedCluster::~EmbeddedCluster() {
+  stop();
+}
+
+}  // namespace tide::deploy

@@ -1,0 +1,61 @@
+#pragma once
+
+// A resource manager and node managers started as child processes on this machine: what
+// `tide run` stands on, and what the integration tests start. Everything listens on
+// 127.0.0.1 with ephemeral ports; everything is stopped when the object goes.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/child_process.h"
+
+namespace tide::deploy {
+
+struct EmbeddedClusterOptions {
+  std::string binDir;   // where tide-rm and tide-nm are; default: next to this executable
+  std::string workDir;  // logs, port files and the nodes' container dirs; created if missing
+  int nodes = 1;
+  // `--conf` pairs for the RM and for every NM (e.g. nm.cores, nm.memory, rm.spreadOut).
+  std::vector<std::pair<std::string, std::string>> rmConf;
+  std::vector<std::pair<std::string, std::string>> nmConf;
+  std::chrono::milliseconds startTimeout{20000};
+};
+
+class EmbeddedCluster {
+ public:
+  // Starts the RM, then the NMs, and waits until every node has registered. Throws
+  // std::runtime_error (naming the log to read) when something does not come up in time.
+  explicit EmbeddedCluster(EmbeddedClusterOptions options);
+  ~EmbeddedCluster();
+
+  const std::string& rmAddress() const { return rmAddress_; }
+  int rmPort() const { return rmPort_; }
+  ChildProcess& resourceManager() { return *rm_; }
+  ChildProcess& nodeManager(size_t i) { return *nms_.at(i); }
+  int nodeManagerPort(size_t i) const { return nmPorts_.at(i); }
+  size_t nodeCount() const { return nms_.size(); }
+  std::string rmLogPath() const;
+  std::string nmLogPath(size_t i) const;
+  // Stops the node managers (their containers with them), then the resource manager.
+  void stop();
+
+ private:
+  void startNodeManager(size_t index);
+
+  EmbeddedClusterOptions options_;
+  std::unique_ptr<ChildProcess> rm_;
+  std::vector<std::unique_ptr<ChildProcess>> nms_;
+  std::vector<int> nmPorts_;
+  std::string rmAddress_;
+  int rmPort_ = 0;
+};
+
+// Waits until `file` holds a port number (a component writes it once it listens) or the
+// child exits or the time is up; returns the port or throws naming the log.
+int waitForPortFile(const std::string& file, ChildProcess& child, const std::string& logPath,
+                    std::chrono::milliseconds timeout);
+
+}  // namespace tide::deploy

@@ -1,0 +1,151 @@
+// `tide run JOB`: the first thing a newcomer types. Starts an embedded tide-rm with one local
+// tide-nm, submits the ApplicationMaster to it, follows the job and exits 0 only if it
+// succeeded.
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+
+#include "common/child_process.h"
+#include "common/command_line.h"
+#include "deploy/am_submission.h"
+#include "deploy/commands.h"
+#include "deploy/embedded_cluster.h"
+
+namespace tide::deploy {
+namespace {
+
+std::atomic<bool> interruptedFlag{false};
+void onInterrupt(int) {
+  interruptedFlag = true;
+}
+
+std::string absolute(const std::string& path) {
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
+}  // namespace
+
+int runRunCommand(int argc, char** argv) {
+  CommandLine cli("tide run",
+                  "Runs a job on this machine: an embedded resource manager and node manager, "
+                  "and the application master, which grows and shrinks the job's executors.");
+  cli.addPositional("JOB", "The job file (JSON)");
+  cli.addOption("report", "FILE", "Write a JSON summary of the run to FILE");
+  cli.addOption("work-dir", "DIR",
+                "Where the cluster keeps logs and containers (default: a new "
+                "directory under $TMPDIR)");
+  return runMain(
+      [&]() -> int {
+        if (!cli.parse(argc, argv)) return 0;
+        Properties& props = cli.properties();
+        const std::string jobFile = absolute(*cli.positional("JOB"));
+        // The status port of an embedded run is whatever is free, unless asked for.
+        if (!props.has("ui.port")) props.set("ui.port", "0");
+        std::string jobName;
+        checkBeforeSubmitting(jobFile, props, &jobName);
+
+        std::string workDir;
+        if (auto dir = cli.option("work-dir")) {
+          workDir = absolute(*dir);
+        } else {
+          const char* tmp = getenv("TMPDIR");
+          std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tide-run-XXXXXX";
+          if (mkdtemp(pattern.data()) == nullptr)
+            throw std::runtime_error("cannot create " + pattern);
+          workDir = pattern;
+        }
+        EmbeddedClusterOptions options;
+        options.workDir = workDir;
+        options.nodes = 1;
+        for (const auto& [key, entry] : props.entries()) {
+          if (key.rfind("nm.", 0) == 0) options.nmConf.emplace_back(key, entry.value);
+          if (key.rfind("rm.", 0) == 0) options.rmConf.emplace_back(key, entry.value);
+          if (key.rfind("log.", 0) == 0) {
+            options.nmConf.emplace_back(key, entry.value);
+            options.rmConf.emplace_back(key, entry.value);
+          }
+        }
+        std::cerr << "tide: starting an embedded cluster in " << workDir << "\n";
+        EmbeddedCluster cluster(options);
+
+        AmSubmission submission;
+        submission.jobFile = jobFile;
+        submission.jobName = jobName;
+        if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
+        submission.conf = commandLineConf(props);
+        if (auto report = cli.option("report")) submission.reportFile = absolute(*report);
+        submission.binDir = selfDirectory();
+        ClusterClient client(cluster.rmAddress());
+        const std::string appId = submitApplicationMaster(client, submission, props);
+        std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
+
+        struct sigaction action {};
+        action.sa_handler = onInterrupt;
+        sigaction(SIGINT, &action, nullptr);
+        sigaction(SIGTERM, &action, nullptr);
+        FollowOptions follow;
+        follow.progress = isatty(STDERR_FILENO) != 0;
+        follow.interrupted = [] { return interruptedFlag.load(); };
+        const rest::ApplicationReport report = followApplication(client, appId, follow);
+        std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
+                  << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
+        const int status = exitStatusOf(report);
+        if (status != 0) std::cerr << "tide: logs are in " << workDir << "\n";
+        cluster.stop();
+        if (status == 0 && !cli.option("work-dir")) std::filesystem::remove_all(workDir);
+        return status;
+      },
+      "tide run");
+}
+
+int runSubmitCommand(int argc, char** argv) {
+  CommandLine cli("tide submit",
+                  "Submits a job's application master to a running tide-rm (YARN's cluster "
+                  "mode) and prints its application id.");
+  cli.addPositional("JOB", "The job file (JSON); it must be readable where the AM runs");
+  cli.addOption("master", "URL", "The resource manager, e.g. http://HOST:8088");
+  cli.addFlag("wait", "Follow the application and exit with its final status");
+  cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
+  return runMain(
+      [&]() -> int {
+        if (!cli.parse(argc, argv)) return 0;
+        Properties& props = cli.properties();
+        auto master = cli.option("master");
+        if (!master) throw ConfigError("--master URL is required (e.g. http://127.0.0.1:8088)");
+        if (master->rfind("http://", 0) != 0) {
+          throw ConfigError("--master " + *master + ": expected http://HOST:PORT");
+        }
+        const std::string jobFile = absolute(*cli.positional("JOB"));
+        std::string jobName;
+        checkBeforeSubmitting(jobFile, props, &jobName);
+        AmSubmission submission;
+        submission.jobFile = jobFile;
+        submission.jobName = jobName;
+        if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
+        submission.conf = commandLineConf(props);
+        submission.session = cli.flag("session");
+        submission.binDir = selfDirectory();
+        ClusterClient client(*master);
+        const std::string appId = submitApplicationMaster(client, submission, props);
+        std::cout << appId << std::endl;
+        if (!cli.flag("wait")) return 0;
+        struct sigaction action {};
+        action.sa_handler = onInterrupt;
+        sigaction(SIGINT, &action, nullptr);
+        FollowOptions follow;
+        follow.progress = isatty(STDERR_FILENO) != 0;
+        follow.interrupted = [] { return interruptedFlag.load(); };
+        const rest::ApplicationReport report = followApplication(client, appId, follow);
+        std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
+                  << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
+        return exitStatusOf(report);
+      },
+      "tide submit");
+}
+
+}  // namespace tide::deploy

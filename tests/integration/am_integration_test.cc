@@ -1,0 +1,254 @@
+// The ApplicationMaster end to end (issue 4's "must show"): real tide-rm, tide-nm, tide-am
+// and tide-executor processes on 127.0.0.1, ephemeral ports, every wait bounded.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "../common/temp_dir.h"
+#include "deploy/am_submission.h"
+#include "deploy/embedded_cluster.h"
+#include "integration_support.h"
+
+namespace tide::deploy {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing_support::eventually;
+
+// Two node managers with room for the AM and eight one-core executors.
+class AmIntegrationTest : public ::testing::Test {
+ protected:
+  void startCluster() {
+    EmbeddedClusterOptions options;
+    options.binDir = TIDE_BIN_DIR;
+    options.workDir = (dir.path() / "cluster").string();
+    options.nodes = 2;
+    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
+    options.rmConf = {{"rm.nodeExpiry", "5s"}};
+    cluster = std::make_unique<EmbeddedCluster>(options);
+    client = std::make_unique<ClusterClient>(cluster->rmAddress());
+  }
+
+  // Submits the AM with `job` and these settings; waits until its status API answers.
+  std::string submit(const std::string& jobJson,
+                     std::vector<std::pair<std::string, std::string>> conf, bool session) {
+    conf.insert(conf.end(), {{"executor.memory", "256m"},
+                             {"am.memory", "256m"},
+                             {"ui.port", "0"},
+                             {"network.timeout", "20s"},
+                             {"am.heartbeatInterval", "1s"}});
+    Properties props;
+    for (const auto& [key, value] : conf) props.set(key, value);
+    AmSubmission submission;
+    submission.jobFile = dir.writeFile("job.json", jobJson);
+    submission.jobName = "test";
+    submission.conf = conf;
+    submission.session = session;
+    submission.binDir = TIDE_BIN_DIR;
+    appId = submitApplicationMaster(*client, submission, props);
+    EXPECT_TRUE(eventually(
+        [&] {
+          auto report = client->application(appId);
+          if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
+            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
+            return true;
+          }
+          return isFinal(report);
+        },
+        30s))
+        << "the AM did not start; RM log:\n"
+        << testing_support::readFile(cluster->rmLogPath());
+    return appId;
+  }
+
+  rapidjson::Document status() { return am->getJson("api/v1/status"); }
+
+  std::vector<int> raisedTargets() {
+    auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+    std::vector<int> targets;
+    const auto& decisions = doc["decisions"].GetArray();
+    for (auto it = decisions.End(); it != decisions.Begin();) {
+      --it;  // newest first in the API; oldest first here
+      if (std::string((*it)["action"].GetString()) == "raise_target") {
+        targets.push_back((*it)["target"].GetInt());
+      }
+    }
+    return targets;
+  }
+
+  std::string jobState(const std::string& jobId) {
+    auto job = am->getJson("api/v1/jobs/" + jobId);
+    return job["state"].GetString();
+  }
+
+  rest::ApplicationReport waitForEnd(std::chrono::milliseconds timeout) {
+    rest::ApplicationReport report;
+    EXPECT_TRUE(eventually(
+        [&] {
+          report = client->application(appId);
+          return isFinal(report);
+        },
+        timeout))
+        << "the application did not end; state " << report.state;
+    return report;
+  }
+
+  testing_support::TempDir dir;
+  std::unique_ptr<EmbeddedCluster> cluster;
+  std::unique_ptr<ClusterClient> client;
+  std::unique_ptr<rest::HttpClient> am;
+  std::string appId;
+};
+
+const char* kSleepJob200 = R"({"name": "ramp", "stages": [
+    {"id": "work", "tasks": 200, "builtin": "sleep", "sleep_ms": 200}]})";
+
+TEST_F(AmIntegrationTest, RampsUpIdlesDownAndComesBackForASecondJob) {
+  startCluster();
+  submit(kSleepJob200,
+         {{"dynamicAllocation.minExecutors", "0"},
+          {"dynamicAllocation.maxExecutors", "8"},
+          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+          {"dynamicAllocation.executorIdleTimeout", "2s"}},
+         /*session=*/true);
+
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  const auto jobDone = std::chrono::steady_clock::now();
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  auto s = status();
+  EXPECT_EQ(s["tasks"]["succeeded"].GetInt64(), 200);
+  EXPECT_EQ(s["tasks"]["failed"].GetInt64(), 0);
+  EXPECT_EQ(raisedTargets(), (std::vector<int>{1, 3, 7, 8}));
+  EXPECT_EQ(s["allocation"]["peak"].GetInt(), 8);
+
+  // Idle timeout 2s: every executor is gone within 2s + 2s of the job's end.
+  EXPECT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() == 0; }, 4s))
+      << "executors still live "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               jobDone)
+             .count()
+      << "ms after the job";
+  EXPECT_TRUE(eventually([&] { return client->application(appId).runningContainers == 1; }, 10s))
+      << "only the AM's container should be left";
+
+  // Session mode: a second job brings executors back.
+  auto reply = am->postJson("api/v1/jobs", std::string(R"({"name": "again", "stages": [
+      {"id": "more", "tasks": 20, "builtin": "sleep", "sleep_ms": 200}]})"));
+  const std::string second = reply["id"].GetString();
+  EXPECT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() > 0; }, 30s));
+  ASSERT_TRUE(eventually([&] { return jobState(second) != "RUNNING"; }, 60s));
+  EXPECT_EQ(jobState(second), "SUCCEEDED");
+
+  client->kill(appId);
+  EXPECT_EQ(waitForEnd(30s).state, "KILLED");
+}
+
+TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
+  startCluster();
+  submit(R"({"name": "survive", "stages": [
+      {"id": "work", "tasks": 80, "builtin": "sleep", "sleep_ms": 250}]})",
+         {{"dynamicAllocation.maxExecutors", "4"},
+          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+          {"dynamicAllocation.executorIdleTimeout", "30s"}},
+         /*session=*/false);
+  int64_t victim = 0;
+  std::string victimId;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto executors = am->getJson("api/v1/executors");
+        for (const auto& e : executors["executors"].GetArray()) {
+          if (e["runningTasks"].GetInt() > 0 && e["pid"].GetInt64() > 0) {
+            victim = e["pid"].GetInt64();
+            victimId = e["id"].GetString();
+            return true;
+          }
+        }
+        return false;
+      },
+      30s));
+  const int launchedBefore = status()["allocation"]["launched"].GetInt();
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+
+  // The loss is noticed and a replacement is started while the job runs.
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          return status()["allocation"]["launched"].GetInt() > launchedBefore;
+        } catch (const std::exception&) {
+          return true;  // the AM finished meanwhile; the report below tells
+        }
+      },
+      30s));
+  const rest::ApplicationReport report = waitForEnd(60s);
+  EXPECT_EQ(report.state, "FINISHED");
+  EXPECT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+}
+
+class TideRunTest : public ::testing::Test {
+ protected:
+  testing_support::CommandResult tideRun(std::vector<std::string> args) {
+    std::vector<std::string> argv = {std::string(TIDE_BIN_DIR) + "/tide", "run"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (const char* conf : {"nm.cores=2", "nm.memory=2g", "executor.memory=256m", "am.memory=256m",
+                             "dynamicAllocation.schedulerBacklogTimeout=200ms"}) {
+      argv.push_back("--conf");
+      argv.push_back(conf);
+    }
+    return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 120s);
+  }
+  testing_support::TempDir dir;
+};
+
+TEST_F(TideRunTest, RunsAJobAndWritesTheReport) {
+  const std::string job = dir.writeFile("job.json", R"({"name": "hello", "stages": [
+      {"id": "write", "tasks": 6, "command": ["sh", "-c", "echo task {task} of {stage} > out-$TIDE_TASK_INDEX.txt"]},
+      {"id": "after", "depends_on": ["write"], "tasks": 2, "builtin": "noop"}]})");
+  const std::string reportPath = (dir.path() / "report.json").string();
+  auto result = tideRun({job, "--report", reportPath});
+  ASSERT_EQ(result.status, 0) << result.output;
+  auto report = rest::parseJson(testing_support::readFile(reportPath));
+  EXPECT_EQ(std::string(report["status"].GetString()), "SUCCEEDED");
+  EXPECT_EQ(report["tasks"]["succeeded"].GetInt64(), 8);
+  EXPECT_GE(report["executors"]["launched"].GetInt(), 1);
+  EXPECT_EQ(report["stages"].Size(), 2u);
+}
+
+TEST_F(TideRunTest, ATaskThatAlwaysFailsFailsTheJobWithItsStderr) {
+  const std::string job = dir.writeFile("job.json", R"({"name": "doomed", "stages": [
+      {"id": "bad", "tasks": 1, "command": ["sh", "-c", "echo boom-on-stderr >&2; exit 3"]}]})");
+  auto result = tideRun({job});
+  EXPECT_NE(result.status, 0);
+  EXPECT_THAT(result.output, HasSubstr("failed 4 times"));
+  EXPECT_THAT(result.output, HasSubstr("boom-on-stderr"));
+  EXPECT_THAT(result.output, HasSubstr("bad[0]"));
+}
+
+TEST_F(TideRunTest, MinAboveMaxIsRejectedBeforeAnythingStarts) {
+  const std::string job = dir.writeFile("job.json", R"({"stages": [
+      {"id": "s", "tasks": 1, "builtin": "noop"}]})");
+  const std::string conf = dir.writeFile("bad.conf",
+                                         "dynamicAllocation.minExecutors 5\n"
+                                         "dynamicAllocation.maxExecutors 2\n");
+  auto result = tideRun({job, "--properties-file", conf});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_THAT(result.output, HasSubstr("dynamicAllocation.minExecutors"));
+  EXPECT_THAT(result.output, HasSubstr("dynamicAllocation.maxExecutors"));
+  EXPECT_THAT(result.output, HasSubstr("bad.conf"));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+}
+
+TEST_F(TideRunTest, AMalformedJobIsRejectedNamingTheField) {
+  const std::string job =
+      dir.writeFile("job.json", R"({"stages": [{"id": "s", "tasks": -3, "builtin": "noop"}]})");
+  auto result = tideRun({job});
+  EXPECT_EQ(result.status, 2);
+  EXPECT_THAT(result.output, HasSubstr("stages[0].tasks"));
+}
+
+}  // namespace
+}  // namespace tide::deploy
