@@ -1,0 +1,196 @@
+#include "am/container_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <string>
+#include <vector>
+
+namespace tide::am {
+namespace {
+
+namespace es = rest::exit_status;
+
+class ContainerAllocatorTest : public ::testing::Test {
+ protected:
+  ContainerAllocatorTest() : allocator(config(), clock) {}
+
+  static ContainerAllocatorConfig config() {
+    ContainerAllocatorConfig c;
+    c.executorResource = {512, 2};
+    c.maxNumExecutorFailures = 2;
+    c.failuresValidityInterval = 60000;
+    return c;
+  }
+
+  static rest::Container container(int n) {
+    rest::Container c;
+    c.id = "container_" + std::to_string(n);
+    c.nodeId = "node" + std::to_string(n % 2) + ":8042";
+    c.resource = {512, 2};
+    return c;
+  }
+
+  AllocatorActions grant(std::vector<int> ids) {
+    HeartbeatResult result;
+    for (int id : ids) result.granted.push_back(container(id));
+    return allocator.onHeartbeat(result);
+  }
+
+  AllocatorActions complete(int id, int exitStatus, const std::string& diagnostics = "") {
+    HeartbeatResult result;
+    result.completed.push_back(
+        {"container_" + std::to_string(id), exitStatus, "COMPLETE", diagnostics});
+    return allocator.onHeartbeat(result);
+  }
+
+  ManualClock clock{0};
+  ContainerAllocator allocator;
+};
+
+TEST_F(ContainerAllocatorTest, AsksForTheMissingExecutorsOnly) {
+  allocator.setTarget(3);
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.outstanding, 3);
+  EXPECT_EQ(ask.resource.memoryMb, 512);
+  EXPECT_EQ(ask.resource.vCores, 2);
+  EXPECT_EQ(allocator.nextAsk().outstanding, 3) << "the same total again: nothing new is missing";
+  AllocatorActions actions = grant({1});
+  ASSERT_EQ(actions.launches.size(), 1u);
+  EXPECT_EQ(actions.launches[0].second, "e1");
+  EXPECT_EQ(allocator.nextAsk().outstanding, 2);
+  allocator.setTarget(5);
+  EXPECT_EQ(allocator.nextAsk().outstanding, 4) << "target 5 - 1 starting";
+}
+
+TEST_F(ContainerAllocatorTest, LoweringTheTargetCancelsRequestsButNeverExecutors) {
+  allocator.setTarget(4);
+  allocator.nextAsk();
+  grant({1, 2});
+  allocator.onExecutorRegistered("e1");
+  allocator.onExecutorRegistered("e2");
+  allocator.setTarget(1);
+  std::vector<std::string> decisions;
+  ContainerAsk ask = allocator.nextAsk(&decisions);
+  EXPECT_EQ(ask.outstanding, 0);
+  EXPECT_TRUE(ask.releases.empty()) << "running executors are not released for a lower target";
+  EXPECT_EQ(allocator.snapshot().running, 2);
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].rfind("cancelling 2 pending container requests", 0), 0u) << decisions[0];
+}
+
+TEST_F(ContainerAllocatorTest, SurplusGrantsAreReleased) {
+  allocator.setTarget(1);
+  allocator.nextAsk();
+  AllocatorActions actions = grant({1, 2});
+  EXPECT_EQ(actions.launches.size(), 1u);
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.releases, (std::vector<std::string>{"container_2"}));
+  // Its completion is ours, not a lost executor.
+  EXPECT_TRUE(complete(2, es::kAborted).lost.empty());
+}
+
+TEST_F(ContainerAllocatorTest, ExitsAreClassifiedByWhoseFaultTheyAre) {
+  EXPECT_FALSE(classifyExit(es::kAborted, "").executorFailure);
+  EXPECT_FALSE(classifyExit(es::kPreempted, "").executorFailure);
+  EXPECT_FALSE(classifyExit(es::kKilledByResourceManager, "").executorFailure);
+  EXPECT_FALSE(classifyExit(es::kKilledByAppMaster, "").executorFailure);
+  EXPECT_FALSE(classifyExit(0, "").executorFailure);
+  EXPECT_TRUE(classifyExit(es::kKilledExceededPmem, "").executorFailure);
+  EXPECT_EQ(classifyExit(es::kKilledExceededPmem, "").cause, "memory");
+  EXPECT_TRUE(classifyExit(137, "killed by signal 9").executorFailure);
+  EXPECT_EQ(classifyExit(1, "").cause, "exit");
+}
+
+TEST_F(ContainerAllocatorTest, ALostExecutorIsReportedAndReplaced) {
+  allocator.setTarget(2);
+  allocator.nextAsk();
+  grant({1, 2});
+  allocator.onExecutorRegistered("e1");
+  allocator.onExecutorRegistered("e2");
+  EXPECT_EQ(allocator.nextAsk().outstanding, 0);
+  AllocatorActions actions = complete(1, 137, "killed by signal 9");
+  ASSERT_EQ(actions.lost.size(), 1u);
+  EXPECT_EQ(actions.lost[0].executorId, "e1");
+  EXPECT_TRUE(actions.lost[0].wasRegistered);
+  EXPECT_TRUE(actions.lost[0].exit.executorFailure);
+  EXPECT_NE(actions.lost[0].reason.find("killed by signal 9"), std::string::npos);
+  EXPECT_FALSE(actions.failApplication);
+  EXPECT_EQ(allocator.nextAsk().outstanding, 1) << "the target stands: a replacement is asked";
+  AllocatorActions replacement = grant({3});
+  ASSERT_EQ(replacement.launches.size(), 1u);
+  EXPECT_EQ(replacement.launches[0].second, "e3") << "a new id, never a reused one";
+}
+
+TEST_F(ContainerAllocatorTest, TooManyExecutorFailuresFailTheApplication) {
+  allocator.setTarget(3);
+  allocator.nextAsk();
+  grant({1, 2, 3});
+  EXPECT_FALSE(complete(1, 1).failApplication);
+  EXPECT_FALSE(complete(2, es::kAborted).failApplication) << "not the app's fault: not counted";
+  EXPECT_FALSE(complete(3, es::kKilledExceededPmem).failApplication);
+  allocator.nextAsk();
+  grant({4});
+  AllocatorActions third = complete(4, 2);
+  ASSERT_TRUE(third.failApplication);
+  EXPECT_NE(third.failApplication->find("Max number of executor failures (2)"), std::string::npos);
+  EXPECT_NE(third.failApplication->find("container_4"), std::string::npos)
+      << "the diagnostics name the cause";
+}
+
+TEST_F(ContainerAllocatorTest, FailuresOlderThanTheValidityIntervalAreForgotten) {
+  allocator.setTarget(3);
+  allocator.nextAsk();
+  grant({1, 2, 3});
+  complete(1, 1);
+  complete(2, 1);
+  clock.set(60001);
+  EXPECT_FALSE(complete(3, 1).failApplication) << "the first two are more than 60s old";
+}
+
+TEST_F(ContainerAllocatorTest, ReleasingAnIdleExecutorGivesItsContainerBack) {
+  allocator.setTarget(1);
+  allocator.nextAsk();
+  grant({1});
+  allocator.onExecutorRegistered("e1");
+  EXPECT_TRUE(allocator.release("e1"));
+  EXPECT_FALSE(allocator.release("e1"));
+  allocator.setTarget(0);
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.releases, (std::vector<std::string>{"container_1"}));
+  EXPECT_TRUE(complete(1, es::kAborted).lost.empty());
+}
+
+TEST_F(ContainerAllocatorTest, ALaunchFailureReleasesTheContainerAndCounts) {
+  allocator.setTarget(1);
+  allocator.nextAsk();
+  grant({1});
+  AllocatorActions actions = allocator.onLaunchFailed("e1", "node said 401");
+  ASSERT_EQ(actions.lost.size(), 1u);
+  EXPECT_FALSE(actions.lost[0].wasRegistered);
+  EXPECT_EQ(allocator.snapshot().starting, 0);
+  EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
+}
+
+TEST_F(ContainerAllocatorTest, TheWaitForContainersIsTimedFromTheRequest) {
+  allocator.setTarget(2);
+  clock.set(1000);
+  allocator.nextAsk();
+  EXPECT_EQ(allocator.snapshot().outstandingSince, 1000);
+  clock.set(5000);
+  allocator.onHeartbeat({});
+  EXPECT_EQ(allocator.snapshot().outstandingSince, 1000) << "an empty answer changes nothing";
+  grant({1});
+  EXPECT_EQ(allocator.snapshot().outstandingSince, 5000);
+  grant({2});
+  EXPECT_EQ(allocator.snapshot().outstandingSince, -1);
+}
+
+TEST(DefaultMaxFailuresTest, IsTwiceTheMaximumAndAtLeastThree) {
+  EXPECT_EQ(defaultMaxNumExecutorFailures(1), 3);
+  EXPECT_EQ(defaultMaxNumExecutorFailures(8), 16);
+  EXPECT_EQ(defaultMaxNumExecutorFailures(INT_MAX), INT_MAX);
+}
+
+}  // namespace
+}  // namespace tide::am
