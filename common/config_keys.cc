@@ -48,7 +48,7 @@ std::vector<KeyInfo> buildKeyTable() {
       key("dynamicAllocation.shuffleTracking.enabled", K::kBool, "true",
           "Keep executors that hold shuffle output of an active job"),
       key("dynamicAllocation.shuffleTracking.timeout", K::kDuration, "infinity",
-          "How long shuffle output of a finished job keeps its executor", kMs),
+          "Longest that shuffle output of an active job keeps an idle executor", kMs),
       key("dynamicAllocation.interval", K::kDuration, "100ms",
           "Period of the allocation loop",  // tide name; Spark hard-codes 100 ms
           kMs),

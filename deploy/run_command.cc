@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "common/child_process.h"
 #include "common/command_line.h"
@@ -46,6 +47,12 @@ int runRunCommand(int argc, char** argv) {
         const std::string jobFile = absolute(*cli.positional("JOB"));
         // The status port of an embedded run is whatever is free, unless asked for.
         if (!props.has("ui.port")) props.set("ui.port", "0");
+        // The AM mostly waits; on one machine its container should not cost the executors a
+        // core, so the local node offers this machine's cores plus the AM's.
+        if (!props.has("nm.cores")) {
+          const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+          props.set("nm.cores", std::to_string(cores + props.getInt("am.cores")));
+        }
         std::string jobName;
         checkBeforeSubmitting(jobFile, props, &jobName);
 

@@ -55,8 +55,10 @@ struct HttpServerOptions {
   size_t threadCount = 8;
   // Larger request bodies get a 413 without reaching a handler.
   size_t maxRequestBodyBytes = 1 << 20;
-  // How long an idle kept-alive connection stays open (and delays stop() by at most).
-  std::chrono::seconds keepAliveTimeout{5};
+  // How long an idle kept-alive connection stays open, and so how long stop() may wait for
+  // one: short, because every tide process stops its server on the way out, and reconnecting
+  // on loopback costs next to nothing.
+  std::chrono::seconds keepAliveTimeout{1};
   std::chrono::seconds readTimeout{5};
   std::chrono::seconds writeTimeout{5};
   // start() gives up when the server is not accepting connections within this time.
