@@ -37,11 +37,12 @@ class AmIntegrationTest : public ::testing::Test {
   // Submits the AM with `job` and these settings; waits until its status API answers.
   std::string submit(const std::string& jobJson,
                      std::vector<std::pair<std::string, std::string>> conf, bool session) {
-    conf.insert(conf.end(), {{"executor.memory", "256m"},
-                             {"am.memory", "256m"},
-                             {"ui.port", "0"},
-                             {"network.timeout", "20s"},
-                             {"am.heartbeatInterval", "1s"}});
+    // Defaults first: a test's own value for the same key comes later and wins.
+    conf.insert(conf.begin(), {{"executor.memory", "256m"},
+                               {"am.memory", "256m"},
+                               {"ui.port", "0"},
+                               {"network.timeout", "20s"},
+                               {"am.heartbeatInterval", "1s"}});
     Properties props;
     for (const auto& [key, value] : conf) props.set(key, value);
     AmSubmission submission;
@@ -187,6 +188,72 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
   const rest::ApplicationReport report = waitForEnd(60s);
   EXPECT_EQ(report.state, "FINISHED");
   EXPECT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+}
+
+TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
+  startCluster();
+  submit(R"({"name": "silence", "stages": [
+      {"id": "work", "tasks": 60, "builtin": "sleep", "sleep_ms": 250}]})",
+         {{"dynamicAllocation.maxExecutors", "3"},
+          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+          {"network.timeout", "2s"}},
+         /*session=*/false);
+  int64_t victim = 0;
+  std::string victimId;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto executors = am->getJson("api/v1/executors");
+        for (const auto& e : executors["executors"].GetArray()) {
+          if (e["runningTasks"].GetInt() > 0 && e["pid"].GetInt64() > 0) {
+            victim = e["pid"].GetInt64();
+            victimId = e["id"].GetString();
+            return true;
+          }
+        }
+        return false;
+      },
+      30s));
+  // Frozen, not dead: its container stays up, only its heartbeats stop.
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGSTOP), 0);
+  bool declaredLost = false;
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+          for (const auto& d : doc["decisions"].GetArray()) {
+            const std::string why = d["why"].GetString();
+            if (why.find("executor " + victimId + " lost: no heartbeat") != std::string::npos) {
+              declaredLost = true;
+            }
+          }
+          return declaredLost;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      20s));
+  const rest::ApplicationReport report = waitForEnd(60s);
+  ::kill(static_cast<pid_t>(victim), SIGKILL);
+  EXPECT_TRUE(declaredLost);
+  EXPECT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+}
+
+TEST_F(AmIntegrationTest, SigtermEndsTheApplicationAsKilledAndReleasesEverything) {
+  startCluster();
+  submit(R"({"name": "endless", "stages": [
+      {"id": "work", "tasks": 1000, "builtin": "sleep", "sleep_ms": 1000}]})",
+         {{"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"}},
+         /*session=*/false);
+  ASSERT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() > 0; }, 30s));
+  const pid_t amPid = testing_support::findProcess("tide-am", "TIDE_APPLICATION_ID", appId);
+  ASSERT_GT(amPid, 0);
+  ASSERT_EQ(::kill(amPid, SIGTERM), 0);
+  const rest::ApplicationReport report = waitForEnd(30s);
+  EXPECT_EQ(report.state, "FINISHED");
+  EXPECT_EQ(report.finalStatus, "KILLED");
+  EXPECT_TRUE(eventually([&] { return client->metrics().containersAllocated == 0; }, 15s))
+      << "every container goes with the application";
 }
 
 class TideRunTest : public ::testing::Test {

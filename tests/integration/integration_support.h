@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -55,6 +58,31 @@ inline CommandResult runCommand(const std::vector<std::string>& argv, const std:
   result.status = status.value_or(-1);
   result.output = readFile(logPath);
   return result;
+}
+
+// The pid of the process whose command line contains `commandPart` and whose environment has
+// `variable`=`value` (e.g. the tide-am of one application), or 0.
+inline pid_t findProcess(const std::string& commandPart, const std::string& variable,
+                         const std::string& value) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = readFile(entry.path().string() + "/cmdline");
+    if (cmdline.find(commandPart) == std::string::npos) continue;
+    const std::string environ = readFile(entry.path().string() + "/environ");
+    const std::string wanted = variable + "=" + value;
+    size_t start = 0;
+    while (start < environ.size()) {
+      const size_t end = environ.find('\0', start);
+      if (environ.compare(start, (end == std::string::npos ? environ.size() : end) - start,
+                          wanted) == 0) {
+        return static_cast<pid_t>(std::stol(name));
+      }
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return 0;
 }
 
 }  // namespace tide::testing_support
