@@ -21,15 +21,39 @@ class AllocationListener : public SchedulerListener {
   }
   void onTaskEnd(const std::string& stageId, const std::string& executorId,
                  TaskOutcome outcome) override {
-    using TaskEnd = allocation::ExecutorAllocationManager::TaskEnd;
-    const TaskEnd how = outcome == TaskOutcome::kSucceeded ? TaskEnd::kSuccess
-                        : outcome == TaskOutcome::kFailed  ? TaskEnd::kFailed
-                                                           : TaskEnd::kKilled;
-    manager_.onTaskEnd(stageId, executorId, how);
+    manager_.onTaskEnd(stageId, executorId, taskEnd(outcome));
   }
   void onJobEnd(const std::string&, bool, const std::string&) override {}
 
+  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
+    manager_.onSpeculativeTaskSubmitted(stageId);
+  }
+  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executorId) override {
+    manager_.onTaskStart(stageId, executorId, /*speculative=*/true);
+  }
+  void onSpeculativeTaskEnd(const std::string& stageId, const std::string& executorId,
+                            TaskOutcome outcome) override {
+    manager_.onTaskEnd(stageId, executorId, taskEnd(outcome), /*speculative=*/true);
+  }
+  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
+    manager_.onShuffleOutput(executorId, shuffleId);
+  }
+  void onShuffleReleased(const std::string& shuffleId) override {
+    manager_.onShuffleReleased(shuffleId);
+  }
+  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
+    manager_.onBlocksCached(executorId, dataId);
+  }
+  void onBlocksUncached(const std::string& dataId) override { manager_.onBlocksUncached(dataId); }
+
  private:
+  static allocation::ExecutorAllocationManager::TaskEnd taskEnd(TaskOutcome outcome) {
+    using TaskEnd = allocation::ExecutorAllocationManager::TaskEnd;
+    return outcome == TaskOutcome::kSucceeded ? TaskEnd::kSuccess
+           : outcome == TaskOutcome::kFailed  ? TaskEnd::kFailed
+                                              : TaskEnd::kKilled;
+  }
+
   allocation::ExecutorAllocationManager& manager_;
 };
 

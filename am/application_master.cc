@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "am/instrumented_rm_client.h"
 #include "common/config.h"
 #include "rest/json.h"
 
@@ -27,9 +28,37 @@ class ApplicationMaster::JobEndListener : public SchedulerListener {
   void onTaskEnd(const std::string& stageId, const std::string& executorId,
                  TaskOutcome outcome) override {
     am_.allocationListener_.onTaskEnd(stageId, executorId, outcome);
+    (outcome == TaskOutcome::kSucceeded ? am_.metrics_.tasksSucceeded
+     : outcome == TaskOutcome::kFailed  ? am_.metrics_.tasksFailed
+                                        : am_.metrics_.tasksKilled)
+        .inc();
+  }
+  // Data and speculation events go to the allocation policy as they are.
+  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
+    am_.allocationListener_.onSpeculativeTaskSubmitted(stageId);
+  }
+  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executorId) override {
+    am_.allocationListener_.onSpeculativeTaskStart(stageId, executorId);
+  }
+  void onSpeculativeTaskEnd(const std::string& stageId, const std::string& executorId,
+                            TaskOutcome outcome) override {
+    am_.allocationListener_.onSpeculativeTaskEnd(stageId, executorId, outcome);
+  }
+  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
+    am_.allocationListener_.onShuffleOutput(executorId, shuffleId);
+  }
+  void onShuffleReleased(const std::string& shuffleId) override {
+    am_.allocationListener_.onShuffleReleased(shuffleId);
+  }
+  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
+    am_.allocationListener_.onBlocksCached(executorId, dataId);
+  }
+  void onBlocksUncached(const std::string& dataId) override {
+    am_.allocationListener_.onBlocksUncached(dataId);
   }
   void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
     // Called under mu_.
+    am_.jobEndedSincePublish_ = true;
     if (succeeded) {
       am_.log_.info() << "job " << jobId << " succeeded";
     } else {
@@ -47,7 +76,7 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
                                      std::unique_ptr<ResourceManagerClient> rm)
     : config_(std::move(config)),
       identity_(std::move(identity)),
-      rm_(std::move(rm)),
+      rm_(std::make_unique<InstrumentedResourceManagerClient>(std::move(rm), metrics_)),
       startedAt_(clock_.nowMs()),
       allocation_(config_.allocation, clock_),
       allocationListener_(allocation_),
@@ -68,6 +97,7 @@ ApplicationMaster::~ApplicationMaster() {
   launchWake_.notify_all();
   stateChanged_.notify_all();
   if (server_) server_->stop();
+  if (executorServer_) executorServer_->stop();
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
@@ -80,7 +110,7 @@ std::string ApplicationMaster::trackingUrl() const {
 int ApplicationMaster::start() {
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
-  options.port = config_.uiPort;
+  options.port = 0;  // executors are told where it is
   // Each executor's long poll holds a worker while it waits.
   const int executors = config_.allocation.enabled ? config_.allocation.bounds.maxExecutors
                                                    : config_.allocation.executorInstances;
@@ -99,11 +129,20 @@ int ApplicationMaster::start() {
     return std::string("missing or wrong application secret");
   };
   options.log = [this](const std::string& line) { log_.info() << line; };
-  server_ = std::make_unique<rest::HttpServer>(options);
-  registerRoutes();
-  port_ = server_->start();
-  log_.info() << "status at " << trackingUrl();
+  executorServer_ = std::make_unique<rest::HttpServer>(options);
 
+  rest::HttpServerOptions status;
+  status.bindAddress = config_.host;
+  status.port = config_.uiPort;
+  status.threadCount = 4;  // readers take turns; see am_status.cc
+  status.log = options.log;
+  server_ = std::make_unique<rest::HttpServer>(status);
+  registerRoutes();
+  executorPort_ = executorServer_->start();
+  port_ = server_->start();
+  log_.info() << "status at " << trackingUrl() << "; executors connect to port " << executorPort_;
+
+  rm_->setExecutorTemplate(executorTemplate());
   rm_->registerAm({config_.host, port_, trackingUrl()});
   log_.info() << "registered with the resource manager as " << identity_.attemptId
               << "; initial target " << allocation_.initialTarget();
@@ -191,9 +230,14 @@ void ApplicationMaster::allocationLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     const TimeMs now = clock_.nowMs();
+    const auto tickStart = std::chrono::steady_clock::now();
     const allocation::TickResult result = allocation_.tick();
     applyTick(result, now);
     detectSilentExecutors(now);
+    // The scheduler looks for slow tasks at most every speculation.interval.
+    if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
+    observeTick(now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart)
+                         .count());
     const TimeMs next = now + config_.allocation.interval;
     stateChanged_.wait_for(lock,
                            std::chrono::milliseconds(std::max<TimeMs>(1, next - clock_.nowMs())),
@@ -204,8 +248,13 @@ void ApplicationMaster::allocationLoop() {
 void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs now) {
   for (const auto& decision : result.decisions) {
     const std::string action = allocation::actionName(decision.action);
+    // States that hold tick after tick (not adding, keeping) are one record with repeats;
+    // every other decision is an event of its own (an empty key is never merged).
+    const bool repeating = decision.action == allocation::Decision::Action::kNotAdding ||
+                           decision.action == allocation::Decision::Action::kKeep;
     recordDecision("allocation", action, decision.target, decision.why,
-                   action + "/" + decision.executor);
+                   repeating ? action + "/" + decision.executor : "");
+    metrics_.decisions.labels({action}).inc();
     if (decision.action != allocation::Decision::Action::kNotAdding &&
         decision.action != allocation::Decision::Action::kKeep) {
       log_.info() << decision.why;
@@ -224,6 +273,7 @@ void ApplicationMaster::releaseExecutor(const std::string& executorId, const std
   allocator_.release(executorId);
   releasedExecutors_.insert(executorId);
   forgetExecutor(executorId, now);
+  scheduler_->executorRemoved(executorId);  // its blocks go with it
   // The executor is gone for the policy and the scheduler from now on; it gets no more tasks
   // and is told to shut down at its next sync.
   allocation_.onExecutorRemoved(executorId);
@@ -252,6 +302,7 @@ void ApplicationMaster::detectSilentExecutors(TimeMs now) {
                                formatDuration(now - executors_[id].lastSeen);
     log_.warn() << reason;
     recordDecision("containers", "lost", allocator_.target(), reason, "lost/" + id);
+    metrics_.executorFailures.labels({"heartbeat_timeout"}).inc();
     scheduler_->executorLost(id, reason);
     releaseExecutor(id, "lost", now);
   }
@@ -274,6 +325,8 @@ void ApplicationMaster::heartbeatLoop() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       std::vector<std::string> decisions;
+      allocator_.setLocalityHints(scheduler_->pendingTasksByPreferredNode(),
+                                  config_.allocation.tasksPerExecutor());
       ask = allocator_.nextAsk(&decisions);
       for (const auto& why : decisions) {
         log_.info() << why;
@@ -289,9 +342,15 @@ void ApplicationMaster::heartbeatLoop() {
     }
     HeartbeatResult result;
     bool ok = true;
+    std::optional<std::string> rejected;
     try {
       result = rm_->heartbeat(ask);
       consecutiveFailures = 0;
+    } catch (const ResourceManagerRejected& e) {
+      // Asking again cannot help (e.g. Slurm has no such partition): the application fails.
+      ok = false;
+      rejected = e.what();
+      log_.error() << "the resource manager rejected the application: " << e.what();
     } catch (const std::exception& e) {
       ok = false;
       ++consecutiveFailures;
@@ -302,9 +361,15 @@ void ApplicationMaster::heartbeatLoop() {
     if (ok) {
       AllocatorActions actions = allocator_.onHeartbeat(result);
       applyAllocatorActions(actions, clock_.nowMs());
+      startingExecutors_ =
+          std::set<std::string>(result.startingExecutors.begin(), result.startingExecutors.end());
     } else if (!ask.releases.empty()) {
       // Not delivered: send them again next time.
       for (const auto& id : ask.releases) (void)id;
+    }
+    if (rejected && !stopOutcome_) {
+      stopOutcome_ = AmOutcome{"FAILED", *rejected};
+      stateChanged_.notify_all();
     }
     if (consecutiveFailures * config_.heartbeatInterval > config_.networkTimeout && !stopOutcome_) {
       stopOutcome_ = AmOutcome{"FAILED", "lost contact with the resource manager"};
@@ -324,6 +389,7 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
     recordDecision("containers", "containers", allocator_.target(), why, why);
   }
   for (const auto& lost : actions.lost) {
+    metrics_.executorFailures.labels({lost.exit.cause}).inc();
     if (lost.wasRegistered) scheduler_->executorLost(lost.executorId, lost.reason);
     allocation_.onExecutorRemoved(lost.executorId);
     forgetExecutor(lost.executorId, now);
@@ -342,19 +408,28 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
   }
 }
 
-ExecutorLaunch ApplicationMaster::executorLaunchFor(const std::string& executorId,
-                                                    const std::string& containerId) {
-  ExecutorLaunch launch;
-  launch.executorId = executorId;
+ExecutorTemplate ApplicationMaster::executorTemplate() const {
+  ExecutorTemplate common;
   std::string command = "exec '" + identity_.executorBinary + "'";
   for (const auto& [key, value] : config_.executorConf)
     command += " --conf '" + key + "=" + value + "'";
-  launch.command = command;
-  launch.environment = {{"TIDE_AM_ADDRESS", "http://" + config_.host + ":" + std::to_string(port_)},
-                        {"TIDE_APP_SECRET", identity_.appSecret},
-                        {"TIDE_EXECUTOR_ID", executorId},
-                        {"TIDE_CONTAINER_ID", containerId},
-                        {"TIDE_APPLICATION_ID", identity_.applicationId}};
+  common.command = command;
+  common.environment = {
+      {"TIDE_AM_ADDRESS", "http://" + config_.host + ":" + std::to_string(executorPort_)},
+      {"TIDE_APP_SECRET", identity_.appSecret},
+      {"TIDE_APPLICATION_ID", identity_.applicationId}};
+  return common;
+}
+
+ExecutorLaunch ApplicationMaster::executorLaunchFor(const std::string& executorId,
+                                                    const std::string& containerId) {
+  ExecutorTemplate common = executorTemplate();
+  ExecutorLaunch launch;
+  launch.executorId = executorId;
+  launch.command = std::move(common.command);
+  launch.environment = std::move(common.environment);
+  launch.environment.emplace_back("TIDE_EXECUTOR_ID", executorId);
+  launch.environment.emplace_back("TIDE_CONTAINER_ID", containerId);
   return launch;
 }
 
@@ -369,6 +444,8 @@ void ApplicationMaster::launchLoop() {
       next = std::move(launchQueue_.front());
       launchQueue_.pop_front();
       launch = executorLaunchFor(next.second, next.first.id);
+      // Where it runs, for locality: node managers on one machine are still two places.
+      launch.environment.emplace_back("TIDE_NODE_ID", next.first.nodeId);
     }
     try {
       rm_->launchExecutor(next.first, launch);
@@ -389,6 +466,15 @@ void ApplicationMaster::handleExecutorRegister(const httplib::Request& req,
                                                httplib::Response& res) {
   const auto registration = rest::executorRegistrationFromJson(rest::parseJson(req.body));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!stopping_ && startingExecutors_.count(registration.executorId) != 0 &&
+      !allocator_.containerOf(registration.executorId)) {
+    // Started by the backend (a Slurm job) and already up, but the heartbeat that grants its
+    // container has not come yet: ask for it now; the executor retries a 503.
+    heartbeatRequested_ = true;
+    heartbeatWake_.notify_all();
+    throw rest::RestError(503, "executor " + registration.executorId +
+                                   " is starting: its container is not granted yet; retry");
+  }
   if (stopping_ || !allocator_.onExecutorRegistered(registration.executorId)) {
     throw rest::RestError(
         404, "executor " + registration.executorId + " is not one this application master started");
@@ -402,6 +488,11 @@ void ApplicationMaster::handleExecutorRegister(const httplib::Request& req,
   executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
   executor.registeredAt = now;
   executor.lastSeen = now;
+  executor.node = registration.node.empty() ? registration.host : registration.node;
+  // The address the executor reached us from is one other executors can reach it at.
+  if (registration.port > 0) {
+    executor.blockUrl = "http://" + req.remote_addr + ":" + std::to_string(registration.port);
+  }
   allocation_.onExecutorAdded(executor.id);
   peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
   log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
@@ -416,6 +507,10 @@ void ApplicationMaster::routeKills() {
   for (const auto& kill : scheduler_->takeTasksToKill()) {
     auto it = executors_.find(kill.executorId);
     if (it != executors_.end()) it->second.kills.push_back(kill.taskId);
+  }
+  for (const auto& drop : scheduler_->takeBlocksToDrop()) {
+    auto it = executors_.find(drop.executorId);
+    if (it != executors_.end()) it->second.blockDrops.push_back(drop.prefix);
   }
 }
 
@@ -436,8 +531,12 @@ void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib:
   }
   bool changed = false;
   for (const auto& update : sync.updates) {
-    changed |= scheduler_->statusUpdate(update, executorId);
+    if (scheduler_->statusUpdate(update, executorId)) {
+      changed = true;
+      metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
+    }
   }
+  if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
   if (changed) workAvailable_.notify_all();  // finished stages may have released others
 
   const auto deadline =
@@ -456,6 +555,8 @@ void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib:
     routeKills();
     reply.kills = std::move(executor.kills);
     executor.kills.clear();
+    reply.dropBlocks = std::move(executor.blockDrops);
+    executor.blockDrops.clear();
     if (stopping_) {
       reply.shutdown = true;
       break;
@@ -463,9 +564,16 @@ void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib:
     if (sync.freeSlots > 0) {
       // The scheduler counts cpus; an executor counts slots of task.cpus each.
       reply.launches = scheduler_->resourceOffers(
-          {{executorId, executor.host, sync.freeSlots * config_.allocation.taskCpus}});
+          {{executorId, executor.node, sync.freeSlots * config_.allocation.taskCpus}});
+      // The scheduler knows where blocks are; only the AM knows where executors serve them.
+      for (rest::TaskLaunch& launch : reply.launches) {
+        for (rest::BlockInput& input : launch.inputs) {
+          auto holder = executors_.find(input.executorId);
+          input.url = holder == executors_.end() ? "" : holder->second.blockUrl;
+        }
+      }
     }
-    if (!reply.launches.empty() || !reply.kills.empty()) break;
+    if (!reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty()) break;
     if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
       it = executors_.find(executorId);
       if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();

@@ -20,12 +20,15 @@
 #include <vector>
 
 #include "allocation/executor_allocation_manager.h"
+#include "am/allocation_history.h"
 #include "am/allocation_listener.h"
 #include "am/am_config.h"
+#include "am/am_metrics.h"
 #include "am/container_allocator.h"
 #include "am/decision_log.h"
 #include "am/heartbeat_pacer.h"
 #include "am/resource_manager_client.h"
+#include "am/status_snapshot.h"
 #include "am/task_scheduler.h"
 #include "common/clock.h"
 #include "common/logging.h"
@@ -66,6 +69,16 @@ class ApplicationMaster {
   std::string reportJson();
   int port() const { return port_; }
   std::string trackingUrl() const;
+  // Changes the executor bounds of the running application (PUT /api/v1/allocation/bounds,
+  // SIGHUP): the values given replace the current ones, validated like the config. Returns ""
+  // when applied (the policy clips its target at once; the RM hears of it at the next tick),
+  // else the error naming the field. `applied` receives the bounds now in force.
+  std::string changeBounds(std::optional<int> minExecutors, std::optional<int> initialExecutors,
+                           std::optional<int> maxExecutors, const std::string& source,
+                           allocation::Bounds* applied = nullptr);
+  // Notes in the decision log a bounds change that was refused (e.g. a SIGHUP with an invalid
+  // file), so that "why did my change not apply?" is answered there too.
+  void recordRejectedBoundsChange(const std::string& source, const std::string& error);
 
  private:
   struct Executor {
@@ -77,6 +90,9 @@ class ApplicationMaster {
     TimeMs registeredAt = 0;
     TimeMs lastSeen = 0;
     std::vector<int64_t> kills;
+    std::string node;                     // its node manager's node: the unit of locality
+    std::string blockUrl;                 // where it serves its blocks ("" for none)
+    std::vector<std::string> blockDrops;  // block prefixes to delete, sent at its next sync
   };
 
   // Loops.
@@ -85,6 +101,10 @@ class ApplicationMaster {
   void launchLoop();
   // Under mu_.
   void applyTick(const allocation::TickResult& result, TimeMs now);
+  // After a tick: the history point, the gauges, the allocator's waiting state, the status.
+  void observeTick(TimeMs now, double tickSeconds);
+  // Copies what the status endpoints show into statusSnapshot_.
+  void publishStatusSnapshot(TimeMs now);
   void applyAllocatorActions(AllocatorActions& actions, TimeMs now);
   void releaseExecutor(const std::string& executorId, const std::string& why, TimeMs now);
   void forgetExecutor(const std::string& executorId, TimeMs now);
@@ -92,19 +112,24 @@ class ApplicationMaster {
   void routeKills();
   void recordDecision(const std::string& source, const std::string& action, int target,
                       const std::string& why, const std::string& key);
+  ExecutorTemplate executorTemplate() const;
   ExecutorLaunch executorLaunchFor(const std::string& executorId, const std::string& containerId);
 
   // HTTP.
   void registerRoutes();
   void handleExecutorRegister(const httplib::Request& req, httplib::Response& res);
   void handleExecutorSync(const httplib::Request& req, httplib::Response& res);
+  std::shared_ptr<const StatusSnapshot> currentStatus();
   std::string statusJson();
   std::string executorsJson();
   std::string jobsJson(const std::optional<std::string>& jobId);
   std::string decisionsJson(size_t limit);
+  std::string historyJson(TimeMs sinceMs);
+  void handleBoundsUpdate(const httplib::Request& req, httplib::Response& res);
 
   AmConfig config_;
   AmIdentity identity_;
+  AmMetrics metrics_;  // before rm_, which reports its calls into it
   std::unique_ptr<ResourceManagerClient> rm_;
   SteadyClock clock_;
   TimeMs startedAt_;
@@ -121,8 +146,13 @@ class ApplicationMaster {
   std::unique_ptr<TaskScheduler> scheduler_;
   ContainerAllocator allocator_;
   DecisionLog decisions_;
+  AllocationHistory history_;  // own mutex: read without mu_
+  StatusSnapshotBox statusSnapshot_;
+  bool jobEndedSincePublish_ = false;  // publish at once: "job done" and the status agree
+  TimeMs waitingSince_ = -1;   // outstanding requests reported as waiting since then
   std::map<std::string, Executor> executors_;  // registered and not released
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
+  std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
   std::deque<std::pair<rest::Container, std::string>> launchQueue_;
   std::condition_variable launchWake_;
   bool heartbeatRequested_ = false;
@@ -134,8 +164,12 @@ class ApplicationMaster {
   DurationMs executorMsClosed_ = 0;  // lifetimes of executors already gone
   std::string lastTickWhy_;
 
-  std::unique_ptr<rest::HttpServer> server_;
+  std::unique_ptr<rest::HttpServer> server_;  // the status port (ui.port): people and tools
   int port_ = 0;
+  // Executors' register and sync have a server of their own: a crowd of status readers (a
+  // dashboard, a load test) can then never hold the worker threads executors need.
+  std::unique_ptr<rest::HttpServer> executorServer_;
+  int executorPort_ = 0;
   std::vector<std::thread> threads_;
 };
 

@@ -63,6 +63,22 @@ ContainerAsk ContainerAllocator::nextAsk(std::vector<std::string>* decisions) {
   ask.resource = config_.executorResource;
   ask.priority = config_.priority;
   ask.outstanding = outstanding_;
+  // Locality-preferred placement: of the containers still wanted, as many on each preferred
+  // node as its pending tasks fill, largest first, never more than are wanted in all.
+  std::vector<std::pair<int64_t, std::string>> wanted;
+  for (const auto& [node, tasks] : localityHints_) {
+    if (tasks > 0) wanted.emplace_back((tasks + slotsPerExecutor_ - 1) / slotsPerExecutor_, node);
+  }
+  std::sort(wanted.begin(), wanted.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  int unplaced = outstanding_;
+  for (const auto& [containers, node] : wanted) {
+    if (unplaced == 0) break;
+    const int onNode = static_cast<int>(std::min<int64_t>(containers, unplaced));
+    ask.hostAsks.emplace_back(node, onNode);
+    unplaced -= onNode;
+  }
   ask.releases = std::move(toRelease_);
   toRelease_.clear();
   return ask;
@@ -81,7 +97,10 @@ AllocatorActions ContainerAllocator::onHeartbeat(const HeartbeatResult& result) 
                                   " already held)");
       continue;
     }
-    const std::string executorId = "e" + std::to_string(nextExecutorNumber_++);
+    const int number = nextExecutorNumber_++;
+    auto named = result.executorIds.find(container.id);  // started by the backend itself
+    const std::string executorId =
+        named != result.executorIds.end() ? named->second : "e" + std::to_string(number);
     held_[container.id] = Held{executorId, container, false};
     containerByExecutor_[executorId] = container.id;
     ++starting_;

@@ -68,6 +68,12 @@ class ContainerAllocator {
   ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock);
 
   void setTarget(int target) { target_ = target; }
+  // Pending tasks by the node they prefer (their input's): nextAsk asks for some of the missing
+  // containers on those nodes, in proportion, at most one per `slotsPerExecutor` tasks.
+  void setLocalityHints(std::map<std::string, int64_t> pendingTasksByNode, int slotsPerExecutor) {
+    localityHints_ = std::move(pendingTasksByNode);
+    slotsPerExecutor_ = std::max(1, slotsPerExecutor);
+  }
   int target() const { return target_; }
 
   // The ask for the next heartbeat: missing = target - outstanding - starting - running; more
@@ -108,6 +114,8 @@ class ContainerAllocator {
   std::vector<std::string> toRelease_;  // to send with the next heartbeat
   std::deque<TimeMs> failureTimes_;
   int nextExecutorNumber_ = 1;
+  std::map<std::string, int64_t> localityHints_;
+  int slotsPerExecutor_ = 1;
   int starting_ = 0;
 };
 

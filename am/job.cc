@@ -18,14 +18,14 @@ namespace tide::am {
 namespace {
 
 const std::vector<std::string>& jobFields() {
-  static const std::vector<std::string> fields = {"name", "stages", "pool", "output"};
+  static const std::vector<std::string> fields = {"name", "stages", "pool", "output", "unpersist"};
   return fields;
 }
 
 const std::vector<std::string>& stageFields() {
-  static const std::vector<std::string> fields = {"id",      "depends_on", "tasks",  "command",
-                                                  "builtin", "sleep_ms",   "env",    "cwd",
-                                                  "cpus",    "timeout",    "persist"};
+  static const std::vector<std::string> fields = {
+      "id",  "depends_on", "tasks", "command", "builtin", "sleep_ms",
+      "env", "cwd",        "cpus",  "timeout", "persist", "preferred_hosts"};
   return fields;
 }
 
@@ -216,6 +216,10 @@ StageSpec parseStage(const rapidjson::Value& value, const std::string& path) {
     }
     stage.persist = persist->GetBool();
   }
+  if (const rapidjson::Value* hosts = findMember(value, "preferred_hosts")) {
+    stage.preferredHosts =
+        readStringArray(*hosts, memberPath(path, "preferred_hosts"), "an array of host names");
+  }
   return stage;
 }
 
@@ -262,6 +266,17 @@ Job parseJobWithDefaultName(std::string_view json, const std::string& defaultNam
   if (const rapidjson::Value* output = findMember(document, "output")) {
     job.output = readString(*output, "output");
   }
+  if (const rapidjson::Value* unpersist = findMember(document, "unpersist")) {
+    job.unpersist = readStringArray(*unpersist, "unpersist",
+                                    "an array of persisted stages such as \"job-1/words\"");
+    for (size_t i = 0; i < job.unpersist.size(); ++i) {
+      if (!isPersistedStageReference(job.unpersist[i])) {
+        fail(elementPath("unpersist", i),
+             "expected a persisted stage as \"<job id>/<stage id>\", got " +
+                 singleQuoted(job.unpersist[i]));
+      }
+    }
+  }
   const rapidjson::Value* stages = findMember(document, "stages");
   if (stages == nullptr) fail("stages", "missing (a job needs at least one stage)");
   if (!stages->IsArray()) {
@@ -299,6 +314,7 @@ class CycleFinder {
     color_[stage] = kGrey;
     stack_.push_back(stage);
     for (const std::string& dependency : job_.stages[stage].dependsOn) {
+      if (isPersistedStageReference(dependency)) continue;  // an earlier job's: no cycle
       const size_t next = indexById_.at(dependency);
       if (color_[next] == kGrey) {
         auto from = std::find(stack_.begin(), stack_.end(), next);
@@ -323,6 +339,18 @@ class CycleFinder {
 };
 
 }  // namespace
+
+bool isPersistedStageReference(std::string_view dependency) {
+  const size_t slash = dependency.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == dependency.size()) {
+    return false;
+  }
+  const std::string_view rest = dependency.substr(slash + 1);
+  return rest.find('/') == std::string_view::npos &&
+         std::all_of(dependency.begin(), dependency.begin() + static_cast<ptrdiff_t>(slash),
+                     isStageIdCharacter) &&
+         std::all_of(rest.begin(), rest.end(), isStageIdCharacter);
+}
 
 const char* taskKindName(TaskKind kind) {
   switch (kind) {
@@ -382,6 +410,7 @@ void checkJob(const Job& job) {
     const std::string depsPath = memberPath(elementPath("stages", i), "depends_on");
     const std::vector<std::string>& deps = job.stages[i].dependsOn;
     for (size_t j = 0; j < deps.size(); ++j) {
+      if (isPersistedStageReference(deps[j])) continue;  // checked against the session's data
       if (indexById.count(deps[j]) == 0) {
         fail(elementPath(depsPath, j),
              "unknown stage " + singleQuoted(deps[j]) + didYouMean(deps[j], ids));
@@ -408,7 +437,27 @@ Job loadJobFile(const std::string& path) {
   text << in.rdbuf();
   if (in.bad()) throw JobError(path + ": cannot read: " + std::strerror(errno));
   try {
-    return parseJobWithDefaultName(text.str(), std::filesystem::path(path).stem().string());
+    Job job = parseJobWithDefaultName(text.str(), std::filesystem::path(path).stem().string());
+    // {jobdir}: scripts and data kept next to the job file can be named wherever it is run.
+    const std::string jobDir = std::filesystem::absolute(path).parent_path().string();
+    const auto withJobDir = [&](std::string& text) {
+      for (size_t at = text.find("{jobdir}"); at != std::string::npos;
+           at = text.find("{jobdir}", at + jobDir.size())) {
+        text.replace(at, 8, jobDir);
+      }
+    };
+    withJobDir(job.output);
+    for (StageSpec& stage : job.stages) {
+      for (std::string& arg : stage.command) withJobDir(arg);
+      for (auto& [name, value] : stage.env) withJobDir(value);
+      withJobDir(stage.cwd);
+    }
+    if (!job.output.empty() && std::filesystem::path(job.output).is_relative()) {
+      // Relative to the job file, like the paths a person writes next to it.
+      job.output =
+          (std::filesystem::absolute(path).parent_path() / job.output).lexically_normal().string();
+    }
+    return job;
   } catch (const JobError& e) {
     throw JobError(path + ": " + e.what());
   }

@@ -40,9 +40,14 @@ const char* taskKindName(TaskKind kind);
 // the per-stage success bitmap (125 MB at the limit), not objects.
 constexpr int64_t kMaxTasksPerStage = 1000000000;
 
+// Data between stages: a task writes its output into $TIDE_OUTPUT_DIR as part-0, part-1, ...
+// (one file per downstream partition). A task of a stage that depends on another finds, in
+// $TIDE_INPUT_DIR/<that stage>/part-<m>, partition <its own index> of upstream task m's output
+// (a shuffle: N map tasks writing R partitions feed R reduce tasks). A dependency "job-1/words"
+// (a job id, '/', a stage id) reads a stage an earlier job of this session persisted.
 struct StageSpec {
   std::string id;                      // unique within the job; letters, digits, '-', '_', '.'
-  std::vector<std::string> dependsOn;  // ids of stages that must all succeed first
+  std::vector<std::string> dependsOn;  // stages that must all succeed first (see above)
   int64_t numTasks = 1;
   TaskKind kind = TaskKind::kCommand;
   // kCommand: argv; {task}, {stage} and {attempt} are substituted at launch.
@@ -52,21 +57,36 @@ struct StageSpec {
   std::string cwd;           // empty: the executor's work dir
   std::optional<int> cpus;   // unset: task.cpus
   DurationMs timeoutMs = 0;  // 0: no timeout
-  bool persist = false;      // accepted and kept; not acted on yet
+  // Keep the stage's output blocks after the job, for later jobs of the session to read,
+  // until unpersisted (DELETE /api/v1/cache/<jobId>/<stage> or a later job's "unpersist").
+  bool persist = false;
+  // Nodes (node ids or host names) the stage's tasks prefer, besides where their inputs are.
+  std::vector<std::string> preferredHosts;
 };
 
 struct Job {
   std::string name;
-  std::string pool;               // FIFO scheduling only for now; kept for the status API
-  std::string output;             // accepted and kept; not acted on yet
+  std::string pool;  // the FAIR scheduling pool ("" = default)
+  // A local directory that receives the final stages' output: part-<task index> for a task
+  // that wrote only part-0, else part-<task index>-<partition>. The executors running the final
+  // tasks copy them there (so it must be a path they can reach: the AM's machine with `tide
+  // run`, or a shared file system). With several final stages each gets output/<stage id>/.
+  // Absolute; a job file's relative path is taken from the job file's directory.
+  std::string output;
   std::vector<StageSpec> stages;  // in file order
+  // Persisted stages of earlier jobs ("job-1/words") to drop once this job has ended.
+  std::vector<std::string> unpersist;
 };
+
+// Whether a depends_on entry names a persisted stage of an earlier job ("job-1/words").
+bool isPersistedStageReference(std::string_view dependency);
 
 // Parses and checks a job. Throws JobError naming the field (see checkJob for the DAG rules).
 // A missing "name" becomes "job".
 Job parseJob(std::string_view json);
 // Reads and parses a job file. A missing "name" becomes the file name without its extension.
-// Throws JobError whose message starts with `path`.
+// "{jobdir}" in commands, env values, cwd and output becomes the job file's directory, and a
+// relative output is taken from there. Throws JobError whose message starts with `path`.
 Job loadJobFile(const std::string& path);
 
 // The structural rules, for jobs built in code as well as parsed ones: at least one stage,

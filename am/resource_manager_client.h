@@ -1,9 +1,14 @@
 #pragma once
 
-// How the AM talks to whatever gives it executors: tide-rm (TideRmClient) or Slurm (later).
-// YARN-shaped: register once, heartbeat with the number of containers still wanted and the
-// ones to release, start executors in the containers granted, unregister with a final status.
+// How the AM talks to whatever gives it executors: tide-rm (TideRmClient) or Slurm
+// (SlurmClient). YARN-shaped: register once, heartbeat with the number of containers still
+// wanted and the ones to release, start executors in the containers granted, unregister with a
+// final status. A backend may start executors itself (a Slurm job's script runs
+// tide-executor): it then names each executor when it starts it and launchExecutor does
+// nothing.
 
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,12 +31,37 @@ struct ContainerAsk {
   int outstanding = 0;
   std::vector<std::string> releases;  // container ids given back
   double progress = 0;
+  // Of `outstanding`, how many to ask for on each host (node id or host name), for pending
+  // tasks whose data is there (Spark's locality-preferred container placement); the rest may
+  // go anywhere. Backends without host asks ask for all of `outstanding` anywhere.
+  std::vector<std::pair<std::string, int>> hostAsks;
 };
 
 struct HeartbeatResult {
   std::vector<rest::Container> granted;
   std::vector<rest::CompletedContainer> completed;
   int numClusterNodes = 0;
+  // Container id -> executor id, for executors the backend started itself (Slurm): the
+  // allocator uses these ids instead of numbering grants.
+  std::map<std::string, std::string> executorIds;
+  // Executors the backend started whose containers are not granted yet: one may register with
+  // the AM before the heartbeat that reports its container (it is told to retry).
+  std::vector<std::string> startingExecutors;
+};
+
+// What every executor of the application is started with: the command and the environment
+// shared by all (the AM's address, the app secret, the application id).
+struct ExecutorTemplate {
+  std::string command;  // a shell command line that execs tide-executor
+  std::vector<std::pair<std::string, std::string>> environment;
+};
+
+// The resource manager refused the application's request for good (e.g. Slurm rejected the
+// executor job: no such partition or account); asking again cannot help, so the application
+// fails with this message.
+class ResourceManagerRejected : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Everything needed to start tide-executor in a container.
@@ -44,8 +74,14 @@ struct ExecutorLaunch {
 class ResourceManagerClient {
  public:
   virtual ~ResourceManagerClient() = default;
+  // Called once before registerAm, when the AM's address is known. Backends that start
+  // executors themselves keep it; the others start them through launchExecutor.
+  virtual void setExecutorTemplate(const ExecutorTemplate& executorTemplate) {
+    (void)executorTemplate;
+  }
   virtual rest::RegisterApplicationMasterResponse registerAm(const AmEndpoint& endpoint) = 0;
   // One heartbeat (YARN's allocate). Throws on failure; the caller retries at its next beat.
+  // Throws ResourceManagerRejected when the application cannot get executors at all.
   virtual HeartbeatResult heartbeat(const ContainerAsk& ask) = 0;
   // Starts the executor in a granted container. Throws with a message naming the node.
   virtual void launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) = 0;

@@ -36,6 +36,23 @@ class SchedulerListener {
                          TaskOutcome outcome) = 0;
   // `message` says why, e.g. "Job 'thumbnails' failed: task resize[17] failed 4 times; ...".
   virtual void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) = 0;
+
+  // Speculation (ExecutorAllocationManager counts speculative copies apart): a slow task got a
+  // second copy to run; such a copy started; it ended.
+  virtual void onSpeculativeTaskSubmitted(const std::string& /*stageId*/) {}
+  virtual void onSpeculativeTaskStart(const std::string& /*stageId*/,
+                                      const std::string& /*executorId*/) {}
+  virtual void onSpeculativeTaskEnd(const std::string& /*stageId*/,
+                                    const std::string& /*executorId*/, TaskOutcome /*outcome*/) {}
+
+  // Data held by executors. Shuffle output: a stage's task output that a running job still
+  // needs (shuffleId = the stage id), released when the job ends. Cached data: a persisted
+  // stage's output (dataId = the stage id), until unpersisted.
+  virtual void onShuffleOutput(const std::string& /*executorId*/,
+                               const std::string& /*shuffleId*/) {}
+  virtual void onShuffleReleased(const std::string& /*shuffleId*/) {}
+  virtual void onBlocksCached(const std::string& /*executorId*/, const std::string& /*dataId*/) {}
+  virtual void onBlocksUncached(const std::string& /*dataId*/) {}
 };
 
 }  // namespace tide::am

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "am/speculation.h"
+
 namespace tide::am {
 
 struct TaskScheduler::StageRun {
@@ -15,6 +17,17 @@ struct TaskScheduler::StageRun {
   std::unique_ptr<TaskSetManager> tasks;  // from submission on
   TimeMs submittedMs = -1;
   TimeMs completedMs = -1;
+  std::pair<int64_t, int64_t> queueKey{0, 0};  // its place in the FIFO order, kept on re-runs
+  // What it reads: (the name in depends_on, the stage id "<jobId>/<id>" of the blocks).
+  std::vector<std::pair<std::string, std::string>> inputs;
+  std::vector<size_t> parents;  // stages of this job it reads
+  std::string collectDir;       // where a final stage's output goes ("" for none)
+  int reruns = 0;
+  std::vector<int64_t> launchesByLocality = std::vector<int64_t>(kLocalityLevelCount, 0);
+  int64_t speculativeLaunches = 0;
+  // Running attempts by task index (for speculation and killing losing copies).
+  std::unordered_map<int64_t, std::vector<int64_t>> runningByIndex;
+  std::set<int64_t> speculatable;  // marked for a second copy, not yet launched
 };
 
 struct TaskScheduler::JobRun {
@@ -29,6 +42,8 @@ struct TaskScheduler::JobRun {
   size_t stagesSucceeded = 0;
   int64_t failedAttempts = 0;
   std::deque<FailedAttempt> recentFailures;
+  std::set<std::string> executorsUsed;  // where its tasks ran, so where its blocks may be
+  int64_t launched = 0;
 };
 
 namespace {
@@ -97,6 +112,41 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   }
   config.taskCpus = static_cast<int>(cpus);
   config.maxTaskFailures = static_cast<int>(maxFailures);
+
+  const DurationMs wait = properties.getDuration("locality.wait");
+  const auto levelWait = [&](const char* key) {
+    return properties.has(key) ? properties.getDuration(key) : wait;
+  };
+  config.localityWaits = {levelWait("locality.wait.process"), levelWait("locality.wait.node"),
+                          levelWait("locality.wait.rack")};
+  for (const char* key :
+       {"locality.wait", "locality.wait.process", "locality.wait.node", "locality.wait.rack"}) {
+    if (properties.has(key) && properties.getDuration(key) < 0) {
+      throw ConfigError(properties.describe(key) + ": must not be negative");
+    }
+  }
+
+  const std::string mode = properties.getString("scheduler.mode");
+  if (mode == "FAIR") {
+    config.mode = SchedulingMode::kFair;
+  } else if (mode != "FIFO") {
+    throw ConfigError(properties.describe("scheduler.mode") + ": expected FIFO or FAIR");
+  }
+  if (properties.has("scheduler.allocation.file")) {
+    const std::string file = properties.getString("scheduler.allocation.file");
+    if (!file.empty()) config.pools = loadPoolsFile(file);
+  }
+
+  config.speculation = properties.getBool("speculation");
+  config.speculationQuantile = properties.getDouble("speculation.quantile");
+  if (!(config.speculationQuantile > 0.0 && config.speculationQuantile <= 1.0)) {
+    throw ConfigError(properties.describe("speculation.quantile") + ": must be in (0, 1]");
+  }
+  config.speculationIntervalMs = properties.getDuration("speculation.interval");
+  config.speculationMultiplier = properties.getDouble("speculation.multiplier");
+  if (!(config.speculationMultiplier >= 1.0)) {
+    throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
+  }
   return config;
 }
 
@@ -108,6 +158,30 @@ TaskScheduler::~TaskScheduler() = default;
 
 std::string TaskScheduler::submitJob(Job job) {
   checkJob(job);
+  // Reads of earlier jobs' data must find it whole, and the output must be a place.
+  for (size_t i = 0; i < job.stages.size(); ++i) {
+    for (size_t j = 0; j < job.stages[i].dependsOn.size(); ++j) {
+      const std::string& dependency = job.stages[i].dependsOn[j];
+      if (!isPersistedStageReference(dependency)) continue;
+      const std::string path =
+          "stages[" + std::to_string(i) + "].depends_on[" + std::to_string(j) + "]";
+      if (persisted_.count(dependency) == 0) {
+        std::string known;
+        for (const std::string& id : persisted_) known += (known.empty() ? "" : ", ") + id;
+        throw JobError(path + ": '" + dependency + "' is not a persisted stage of an ended job" +
+                       (known.empty() ? " (none is persisted)" : " (persisted: " + known + ")"));
+      }
+      const std::vector<int64_t> missing = blocks_.missingOutputs(dependency);
+      if (!missing.empty()) {
+        throw JobError(path + ": persisted stage '" + dependency + "' lost " +
+                       std::to_string(missing.size()) +
+                       " of its task outputs with their executors; run its job again");
+      }
+    }
+  }
+  if (!job.output.empty() && job.output.front() != '/') {
+    throw JobError("output: expected an absolute path, got '" + job.output + "'");
+  }
   auto run = std::make_unique<JobRun>();
   run->number = nextJobNumber_++;
   run->id = "job-" + std::to_string(run->number);
@@ -125,15 +199,37 @@ std::string TaskScheduler::submitJob(Job job) {
     stage.cpus = specs[i].cpus.value_or(config_.taskCpus);
     // A dependency named twice is still one dependency.
     std::set<size_t> dependencies;
+    std::set<std::string> named;
     for (const std::string& dependency : specs[i].dependsOn) {
-      dependencies.insert(indexById.at(dependency));
+      if (!named.insert(dependency).second) continue;
+      if (isPersistedStageReference(dependency)) {
+        stage.inputs.emplace_back(dependency, dependency);
+        continue;
+      }
+      const size_t parent = indexById.at(dependency);
+      dependencies.insert(parent);
+      stage.inputs.emplace_back(dependency, run->id + "/" + dependency);
     }
+    stage.parents.assign(dependencies.begin(), dependencies.end());
     stage.unfinishedDependencies = dependencies.size();
     for (size_t dependency : dependencies) run->stages[dependency].dependents.push_back(i);
+  }
+  // Final stages (read by no other) deliver to the job's output directory.
+  size_t finalStages = 0;
+  for (const StageRun& stage : run->stages) finalStages += stage.dependents.empty() ? 1 : 0;
+  if (!run->job.output.empty()) {
+    for (StageRun& stage : run->stages) {
+      if (!stage.dependents.empty()) continue;
+      stage.collectDir =
+          finalStages == 1 ? run->job.output : run->job.output + "/" + stage.spec->id;
+    }
   }
 
   JobRun& added = *run;
   jobsById_[added.id] = &added;
+  for (size_t i = 0; i < added.stages.size(); ++i) {
+    stagesById_[added.stages[i].schedulerStageId] = {&added, i};
+  }
   jobs_.push_back(std::move(run));
   for (size_t i = 0; i < added.stages.size(); ++i) {
     if (added.stages[i].unfinishedDependencies == 0) submitStage(added, i);
@@ -146,21 +242,66 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.state = StageState::kRunning;
   stage.submittedMs = clock_.nowMs();
   stage.tasks = std::make_unique<TaskSetManager>(stage.spec->numTasks);
-  activeTaskSets_[{job.number, nextStageSubmission_++}] = {&job, stageIndex};
+  if (config_.speculation) stage.tasks->keepDurations();
+  stage.queueKey = {job.number, nextStageSubmission_++};
+  activeTaskSets_[stage.queueKey] = {&job, stageIndex};
+  updatePreferences(job, stageIndex);
   listener_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks);
+}
+
+// Preferences cost a record per task; beyond this a stage schedules without locality.
+constexpr int64_t kMaxTasksWithPreferences = 1000000;
+
+void TaskScheduler::updatePreferences(JobRun& job, size_t stageIndex) {
+  StageRun& stage = job.stages[stageIndex];
+  const StageSpec& spec = *stage.spec;
+  if (stage.inputs.empty() && spec.preferredHosts.empty()) return;
+  if (spec.numTasks > kMaxTasksWithPreferences) return;
+  std::vector<TaskPreference> prefs(static_cast<size_t>(spec.numTasks));
+  bool any = false;
+  for (int64_t index = 0; index < spec.numTasks; ++index) {
+    TaskPreference& pref = prefs[static_cast<size_t>(index)];
+    // Spark's reducer locality: the places holding at least a fraction of the task's input.
+    std::map<std::string, int64_t> byExecutor;
+    std::map<std::string, int64_t> byNode;
+    int64_t total = 0;
+    for (const auto& [name, source] : stage.inputs) {
+      for (const auto& [executor, bytes] : blocks_.partitionBytesByExecutor(source, index)) {
+        byExecutor[executor] += bytes;
+        total += bytes;
+      }
+      for (const auto& [node, bytes] : blocks_.partitionBytesByNode(source, index)) {
+        byNode[node] += bytes;
+      }
+    }
+    if (total > 0) {
+      const double threshold = config_.preferredLocationFraction * static_cast<double>(total);
+      for (const auto& [executor, bytes] : byExecutor) {
+        if (static_cast<double>(bytes) >= threshold) pref.executors.push_back(executor);
+      }
+      for (const auto& [node, bytes] : byNode) {
+        if (!node.empty() && static_cast<double>(bytes) >= threshold) pref.nodes.push_back(node);
+      }
+    }
+    for (const std::string& host : spec.preferredHosts) {
+      if (std::find(pref.nodes.begin(), pref.nodes.end(), host) == pref.nodes.end()) {
+        pref.nodes.push_back(host);
+      }
+    }
+    any = any || !pref.executors.empty() || !pref.nodes.empty();
+  }
+  if (!any && !stage.tasks->hasPreferences()) return;
+  stage.tasks->setPreferences(prefs, config_.localityWaits, clock_.nowMs());
 }
 
 void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
   StageRun& stage = job.stages[stageIndex];
   stage.state = StageState::kSucceeded;
   stage.completedMs = clock_.nowMs();
-  stage.tasks->releaseAfterSuccess();
-  for (auto it = activeTaskSets_.begin(); it != activeTaskSets_.end(); ++it) {
-    if (it->second.first == &job && it->second.second == stageIndex) {
-      activeTaskSets_.erase(it);
-      break;
-    }
-  }
+  stage.speculatable.clear();
+  // Kept for stages whose output may be lost and re-run (lineage); the rest need only counters.
+  if (stage.dependents.empty() && !stage.spec->persist) stage.tasks->releaseAfterSuccess();
+  activeTaskSets_.erase(stage.queueKey);
   listener_.onStageCompleted(stage.schedulerStageId);
 
   if (++job.stagesSucceeded == job.stages.size()) {
@@ -172,11 +313,20 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
                   (job.stages.size() == 1 ? " stage, " : " stages, ") + std::to_string(tasks) +
                   (tasks == 1 ? " task" : " tasks") + " in " +
                   formatDuration(job.completedMs - job.submittedMs);
+    releaseJobData(job);
     listener_.onJobEnd(job.id, true, job.message);
     return;
   }
   for (size_t dependent : stage.dependents) {
-    if (--job.stages[dependent].unfinishedDependencies == 0) submitStage(job, dependent);
+    StageRun& next = job.stages[dependent];
+    if (next.state == StageState::kSucceeded) continue;
+    if (--next.unfinishedDependencies != 0) continue;
+    if (next.tasks) {
+      // It ran before its inputs were lost; its tasks may go on, preferring the new places.
+      updatePreferences(job, dependent);
+    } else {
+      submitStage(job, dependent);
+    }
   }
 }
 
@@ -195,7 +345,12 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
   }
   for (size_t i = 0; i < job.stages.size(); ++i) {
     StageRun& stage = job.stages[i];
-    if (stage.state == StageState::kWaiting) {
+    if (stage.state == StageState::kWaiting && stage.tasks) {
+      stage.state = StageState::kCancelled;  // ran, then waited for re-run inputs
+      stage.completedMs = job.completedMs;
+      stage.tasks->abort();
+      listener_.onStageCompleted(stage.schedulerStageId);
+    } else if (stage.state == StageState::kWaiting) {
       stage.state = StageState::kCancelled;
     } else if (stage.state == StageState::kRunning) {
       stage.state = failedStage == i ? StageState::kFailed : StageState::kCancelled;
@@ -215,6 +370,7 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
     killRequested_.insert(taskId);
     tasksToKill_.push_back(TaskToKill{taskId, runningTasks_.at(taskId).executorId});
   }
+  releaseJobData(job);
   listener_.onJobEnd(job.id, false, message);
 }
 
@@ -226,10 +382,84 @@ bool TaskScheduler::cancelJob(const std::string& jobId, const std::string& reaso
   return true;
 }
 
+std::vector<std::pair<TaskScheduler::JobRun*, size_t>> TaskScheduler::sortedTaskSets() const {
+  std::vector<std::pair<JobRun*, size_t>> sets;
+  sets.reserve(activeTaskSets_.size());
+  for (const auto& [key, ref] : activeTaskSets_) sets.push_back(ref);  // FIFO order
+  if (config_.mode == SchedulingMode::kFifo) return sets;
+
+  // FAIR: group by pool, order the pools, then each pool's TaskSets by its own mode.
+  std::map<std::string, PoolConfig> pools;
+  for (const PoolConfig& pool : config_.pools) pools[pool.name] = pool;
+  std::map<std::string, std::vector<std::pair<JobRun*, size_t>>> byPool;
+  std::map<std::string, int64_t> runningByPool;
+  for (const auto& ref : sets) {
+    const std::string pool = ref.first->job.pool.empty() ? kDefaultPoolName : ref.first->job.pool;
+    byPool[pool].push_back(ref);
+    if (pools.count(pool) == 0) pools[pool] = PoolConfig{pool};
+  }
+  for (const auto& [taskId, task] : runningTasks_) {
+    const std::string pool = task.job->job.pool.empty() ? kDefaultPoolName : task.job->job.pool;
+    ++runningByPool[pool];
+  }
+  std::vector<FairShareState> poolStates;
+  for (const auto& [name, members] : byPool) {
+    const PoolConfig& pool = pools[name];
+    poolStates.push_back(FairShareState{runningByPool[name], pool.minShare, pool.weight, name});
+  }
+  std::sort(poolStates.begin(), poolStates.end(), fairSchedulingBefore);
+  std::vector<std::pair<JobRun*, size_t>> ordered;
+  ordered.reserve(sets.size());
+  for (const FairShareState& state : poolStates) {
+    std::vector<std::pair<JobRun*, size_t>>& members = byPool[state.name];
+    if (pools[state.name].mode == SchedulingMode::kFair) {
+      std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) {
+        const StageRun& sa = a.first->stages[a.second];
+        const StageRun& sb = b.first->stages[b.second];
+        return fairSchedulingBefore(
+            FairShareState{sa.tasks->runningCount(), 0, 1, sa.schedulerStageId},
+            FairShareState{sb.tasks->runningCount(), 0, 1, sb.schedulerStageId});
+      });
+    }
+    ordered.insert(ordered.end(), members.begin(), members.end());
+  }
+  return ordered;
+}
+
+std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t stageIndex,
+                                                         const std::string& executorId) {
+  StageRun& stage = job.stages[stageIndex];
+  auto it = stage.speculatable.begin();
+  while (it != stage.speculatable.end()) {
+    const int64_t index = *it;
+    auto copies = stage.runningByIndex.find(index);
+    if (stage.tasks->isSucceeded(index) || copies == stage.runningByIndex.end()) {
+      it = stage.speculatable.erase(it);  // finished meanwhile
+      continue;
+    }
+    // A second copy on the executor that runs the first would be just as slow.
+    const bool here = std::any_of(copies->second.begin(), copies->second.end(), [&](int64_t id) {
+      return runningTasks_.at(id).executorId == executorId;
+    });
+    if (here) {
+      ++it;
+      continue;
+    }
+    int attempt = 0;
+    for (int64_t id : copies->second) {
+      attempt = std::max(attempt, runningTasks_.at(id).attempt.attempt + 1);
+    }
+    stage.speculatable.erase(it);
+    return TaskOffer{TaskAttempt{index, attempt}, TaskLocality::kAny};
+  }
+  return std::nullopt;
+}
+
 std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     const std::vector<WorkerOffer>& offers) {
   std::vector<rest::TaskLaunch> launches;
   if (offers.empty() || activeTaskSets_.empty()) return launches;
+  for (const WorkerOffer& offer : offers) executorNodes_[offer.executorId] = offer.host;
 
   // Shuffled so that tasks spread over executors instead of always filling the first one
   // (Spark's shuffleOffers). Fisher-Yates on the raw generator: the same seed gives the same
@@ -241,34 +471,80 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
   }
   std::vector<int> freeSlots(offers.size());
   for (size_t i = 0; i < offers.size(); ++i) freeSlots[i] = offers[i].freeSlots;
+  const TimeMs now = clock_.nowMs();
 
-  // Launching never changes the set of active TaskSets (only task ends do), so iterating it
-  // here is safe.
-  for (auto& [key, ref] : activeTaskSets_) {
-    JobRun& job = *ref.first;
-    StageRun& stage = job.stages[ref.second];
-    // One task per offer per pass, as Spark's resourceOfferSingleTaskSet, so that one large
-    // offer does not take the whole stage while others stay idle.
-    bool launchedInPass = true;
-    while (launchedInPass && stage.tasks->hasPendingTasks()) {
-      launchedInPass = false;
+  // Launching never changes the set of active TaskSets (only task ends do), so iterating a
+  // snapshot of it here is safe.
+  for (const auto& [jobPtr, stageIndex] : sortedTaskSets()) {
+    JobRun& job = *jobPtr;
+    StageRun& stage = job.stages[stageIndex];
+    if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
+    // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
+    // that one large offer does not take the whole stage while others stay idle.
+    for (TaskLocality level : stage.tasks->validLocalityLevels()) {
+      bool launchedInPass = true;
+      while (launchedInPass && stage.tasks->hasPendingTasks()) {
+        launchedInPass = false;
+        for (size_t offer : order) {
+          if (freeSlots[offer] < stage.cpus) continue;
+          std::optional<TaskOffer> next =
+              stage.tasks->resourceOffer(offers[offer].executorId, offers[offer].host, level, now);
+          if (!next) continue;
+          launches.push_back(launchTask(job, stageIndex, *next, offers[offer].executorId, false));
+          freeSlots[offer] -= stage.cpus;
+          launchedInPass = true;
+        }
+      }
+    }
+    // Speculative copies only when the stage has nothing else to run, as in Spark.
+    if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
       for (size_t offer : order) {
-        if (freeSlots[offer] < stage.cpus) continue;
-        std::optional<TaskAttempt> next = stage.tasks->launchNext();
-        if (!next) break;
-        launches.push_back(launchTask(job, ref.second, *next, offers[offer].executorId));
-        freeSlots[offer] -= stage.cpus;
-        launchedInPass = true;
+        while (freeSlots[offer] >= stage.cpus) {
+          std::optional<TaskOffer> copy =
+              speculativeOffer(job, stageIndex, offers[offer].executorId);
+          if (!copy) break;
+          launches.push_back(launchTask(job, stageIndex, *copy, offers[offer].executorId, true));
+          freeSlots[offer] -= stage.cpus;
+        }
       }
     }
   }
   return launches;
 }
 
-rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, TaskAttempt attempt,
-                                           const std::string& executorId) {
+std::vector<rest::BlockInput> TaskScheduler::inputsOf(const JobRun& job, size_t stageIndex,
+                                                      int64_t index) const {
+  std::vector<rest::BlockInput> inputs;
   const StageRun& stage = job.stages[stageIndex];
+  for (const auto& [name, source] : stage.inputs) {
+    const int64_t numMaps = blocks_.numTasks(source);
+    for (int64_t map = 0; map < numMaps; ++map) {
+      const MapOutput* output = blocks_.output(source, map);
+      rest::BlockInput input;
+      input.stageId = name;
+      input.mapIndex = map;
+      input.path = source + "/" + std::to_string(map) + "/part-" + std::to_string(index);
+      if (output == nullptr) {
+        // Lost since the stage was unblocked: the fetch fails and the map task runs again,
+        // rather than the task silently reading less.
+        inputs.push_back(std::move(input));
+        continue;
+      }
+      const std::optional<int64_t> size = output->partitionSize(index);
+      if (!size) continue;  // that map task wrote nothing for this partition
+      input.executorId = output->executorId;
+      input.size = *size;
+      inputs.push_back(std::move(input));
+    }
+  }
+  return inputs;
+}
+
+rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const TaskOffer& offer,
+                                           const std::string& executorId, bool speculative) {
+  StageRun& stage = job.stages[stageIndex];
   const StageSpec& spec = *stage.spec;
+  const TaskAttempt attempt = offer.attempt;
   rest::TaskLaunch launch;
   launch.taskId = nextTaskId_++;
   launch.jobId = job.id;
@@ -285,6 +561,9 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, TaskA
   launch.timeoutMs = spec.timeoutMs;
   launch.sleepMs = spec.sleepMs;
   launch.cpus = stage.cpus;
+  launch.inputs = inputsOf(job, stageIndex, attempt.index);
+  launch.collectDir = stage.collectDir;
+  launch.speculative = speculative;
 
   RunningTask running;
   running.job = &job;
@@ -292,9 +571,20 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, TaskA
   running.attempt = attempt;
   running.executorId = executorId;
   running.startMs = clock_.nowMs();
+  running.speculative = speculative;
   runningTasks_.emplace(launch.taskId, std::move(running));
   runningByExecutor_[executorId].insert(launch.taskId);
-  listener_.onTaskStart(stage.schedulerStageId, executorId);
+  stage.runningByIndex[attempt.index].push_back(launch.taskId);
+  ++stage.launchesByLocality[static_cast<size_t>(offer.locality)];
+  ++job.launched;
+  job.executorsUsed.insert(executorId);
+  if (speculative) {
+    ++stage.speculativeLaunches;
+    // The speculative copy was counted when it was submitted, not as a pending task.
+    listener_.onSpeculativeTaskStart(stage.schedulerStageId, executorId);
+  } else {
+    listener_.onTaskStart(stage.schedulerStageId, executorId);
+  }
   return launch;
 }
 
@@ -308,7 +598,14 @@ TaskScheduler::RunningTask TaskScheduler::removeRunning(int64_t taskId, bool* ki
     if (byExecutor->second.empty()) runningByExecutor_.erase(byExecutor);
   }
   *killRequested = killRequested_.erase(taskId) > 0;
-  task.job->stages[task.stage].tasks->onAttemptEnded();
+  StageRun& stage = task.job->stages[task.stage];
+  stage.tasks->onAttemptEnded();
+  auto copies = stage.runningByIndex.find(task.attempt.index);
+  if (copies != stage.runningByIndex.end()) {
+    copies->second.erase(std::remove(copies->second.begin(), copies->second.end(), taskId),
+                         copies->second.end());
+    if (copies->second.empty()) stage.runningByIndex.erase(copies);
+  }
   return task;
 }
 
@@ -322,23 +619,39 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
   StageRun& stage = job.stages[task.stage];
   const bool stageActive = stage.state == StageState::kRunning;
   const TimeMs now = clock_.nowMs();
+  const auto taskEnded = [&](TaskOutcome outcome) {
+    if (task.speculative) {
+      listener_.onSpeculativeTaskEnd(stage.schedulerStageId, executorId, outcome);
+    } else {
+      listener_.onTaskEnd(stage.schedulerStageId, executorId, outcome);
+    }
+  };
 
   if (update.state == "FINISHED") {
     const bool counted =
         stageActive && stage.tasks->markSucceeded(task.attempt.index, now - task.startMs);
-    listener_.onTaskEnd(stage.schedulerStageId, executorId, TaskOutcome::kSucceeded);
+    if (counted) {
+      registerOutput(job, task.stage, task.attempt.index, executorId, update.blocks);
+      killOtherCopies(job, task.stage, task.attempt.index, update.taskId);
+    }
+    taskEnded(TaskOutcome::kSucceeded);
     if (counted && stage.tasks->allSucceeded()) completeStage(job, task.stage);
     return true;
   }
 
   if (update.state == "KILLED") {
-    if (killRequested || !stageActive) {
-      listener_.onTaskEnd(stage.schedulerStageId, executorId, TaskOutcome::kKilled);
+    if (killRequested || !stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
+      taskEnded(TaskOutcome::kKilled);
     } else {
       // Nobody here asked for it (the executor shutting down, say): without a retry the stage
       // could never finish. Spark re-queues killed tasks the same way.
       retryWithoutCounting(task, update.taskId, "killed: " + failureReason(update), false);
     }
+    return true;
+  }
+
+  if (update.state == "FETCH_FAILED") {
+    handleFetchFailure(task, update.taskId, update);
     return true;
   }
 
@@ -358,13 +671,12 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
   failed.timeMs = now;
   failed.countsTowardsFailures = stageActive;
   recordFailedAttempt(job, failed);
-  if (!stageActive) {
-    listener_.onTaskEnd(stage.schedulerStageId, executorId,
-                        killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
+  if (!stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
+    taskEnded(killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
     return true;
   }
   const int failures = stage.tasks->recordFailure(task.attempt.index);
-  listener_.onTaskEnd(stage.schedulerStageId, executorId, TaskOutcome::kFailed);
+  taskEnded(TaskOutcome::kFailed);
   if (failures >= config_.maxTaskFailures) {
     std::string message = "Job '" + job.job.name + "' failed: task " +
                           describeTask(stage.spec->id, task.attempt.index) + " failed " +
@@ -372,7 +684,8 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
                           "; most recent failure: " + reason;
     if (!update.stderrTail.empty()) message += "; stderr tail:\n" + update.stderrTail;
     failJob(job, task.stage, message);
-  } else {
+  } else if (stage.runningByIndex.count(task.attempt.index) == 0) {
+    // Another copy still running will do (speculation); else the task goes again.
     stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   }
   return true;
@@ -382,9 +695,15 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
                                          const std::string& reason, bool killRequested) {
   JobRun& job = *task.job;
   StageRun& stage = job.stages[task.stage];
-  if (stage.state != StageState::kRunning) {
-    listener_.onTaskEnd(stage.schedulerStageId, task.executorId,
-                        killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
+  const auto taskEnded = [&](TaskOutcome outcome) {
+    if (task.speculative) {
+      listener_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+    } else {
+      listener_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+    }
+  };
+  if (stage.state != StageState::kRunning || stage.tasks->isSucceeded(task.attempt.index)) {
+    taskEnded(killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
     return;
   }
   stage.tasks->countFailedAttempt();
@@ -399,8 +718,239 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
   failed.timeMs = clock_.nowMs();
   failed.countsTowardsFailures = false;
   recordFailedAttempt(job, std::move(failed));
-  stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
-  listener_.onTaskEnd(stage.schedulerStageId, task.executorId, TaskOutcome::kFailed);
+  if (stage.runningByIndex.count(task.attempt.index) == 0) {
+    stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
+  }
+  taskEnded(TaskOutcome::kFailed);
+}
+
+void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,
+                                       const rest::TaskStatusUpdate& update) {
+  JobRun& job = *task.job;
+  StageRun& stage = job.stages[task.stage];
+  const rest::BlockInput& missing = update.failedInput;
+  std::string source;
+  for (const auto& [name, id] : stage.inputs) {
+    if (name == missing.stageId) source = id;
+  }
+  const std::string why = "fetch of " + missing.stageId + "[" + std::to_string(missing.mapIndex) +
+                          "] from " + (missing.executorId.empty() ? "?" : missing.executorId) +
+                          " failed: " + update.reason;
+  // As Spark without an external shuffle service: an executor that cannot serve one block is
+  // taken to have lost them all, so every reader does not have to find out on its own.
+  std::map<std::string, std::vector<int64_t>> lost;
+  if (!missing.executorId.empty()) lost = blocks_.removeExecutor(missing.executorId);
+  if (!source.empty()) {
+    const std::vector<int64_t> stillMissing = blocks_.missingOutputs(source);
+    std::vector<int64_t>& indices = lost[source];
+    indices.insert(indices.end(), stillMissing.begin(), stillMissing.end());
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+  }
+  // The reading task waits for its inputs again; not its fault, so not counted (as in Spark).
+  retryWithoutCounting(task, taskId, why, false);
+  handleLostOutputs(lost, why);
+}
+
+void TaskScheduler::registerOutput(JobRun& job, size_t stageIndex, int64_t index,
+                                   const std::string& executorId,
+                                   const std::vector<rest::BlockOutput>& blocks) {
+  StageRun& stage = job.stages[stageIndex];
+  auto node = executorNodes_.find(executorId);
+  MapOutput output;
+  output.executorId = executorId;
+  output.node = node == executorNodes_.end() ? "" : node->second;
+  output.blocks = blocks;
+  blocks_.registerOutput(stage.schedulerStageId, stage.spec->numTasks, index, std::move(output));
+  // An executor holds data only if the task left some there (builtin tasks never do).
+  if (blocks.empty()) return;
+  if (!stage.dependents.empty()) listener_.onShuffleOutput(executorId, stage.schedulerStageId);
+  if (stage.spec->persist) listener_.onBlocksCached(executorId, stage.schedulerStageId);
+}
+
+void TaskScheduler::killOtherCopies(const JobRun& job, size_t stageIndex, int64_t index,
+                                    int64_t winner) {
+  const StageRun& stage = job.stages[stageIndex];
+  auto copies = stage.runningByIndex.find(index);
+  if (copies == stage.runningByIndex.end()) return;
+  for (int64_t taskId : copies->second) {
+    if (taskId == winner || killRequested_.count(taskId) != 0) continue;
+    killRequested_.insert(taskId);
+    tasksToKill_.push_back(TaskToKill{taskId, runningTasks_.at(taskId).executorId});
+  }
+}
+
+void TaskScheduler::handleLostOutputs(const std::map<std::string, std::vector<int64_t>>& lost,
+                                      const std::string& why) {
+  for (const auto& [stageId, indices] : lost) {
+    if (indices.empty()) continue;
+    auto found = stagesById_.find(stageId);
+    if (found == stagesById_.end()) continue;
+    JobRun& job = *found->second.first;
+    const size_t stageIndex = found->second.second;
+    StageRun& stage = job.stages[stageIndex];
+    if (job.state == JobState::kRunning) {
+      // Needed again only while a stage of the job still has to read it.
+      const bool needed =
+          std::any_of(stage.dependents.begin(), stage.dependents.end(),
+                      [&](size_t d) { return job.stages[d].state != StageState::kSucceeded; });
+      // A final stage's outputs are already collected; nobody reads them again.
+      if (needed) rerunStage(job, stageIndex, indices, why);
+      continue;
+    }
+    // A persisted stage of an ended job: the jobs reading it cannot re-make it.
+    for (const std::unique_ptr<JobRun>& reader : jobs_) {
+      if (reader->state != JobState::kRunning) continue;
+      for (size_t i = 0; i < reader->stages.size(); ++i) {
+        const StageRun& readerStage = reader->stages[i];
+        const bool reads = readerStage.state != StageState::kSucceeded &&
+                           std::any_of(readerStage.inputs.begin(), readerStage.inputs.end(),
+                                       [&](const auto& input) { return input.second == stageId; });
+        if (reads && reader->state == JobState::kRunning) {
+          failJob(*reader, i,
+                  "Job '" + reader->job.name + "' failed: persisted stage " + stageId + " lost " +
+                      std::to_string(indices.size()) + " task outputs (" + why + ")");
+        }
+      }
+    }
+  }
+}
+
+void TaskScheduler::rerunStage(JobRun& job, size_t stageIndex, const std::vector<int64_t>& indices,
+                               const std::string& why) {
+  StageRun& stage = job.stages[stageIndex];
+  if (!stage.tasks || job.state != JobState::kRunning) return;
+  if (stage.state == StageState::kSucceeded) {
+    if (++stage.reruns > config_.maxStageReruns) {
+      failJob(job, stageIndex,
+              "Job '" + job.job.name + "' failed: stage " + stage.spec->id + " lost its output " +
+                  std::to_string(stage.reruns) + " times; most recently: " + why);
+      return;
+    }
+    stage.state = StageState::kRunning;
+    stage.completedMs = -1;
+    --job.stagesSucceeded;
+    activeTaskSets_[stage.queueKey] = {&job, stageIndex};
+    // Its readers wait until it has made the lost outputs again.
+    for (size_t dependent : stage.dependents) {
+      if (job.stages[dependent].state != StageState::kSucceeded) {
+        ++job.stages[dependent].unfinishedDependencies;
+      }
+    }
+  }
+  const int64_t requeued = stage.tasks->resubmit(indices);
+  if (requeued > 0) listener_.onStageSubmitted(stage.schedulerStageId, requeued);
+}
+
+void TaskScheduler::releaseJobData(JobRun& job) {
+  for (StageRun& stage : job.stages) {
+    const std::string& id = stage.schedulerStageId;
+    if (!stage.dependents.empty()) listener_.onShuffleReleased(id);
+    if (stage.spec->persist && stage.state == StageState::kSucceeded) {
+      persisted_.insert(id);  // kept, with its cached-data hold on its executors
+      continue;
+    }
+    if (stage.spec->persist) listener_.onBlocksUncached(id);
+    blocks_.dropStage(id);
+    dropStageBlocks(id, job.executorsUsed);
+  }
+  for (const std::string& stageId : job.job.unpersist) {
+    if (persisted_.count(stageId) != 0) unpersist(stageId);
+  }
+}
+
+void TaskScheduler::dropStageBlocks(const std::string& stageId,
+                                    const std::set<std::string>& executors) {
+  for (const std::string& executor : executors) {
+    if (executorNodes_.count(executor) == 0) continue;  // gone, and its files with it
+    blocksToDrop_.push_back(BlocksToDrop{executor, stageId});
+  }
+}
+
+std::string TaskScheduler::unpersist(const std::string& stageId) {
+  auto found = stagesById_.find(stageId);
+  if (found == stagesById_.end()) return "no stage " + stageId;
+  JobRun& job = *found->second.first;
+  const StageRun& stage = job.stages[found->second.second];
+  if (!stage.spec->persist) return "stage " + stageId + " is not persisted";
+  if (job.state == JobState::kRunning) return "the job of stage " + stageId + " is still running";
+  if (persisted_.erase(stageId) == 0) return "stage " + stageId + " is no longer persisted";
+  listener_.onBlocksUncached(stageId);
+  blocks_.dropStage(stageId);
+  dropStageBlocks(stageId, job.executorsUsed);
+  return "";
+}
+
+std::vector<CachedStageSummary> TaskScheduler::cachedStages() const {
+  std::vector<CachedStageSummary> cached;
+  for (const std::string& stageId : persisted_) {
+    CachedStageSummary summary;
+    summary.stageId = stageId;
+    summary.numTasks = blocks_.numTasks(stageId);
+    summary.missing = static_cast<int64_t>(blocks_.missingOutputs(stageId).size());
+    std::set<std::string> executors;
+    for (int64_t i = 0; i < summary.numTasks; ++i) {
+      if (const MapOutput* output = blocks_.output(stageId, i)) {
+        executors.insert(output->executorId);
+        for (const rest::BlockOutput& block : output->blocks) summary.bytes += block.size;
+      }
+    }
+    summary.executors.assign(executors.begin(), executors.end());
+    cached.push_back(std::move(summary));
+  }
+  return cached;
+}
+
+std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode() const {
+  std::map<std::string, int64_t> counts;
+  for (const auto& [key, ref] : activeTaskSets_) {
+    const StageRun& stage = ref.first->stages[ref.second];
+    if (stage.unfinishedDependencies > 0) continue;
+    for (const auto& [node, tasks] : stage.tasks->pendingTasksByNode()) counts[node] += tasks;
+  }
+  return counts;
+}
+
+std::vector<std::string> TaskScheduler::stagesHeldBy(const std::string& executorId) const {
+  return blocks_.stagesOn(executorId);
+}
+
+void TaskScheduler::executorRemoved(const std::string& executorId) {
+  executorNodes_.erase(executorId);
+  for (const auto& [key, ref] : activeTaskSets_) {
+    ref.first->stages[ref.second].tasks->executorLost(executorId);
+  }
+  const auto lost = blocks_.removeExecutor(executorId);
+  handleLostOutputs(lost, "executor " + executorId + " is gone");
+}
+
+int TaskScheduler::checkSpeculatableTasks() {
+  if (!config_.speculation) return 0;
+  const TimeMs now = clock_.nowMs();
+  if (lastSpeculationCheckMs_ >= 0 &&
+      now - lastSpeculationCheckMs_ < config_.speculationIntervalMs) {
+    return 0;
+  }
+  lastSpeculationCheckMs_ = now;
+  int marked = 0;
+  for (const auto& [key, ref] : activeTaskSets_) {
+    StageRun& stage = ref.first->stages[ref.second];
+    std::vector<RunningCopy> running;
+    for (const auto& [index, copies] : stage.runningByIndex) {
+      if (copies.size() != 1) continue;  // already has its second copy
+      running.push_back(RunningCopy{index, runningTasks_.at(copies.front()).startMs});
+    }
+    SpeculationConfig speculation{config_.speculationQuantile, config_.speculationMultiplier,
+                                  config_.speculationMinThresholdMs};
+    for (int64_t index :
+         speculatableTasks(stage.tasks->numTasks(), stage.tasks->successfulDurations(), running,
+                           now, speculation)) {
+      if (stage.tasks->isSucceeded(index) || !stage.speculatable.insert(index).second) continue;
+      listener_.onSpeculativeTaskSubmitted(stage.schedulerStageId);
+      ++marked;
+    }
+  }
+  return marked;
 }
 
 void TaskScheduler::executorLost(const std::string& executorId, const std::string& reason) {
@@ -408,6 +958,12 @@ void TaskScheduler::executorLost(const std::string& executorId, const std::strin
       std::remove_if(tasksToKill_.begin(), tasksToKill_.end(),
                      [&](const TaskToKill& kill) { return kill.executorId == executorId; }),
       tasksToKill_.end());
+  blocksToDrop_.erase(
+      std::remove_if(blocksToDrop_.begin(), blocksToDrop_.end(),
+                     [&](const BlocksToDrop& drop) { return drop.executorId == executorId; }),
+      blocksToDrop_.end());
+  // Its blocks are gone with it: the stages that wrote them run those tasks again.
+  executorRemoved(executorId);
   auto found = runningByExecutor_.find(executorId);
   if (found == runningByExecutor_.end()) return;
   const std::vector<int64_t> taskIds(found->second.begin(), found->second.end());
@@ -418,6 +974,12 @@ void TaskScheduler::executorLost(const std::string& executorId, const std::strin
     const RunningTask task = removeRunning(*it, &killRequested);
     retryWithoutCounting(task, *it, "executor " + executorId + " lost: " + reason, killRequested);
   }
+}
+
+std::vector<BlocksToDrop> TaskScheduler::takeBlocksToDrop() {
+  std::vector<BlocksToDrop> drops;
+  drops.swap(blocksToDrop_);
+  return drops;
 }
 
 std::vector<TaskToKill> TaskScheduler::takeTasksToKill() {
@@ -482,6 +1044,10 @@ StageSummary TaskScheduler::summarizeStage(const JobRun& job, size_t stageIndex)
   summary.cpus = stage.cpus;
   summary.submittedMs = stage.submittedMs;
   summary.completedMs = stage.completedMs;
+  summary.persist = stage.spec->persist;
+  summary.reruns = stage.reruns;
+  summary.launchesByLocality = stage.launchesByLocality;
+  summary.speculativeLaunches = stage.speculativeLaunches;
   if (stage.tasks) {
     const TaskSetManager& tasks = *stage.tasks;
     summary.pending = tasks.pendingCount();
@@ -505,6 +1071,7 @@ JobSummary TaskScheduler::summarizeJob(const JobRun& job) const {
   summary.submittedMs = job.submittedMs;
   summary.completedMs = job.completedMs;
   summary.failedAttempts = job.failedAttempts;
+  summary.launched = job.launched;
   for (size_t i = 0; i < job.stages.size(); ++i) {
     StageSummary stage = summarizeStage(job, i);
     summary.numTasks += stage.numTasks;

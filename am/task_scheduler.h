@@ -1,12 +1,19 @@
 #pragma once
 
-// The AM's task scheduler (Spark's TaskSchedulerImpl with a FIFO pool): jobs are DAGs of
-// stages; a stage becomes a TaskSet (TaskSetManager) once every stage it depends on has
-// succeeded; executors' free slots are offered, shuffled, to the TaskSets in FIFO order (job
-// submission order, then stage submission order), round-robin one task per offer per pass.
+// The AM's task scheduler (Spark's TaskSchedulerImpl and the DAGScheduler's stage bookkeeping):
+// jobs are DAGs of stages; a stage becomes a TaskSet (TaskSetManager) once every stage it
+// depends on has succeeded; executors' free slots are offered, shuffled, to the TaskSets in
+// pool order (FIFO: job submission order, then stage submission order; FAIR: see
+// scheduling_pool.h), at each locality level in turn, round-robin one task per offer per pass.
 // A failed task goes back to the front of its stage's queue; the maxFailures-th failure of one
-// task fails its job. Pure policy: no threads or sockets, time from the injected Clock,
-// randomness from a seed; the caller serialises calls.
+// task fails its job.
+//
+// Data: finished tasks' output blocks are registered in a BlockRegistry; a downstream task's
+// launch lists where each of its input blocks is and prefers the executors and nodes holding
+// most of its input bytes. A lost executor or a fetch failure loses blocks: the stages that
+// wrote them run the missing tasks again (lineage) while the stages reading them wait, and
+// neither counts toward task.maxFailures. Pure policy: no threads or sockets, time from the
+// injected Clock, randomness from a seed; the caller serialises calls.
 
 #include <cstdint>
 #include <deque>
@@ -20,8 +27,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "am/block_registry.h"
 #include "am/job.h"
 #include "am/scheduler_listener.h"
+#include "am/scheduling_pool.h"
 #include "am/task_set_manager.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -33,8 +42,25 @@ struct SchedulerConfig {
   int taskCpus = 1;         // task.cpus: the cpus a stage's task needs unless it says otherwise
   int maxTaskFailures = 4;  // task.maxFailures: failures of one task that fail its job
   size_t failedAttemptsKeptPerJob = 100;  // the most recent ones, for the status API
+  LocalityWaits localityWaits;            // locality.wait[.process|.node|.rack]
+  // A reduce task prefers the executors (and nodes) holding at least this fraction of its input
+  // bytes (Spark's REDUCER_PREF_LOCS_FRACTION).
+  double preferredLocationFraction = 0.2;
+  // A stage re-run this often for lost outputs fails its job (Spark's
+  // maxConsecutiveStageAttempts): data that keeps vanishing is not worth chasing forever.
+  int maxStageReruns = 4;
+  // scheduler.mode and scheduler.allocation.file.
+  SchedulingMode mode = SchedulingMode::kFifo;
+  std::vector<PoolConfig> pools;
+  // speculation, speculation.quantile, speculation.multiplier.
+  bool speculation = false;
+  double speculationQuantile = 0.75;
+  double speculationMultiplier = 1.5;
+  DurationMs speculationMinThresholdMs = 100;  // Spark's speculation.minTaskRuntime
+  DurationMs speculationIntervalMs = 100;      // speculation.interval
 
-  // Reads task.cpus and task.maxFailures; a value below 1 is a ConfigError naming the key.
+  // Reads task.cpus, task.maxFailures, locality.wait*, scheduler.mode and its allocation file,
+  // and speculation*; a bad value is a ConfigError naming the key.
   static SchedulerConfig fromProperties(const Properties& properties);
 };
 
@@ -45,7 +71,15 @@ struct WorkerOffer {
   int freeSlots = 0;
 };
 
-// A running task the scheduler wants stopped (its job failed or was cancelled).
+// Block files an executor should delete: "<jobId>/<stage>" (shuffle data of an ended job, an
+// unpersisted stage).
+struct BlocksToDrop {
+  std::string executorId;
+  std::string prefix;
+};
+
+// A running task the scheduler wants stopped (its job failed or was cancelled, or another copy
+// of it won).
 struct TaskToKill {
   int64_t taskId = 0;
   std::string executorId;
@@ -88,6 +122,11 @@ struct StageSummary {
   DurationMs taskDurationSumMs = 0;  // over successful attempts
   DurationMs taskDurationMinMs = 0;
   DurationMs taskDurationMaxMs = 0;
+  bool persist = false;
+  int reruns = 0;  // times it ran again for lost outputs
+  // Launches by locality level (PROCESS_LOCAL, NODE_LOCAL, NO_PREF, RACK_LOCAL, ANY).
+  std::vector<int64_t> launchesByLocality = std::vector<int64_t>(kLocalityLevelCount, 0);
+  int64_t speculativeLaunches = 0;
 };
 
 struct JobSummary {
@@ -105,6 +144,16 @@ struct JobSummary {
   int64_t failedAttempts = 0;
   std::vector<StageSummary> stages;           // in job file order
   std::vector<FailedAttempt> recentFailures;  // oldest first, at most failedAttemptsKeptPerJob
+  int64_t launched = 0;                       // attempts launched, speculative ones included
+};
+
+// Where a persisted stage's blocks are, for the status API.
+struct CachedStageSummary {
+  std::string stageId;  // "<jobId>/<stage>"
+  int64_t numTasks = 0;
+  int64_t missing = 0;  // outputs lost with their executors
+  int64_t bytes = 0;
+  std::vector<std::string> executors;
 };
 
 class TaskScheduler {
@@ -133,9 +182,30 @@ class TaskScheduler {
   // The executor is gone: its running tasks go back to the front of their stages (not counted
   // against task.maxFailures) and are reported to the listener as failed.
   void executorLost(const std::string& executorId, const std::string& reason);
-  // Running tasks of failed or cancelled jobs that the caller should kill, once each. They
-  // stay running until their executor reports them (or is lost).
+  // An executor released on purpose (idle): the blocks it held are gone with it.
+  void executorRemoved(const std::string& executorId);
+  // Running tasks of failed or cancelled jobs (or losing speculative copies) that the caller
+  // should kill, once each. They stay running until their executor reports them (or is lost).
   std::vector<TaskToKill> takeTasksToKill();
+  // Block files executors should delete, once each.
+  std::vector<BlocksToDrop> takeBlocksToDrop();
+
+  // Drops a persisted stage ("job-1/words") of an ended job: its blocks are deleted and its
+  // executors idle out after executorIdleTimeout again. Returns "" when done, else why not
+  // (unknown, not persisted, its job still running).
+  std::string unpersist(const std::string& stageId);
+  std::vector<CachedStageSummary> cachedStages() const;
+  // Pending tasks of runnable stages by the node they prefer: where containers should be asked.
+  std::map<std::string, int64_t> pendingTasksByPreferredNode() const;
+  // Stage ids ("<jobId>/<stage>") with blocks on the executor.
+  std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
+  const BlockRegistry& blocks() const { return blocks_; }
+
+  // Speculation (Spark's checkSpeculatableTasks): marks tasks running longer than multiplier x
+  // the median successful duration, once quantile of their stage has succeeded, for a second
+  // copy. Call it often; it looks at most once per speculation.interval. Returns how many were
+  // marked.
+  int checkSpeculatableTasks();
 
   int64_t pendingTaskCount() const;
   int64_t runningTaskCount() const { return static_cast<int64_t>(runningTasks_.size()); }
@@ -164,13 +234,37 @@ class TaskScheduler {
     TaskAttempt attempt;
     std::string executorId;
     TimeMs startMs = 0;
+    bool speculative = false;
   };
 
   void submitStage(JobRun& job, size_t stage);
   void completeStage(JobRun& job, size_t stage);
+  // The stage's tasks' preferred places from where their inputs are (and preferred_hosts).
+  void updatePreferences(JobRun& job, size_t stage);
+  std::vector<rest::BlockInput> inputsOf(const JobRun& job, size_t stage, int64_t index) const;
+  // A task's output blocks are in: registered, and reported to the allocation policy.
+  void registerOutput(JobRun& job, size_t stage, int64_t index, const std::string& executorId,
+                      const std::vector<rest::BlockOutput>& blocks);
+  // Outputs lost (executor gone, fetch failed): their stages run the missing tasks again.
+  void handleLostOutputs(const std::map<std::string, std::vector<int64_t>>& lost,
+                         const std::string& why);
+  void rerunStage(JobRun& job, size_t stage, const std::vector<int64_t>& indices,
+                  const std::string& why);
+  void handleFetchFailure(const RunningTask& task, int64_t taskId,
+                          const rest::TaskStatusUpdate& update);
+  // The job ended: shuffle data released, its blocks dropped unless persisted, its
+  // unpersist list carried out.
+  void releaseJobData(JobRun& job);
+  void dropStageBlocks(const std::string& stageId, const std::set<std::string>& executors);
+  // The other running copies of a task that just succeeded.
+  void killOtherCopies(const JobRun& job, size_t stage, int64_t index, int64_t winner);
+  // The active TaskSets in the order offers go to them.
+  std::vector<std::pair<JobRun*, size_t>> sortedTaskSets() const;
+  std::optional<TaskOffer> speculativeOffer(JobRun& job, size_t stage,
+                                            const std::string& executorId);
   void failJob(JobRun& job, std::optional<size_t> failedStage, const std::string& message);
-  rest::TaskLaunch launchTask(JobRun& job, size_t stage, TaskAttempt attempt,
-                              const std::string& executorId);
+  rest::TaskLaunch launchTask(JobRun& job, size_t stage, const TaskOffer& offer,
+                              const std::string& executorId, bool speculative);
   // Takes a running task out of every index; returns it and whether its kill was requested.
   RunningTask removeRunning(int64_t taskId, bool* killRequested);
   // An attempt ended without success through no fault of the task (lost executor,
@@ -196,6 +290,12 @@ class TaskScheduler {
   std::unordered_map<std::string, std::set<int64_t>> runningByExecutor_;
   std::unordered_set<int64_t> killRequested_;
   std::vector<TaskToKill> tasksToKill_;
+  BlockRegistry blocks_;
+  std::unordered_map<std::string, std::pair<JobRun*, size_t>> stagesById_;  // "<jobId>/<id>"
+  std::unordered_map<std::string, std::string> executorNodes_;              // from offers
+  std::set<std::string> persisted_;  // persisted stages of ended jobs, until unpersisted
+  std::vector<BlocksToDrop> blocksToDrop_;
+  TimeMs lastSpeculationCheckMs_ = -1;
 };
 
 }  // namespace tide::am

@@ -4,11 +4,28 @@
 
 namespace tide::am {
 
+const char* taskLocalityName(TaskLocality locality) {
+  switch (locality) {
+    case TaskLocality::kProcessLocal:
+      return "PROCESS_LOCAL";
+    case TaskLocality::kNodeLocal:
+      return "NODE_LOCAL";
+    case TaskLocality::kNoPref:
+      return "NO_PREF";
+    case TaskLocality::kRackLocal:
+      return "RACK_LOCAL";
+    case TaskLocality::kAny:
+      return "ANY";
+  }
+  return "ANY";
+}
+
 TaskSetManager::TaskSetManager(int64_t numTasks)
     : numTasks_(numTasks), succeededBits_(static_cast<size_t>(numTasks), false) {}
 
 int64_t TaskSetManager::pendingCount() const {
   if (aborted_) return 0;
+  if (hasPreferences()) return pendingWithPreferences_;
   return (numTasks_ - nextFreshIndex_) + static_cast<int64_t>(requeued_.size());
 }
 
@@ -20,6 +37,11 @@ bool TaskSetManager::isSucceeded(int64_t index) const {
 
 std::optional<TaskAttempt> TaskSetManager::launchNext() {
   if (aborted_) return std::nullopt;
+  if (hasPreferences()) {
+    std::optional<int64_t> index = popPending(pendingAll_);
+    if (!index) return std::nullopt;
+    return takeIndex(*index);
+  }
   while (!requeued_.empty()) {
     const TaskAttempt next = requeued_.front();
     requeued_.pop_front();
@@ -46,6 +68,7 @@ bool TaskSetManager::markSucceeded(int64_t index, DurationMs duration) {
   durationSumMs_ += duration;
   durationMinMs_ = succeeded_ == 0 ? duration : std::min(durationMinMs_, duration);
   durationMaxMs_ = std::max(durationMaxMs_, duration);
+  if (keepDurations_) durations_.push_back(duration);
   ++succeeded_;
   return true;
 }
@@ -61,11 +84,272 @@ int TaskSetManager::failureCount(int64_t index) const {
 
 void TaskSetManager::requeueFront(int64_t index, int attempt) {
   if (aborted_ || isSucceeded(index)) return;
+  if (hasPreferences()) {
+    if (pendingBits_[static_cast<size_t>(index)]) return;
+    pendingBits_[static_cast<size_t>(index)] = true;
+    ++pendingWithPreferences_;
+    nextAttempt_[index] = attempt;
+    fileUnderPlaces(index, /*front=*/true);
+    return;
+  }
   requeued_.push_front(TaskAttempt{index, attempt});
+}
+
+int64_t TaskSetManager::resubmit(const std::vector<int64_t>& indices) {
+  if (aborted_) return 0;
+  if (succeededBits_.empty() && allSucceeded()) {
+    succeededBits_.assign(static_cast<size_t>(numTasks_), true);  // released after success
+  }
+  if (succeededBits_.empty()) return 0;
+  int64_t requeued = 0;
+  for (int64_t index : indices) {
+    if (index < 0 || index >= numTasks_) continue;
+    auto bit = succeededBits_[static_cast<size_t>(index)];
+    if (!bit) continue;  // pending or running already: its new output will come
+    bit = false;
+    --succeeded_;
+    // A lost output is not the task's failure: the attempt number only tells the runs apart.
+    const int attempt = failureCount(index) + 1;
+    if (hasPreferences()) {
+      pendingBits_[static_cast<size_t>(index)] = true;
+      ++pendingWithPreferences_;
+      nextAttempt_[index] = attempt;
+      fileUnderPlaces(index, /*front=*/false);
+    } else {
+      requeued_.push_back(TaskAttempt{index, attempt});
+    }
+    ++requeued;
+  }
+  return requeued;
+}
+
+void TaskSetManager::setPreferences(const std::vector<TaskPreference>& prefs, LocalityWaits waits,
+                                    TimeMs now) {
+  if (aborted_) return;
+  // Which tasks are pending now, in either mode.
+  std::vector<bool> pending(static_cast<size_t>(numTasks_), false);
+  if (hasPreferences()) {
+    pending = pendingBits_;
+  } else {
+    for (int64_t i = nextFreshIndex_; i < numTasks_; ++i) pending[static_cast<size_t>(i)] = true;
+    for (const TaskAttempt& requeued : requeued_) {
+      if (isSucceeded(requeued.index)) continue;
+      pending[static_cast<size_t>(requeued.index)] = true;
+      nextAttempt_[requeued.index] = requeued.attempt;
+    }
+    requeued_.clear();
+    nextFreshIndex_ = numTasks_;
+  }
+  preferences_.assign(static_cast<size_t>(numTasks_), TaskPreference{});
+  for (size_t i = 0; i < prefs.size() && i < preferences_.size(); ++i) preferences_[i] = prefs[i];
+  pendingBits_ = std::move(pending);
+  pendingForExecutor_.clear();
+  pendingForNode_.clear();
+  pendingWithoutPreference_.clear();
+  pendingAll_.clear();
+  pendingWithPreferences_ = 0;
+  for (int64_t i = 0; i < numTasks_; ++i) {
+    if (!pendingBits_[static_cast<size_t>(i)]) continue;
+    ++pendingWithPreferences_;
+    fileUnderPlaces(i, /*front=*/false);
+  }
+  waits_ = waits;
+  levels_ = validLocalityLevels();
+  currentLevel_ = 0;
+  lastLaunchMs_ = now;
+}
+
+void TaskSetManager::fileUnderPlaces(int64_t index, bool front) {
+  const auto file = [&](std::deque<int64_t>& list) {
+    if (front) {
+      list.push_front(index);
+    } else {
+      list.push_back(index);
+    }
+  };
+  const TaskPreference& preference = preferences_[static_cast<size_t>(index)];
+  for (const std::string& executor : preference.executors) file(pendingForExecutor_[executor]);
+  for (const std::string& node : preference.nodes) file(pendingForNode_[node]);
+  if (preference.executors.empty() && preference.nodes.empty()) file(pendingWithoutPreference_);
+  file(pendingAll_);
+}
+
+std::optional<int64_t> TaskSetManager::popPending(std::deque<int64_t>& list) {
+  while (!list.empty()) {
+    const int64_t index = list.front();
+    list.pop_front();
+    if (pendingBits_[static_cast<size_t>(index)] && !isSucceeded(index)) return index;
+  }
+  return std::nullopt;
+}
+
+TaskAttempt TaskSetManager::takeIndex(int64_t index) {
+  pendingBits_[static_cast<size_t>(index)] = false;
+  --pendingWithPreferences_;
+  int attempt = 0;
+  auto next = nextAttempt_.find(index);
+  if (next != nextAttempt_.end()) {
+    attempt = next->second;
+    nextAttempt_.erase(next);
+  }
+  ++running_;
+  return TaskAttempt{index, attempt};
+}
+
+std::vector<TaskLocality> TaskSetManager::validLocalityLevels() const {
+  std::vector<TaskLocality> levels;
+  const auto anyPending = [&](const std::unordered_map<std::string, std::deque<int64_t>>& lists) {
+    for (const auto& [place, list] : lists) {
+      for (int64_t index : list) {
+        if (pendingBits_[static_cast<size_t>(index)]) return true;
+      }
+    }
+    return false;
+  };
+  if (hasPreferences()) {
+    if (anyPending(pendingForExecutor_)) levels.push_back(TaskLocality::kProcessLocal);
+    if (anyPending(pendingForNode_)) levels.push_back(TaskLocality::kNodeLocal);
+    for (int64_t index : pendingWithoutPreference_) {
+      if (pendingBits_[static_cast<size_t>(index)]) {
+        levels.push_back(TaskLocality::kNoPref);
+        break;
+      }
+    }
+  } else {
+    levels.push_back(TaskLocality::kNoPref);
+  }
+  levels.push_back(TaskLocality::kAny);
+  return levels;
+}
+
+bool TaskSetManager::hasPendingAt(TaskLocality level) {
+  const auto anyPending = [&](std::unordered_map<std::string, std::deque<int64_t>>& lists) {
+    for (auto it = lists.begin(); it != lists.end();) {
+      std::deque<int64_t>& list = it->second;
+      while (!list.empty() &&
+             (!pendingBits_[static_cast<size_t>(list.front())] || isSucceeded(list.front()))) {
+        list.pop_front();
+      }
+      if (list.empty()) {
+        it = lists.erase(it);
+      } else {
+        return true;
+      }
+    }
+    return false;
+  };
+  switch (level) {
+    case TaskLocality::kProcessLocal:
+      return anyPending(pendingForExecutor_);
+    case TaskLocality::kNodeLocal:
+      return anyPending(pendingForNode_);
+    case TaskLocality::kNoPref:
+      while (!pendingWithoutPreference_.empty() &&
+             !pendingBits_[static_cast<size_t>(pendingWithoutPreference_.front())]) {
+        pendingWithoutPreference_.pop_front();
+      }
+      return !pendingWithoutPreference_.empty();
+    case TaskLocality::kRackLocal:
+      return false;
+    case TaskLocality::kAny:
+      return pendingWithPreferences_ > 0;
+  }
+  return false;
+}
+
+int TaskSetManager::localityIndex(TaskLocality level) const {
+  for (size_t i = 0; i < levels_.size(); ++i) {
+    if (levels_[i] == level) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+TaskLocality TaskSetManager::allowedLocality(TimeMs now) {
+  if (!hasPreferences()) return TaskLocality::kAny;
+  while (currentLevel_ + 1 < levels_.size()) {
+    const TaskLocality level = levels_[currentLevel_];
+    DurationMs wait = 0;
+    if (level == TaskLocality::kProcessLocal) wait = waits_.process;
+    if (level == TaskLocality::kNodeLocal) wait = waits_.node;
+    if (level == TaskLocality::kRackLocal) wait = waits_.rack;
+    if (!hasPendingAt(level)) {
+      // Nothing left to wait for at this level (SPARK-4939): move on at once.
+      lastLaunchMs_ = now;
+      ++currentLevel_;
+    } else if (now - lastLaunchMs_ >= wait) {
+      // Waited a whole wait without a launch at this level: accept the next one.
+      lastLaunchMs_ += wait;
+      ++currentLevel_;
+    } else {
+      return level;
+    }
+  }
+  return levels_[currentLevel_];
+}
+
+std::optional<TaskOffer> TaskSetManager::resourceOffer(const std::string& executorId,
+                                                       const std::string& node,
+                                                       TaskLocality maxLocality, TimeMs now) {
+  if (aborted_) return std::nullopt;
+  if (!hasPreferences()) {
+    std::optional<TaskAttempt> next = launchNext();
+    if (!next) return std::nullopt;
+    return TaskOffer{*next, TaskLocality::kNoPref};
+  }
+  const TaskLocality allowed = allowedLocality(now);
+  if (allowed < maxLocality) maxLocality = allowed;
+  std::optional<int64_t> index;
+  TaskLocality locality = TaskLocality::kAny;
+  if (auto list = pendingForExecutor_.find(executorId); list != pendingForExecutor_.end()) {
+    index = popPending(list->second);
+    locality = TaskLocality::kProcessLocal;
+  }
+  if (!index && maxLocality >= TaskLocality::kNodeLocal) {
+    if (auto list = pendingForNode_.find(node); list != pendingForNode_.end()) {
+      index = popPending(list->second);
+      locality = TaskLocality::kNodeLocal;
+    }
+  }
+  if (!index && maxLocality >= TaskLocality::kNoPref) {
+    index = popPending(pendingWithoutPreference_);
+    locality = TaskLocality::kNoPref;
+  }
+  if (!index && maxLocality >= TaskLocality::kAny) {
+    index = popPending(pendingAll_);
+    locality = TaskLocality::kAny;
+  }
+  if (!index) return std::nullopt;
+  if (locality != TaskLocality::kNoPref) {
+    // Spark: a launch at a level resets the wait there, so the stage stays as local as it
+    // just managed to be.
+    const int level = localityIndex(locality);
+    if (level >= 0) currentLevel_ = static_cast<size_t>(level);
+    lastLaunchMs_ = now;
+  }
+  return TaskOffer{takeIndex(*index), locality};
+}
+
+std::map<std::string, int64_t> TaskSetManager::pendingTasksByNode() const {
+  std::map<std::string, int64_t> counts;
+  if (!hasPreferences() || aborted_) return counts;
+  for (int64_t i = 0; i < numTasks_; ++i) {
+    if (!pendingBits_[static_cast<size_t>(i)]) continue;
+    for (const std::string& node : preferences_[static_cast<size_t>(i)].nodes) ++counts[node];
+  }
+  return counts;
+}
+
+void TaskSetManager::executorLost(const std::string& executorId) {
+  pendingForExecutor_.erase(executorId);
 }
 
 void TaskSetManager::abort() {
   aborted_ = true;
+  pendingWithPreferences_ = 0;
+  pendingForExecutor_.clear();
+  pendingForNode_.clear();
+  pendingWithoutPreference_.clear();
+  pendingAll_.clear();
   requeued_.clear();
   requeued_.shrink_to_fit();
   std::vector<bool>().swap(succeededBits_);

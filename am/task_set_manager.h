@@ -1,13 +1,19 @@
 #pragma once
 
-// The bookkeeping of one submitted stage's tasks (Spark's TaskSetManager, without locality or
-// speculation). Tasks are not objects until they run: a stage of a million tasks costs a
+// The bookkeeping of one submitted stage's tasks (Spark's TaskSetManager). Tasks are not
+// objects until they run: a stage of a million tasks without locality preferences costs a
 // counter, a bitmap of 125 KB and entries only for the tasks that are running, re-queued or
-// have failed. Pure state: the TaskScheduler decides what happens on each event.
+// have failed. A stage whose tasks prefer places (their inputs' executors and nodes, or the
+// job's preferred_hosts) keeps per-place pending lists and does Spark's delay scheduling: it
+// launches at the most local level it has tasks for and moves one level down after that
+// level's locality wait passes without a launch. Pure state, time passed in: the
+// TaskScheduler decides what happens on each event.
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -21,9 +27,59 @@ struct TaskAttempt {
   int attempt = 0;
 };
 
+// Spark's TaskLocality, most local first. RACK_LOCAL is kept for the order and the config key;
+// tide has no rack information, so no task is ever rack-local.
+enum class TaskLocality { kProcessLocal, kNodeLocal, kNoPref, kRackLocal, kAny };
+const char* taskLocalityName(TaskLocality locality);  // "PROCESS_LOCAL", ...
+inline constexpr int kLocalityLevelCount = 5;
+
+// locality.wait.process / .node / .rack (each defaulting to locality.wait).
+struct LocalityWaits {
+  DurationMs process = 3000;
+  DurationMs node = 3000;
+  DurationMs rack = 3000;
+};
+
+// Where one task would like to run.
+struct TaskPreference {
+  std::vector<std::string> executors;  // PROCESS_LOCAL
+  std::vector<std::string> nodes;      // NODE_LOCAL
+};
+
+// A task to launch and how local it is where it goes.
+struct TaskOffer {
+  TaskAttempt attempt;
+  TaskLocality locality = TaskLocality::kNoPref;
+};
+
 class TaskSetManager {
  public:
   explicit TaskSetManager(int64_t numTasks);
+
+  // Gives the tasks places to prefer (index i: prefs[i]; a shorter vector leaves the rest
+  // without preference) and starts delay scheduling at `now`. Every pending task is filed
+  // under its places. Without this call no task has a preference.
+  void setPreferences(const std::vector<TaskPreference>& prefs, LocalityWaits waits, TimeMs now);
+  bool hasPreferences() const { return !preferences_.empty(); }
+  // Spark's myLocalityLevels: the levels this stage has pending tasks for, then ANY.
+  std::vector<TaskLocality> validLocalityLevels() const;
+  // Spark's getAllowedLocalityLevel: the most local level delay scheduling allows at `now`;
+  // moves down a level when the current one has no pending tasks or its wait has passed
+  // since the last launch at it.
+  TaskLocality allowedLocality(TimeMs now);
+  // Spark's resourceOffer: a pending task for a slot on `executorId` at `node`, no less local
+  // than `maxLocality` nor than allowedLocality(now) permits. Without preferences: the next
+  // task (launchNext), NO_PREF.
+  std::optional<TaskOffer> resourceOffer(const std::string& executorId, const std::string& node,
+                                         TaskLocality maxLocality, TimeMs now);
+  // Pending tasks by node they prefer (a task preferring two nodes counts on both).
+  std::map<std::string, int64_t> pendingTasksByNode() const;
+  // The executor is gone: tasks preferring it fall back to their nodes.
+  void executorLost(const std::string& executorId);
+
+  // Re-runs succeeded tasks whose output was lost (lineage): each becomes pending again, as
+  // its next attempt. Returns how many were re-queued.
+  int64_t resubmit(const std::vector<int64_t>& indices);
 
   int64_t numTasks() const { return numTasks_; }
   // Tasks waiting to launch: never launched, or re-queued after a failure or a lost executor.
@@ -60,12 +116,23 @@ class TaskSetManager {
 
   int64_t failedAttempts() const { return failedAttempts_; }
   void countFailedAttempt() { ++failedAttempts_; }
+  // Keep every successful duration (for speculation's median); off by default, since it
+  // costs 8 bytes per task.
+  void keepDurations() { keepDurations_ = true; }
+  const std::vector<DurationMs>& successfulDurations() const { return durations_; }
   // Durations of the successful attempts.
   DurationMs durationSumMs() const { return durationSumMs_; }
   DurationMs durationMinMs() const { return succeeded_ > 0 ? durationMinMs_ : 0; }
   DurationMs durationMaxMs() const { return durationMaxMs_; }
 
  private:
+  int localityIndex(TaskLocality level) const;
+  bool hasPendingAt(TaskLocality level);
+  // Pops the first still-pending index of a list (entries are removed lazily).
+  std::optional<int64_t> popPending(std::deque<int64_t>& list);
+  void fileUnderPlaces(int64_t index, bool front);
+  TaskAttempt takeIndex(int64_t index);
+
   int64_t numTasks_;
   int64_t nextFreshIndex_ = 0;        // indices below it have been launched at least once
   std::deque<TaskAttempt> requeued_;  // to launch before any fresh index, front first
@@ -78,6 +145,23 @@ class TaskSetManager {
   DurationMs durationSumMs_ = 0;
   DurationMs durationMinMs_ = 0;
   DurationMs durationMaxMs_ = 0;
+  bool keepDurations_ = false;
+  std::vector<DurationMs> durations_;
+
+  // Locality (only once setPreferences was called). Lists hold indices that were pending when
+  // filed; launched or succeeded ones are skipped when met.
+  std::vector<TaskPreference> preferences_;
+  std::vector<bool> pendingBits_;
+  int64_t pendingWithPreferences_ = 0;
+  std::unordered_map<int64_t, int> nextAttempt_;  // re-queued indices' next attempt number
+  std::unordered_map<std::string, std::deque<int64_t>> pendingForExecutor_;
+  std::unordered_map<std::string, std::deque<int64_t>> pendingForNode_;
+  std::deque<int64_t> pendingWithoutPreference_;
+  std::deque<int64_t> pendingAll_;
+  LocalityWaits waits_;
+  std::vector<TaskLocality> levels_;
+  size_t currentLevel_ = 0;
+  TimeMs lastLaunchMs_ = 0;
 };
 
 }  // namespace tide::am

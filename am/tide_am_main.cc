@@ -12,7 +12,9 @@
 
 #include "am/am_config.h"
 #include "am/application_master.h"
+#include "am/bounds_reload.h"
 #include "am/job.h"
+#include "am/slurm_client.h"
 #include "am/tide_rm_client.h"
 #include "common/child_process.h"
 #include "common/command_line.h"
@@ -58,30 +60,58 @@ int main(int argc, char** argv) {
         } else if (!config.session) {
           throw ConfigError("--job FILE is required (or --session)");
         }
-        if (cli.properties().getString("am.resourceManager") != "tide") {
+        const std::string resourceManager = cli.properties().getString("am.resourceManager");
+        if (resourceManager != "tide" && resourceManager != "slurm") {
           throw ConfigError(cli.properties().describe("am.resourceManager") +
-                            ": only 'tide' is supported by this build");
+                            ": expected 'tide' or 'slurm'");
         }
-        am::AmIdentity identity{environment("TIDE_APPLICATION_ID"),
-                                environment("TIDE_APP_ATTEMPT_ID"), environment("TIDE_APP_SECRET"),
-                                selfDirectory() + "/tide-executor"};
+        const bool onSlurm = resourceManager == "slurm";
+        const std::string applicationId = environment("TIDE_APPLICATION_ID");
+        // Slurm has no application attempts: one AM per application.
+        const char* attempt = std::getenv("TIDE_APP_ATTEMPT_ID");
+        am::AmIdentity identity{applicationId,
+                                onSlurm && (attempt == nullptr || *attempt == '\0')
+                                    ? applicationId + "-attempt-1"
+                                    : environment("TIDE_APP_ATTEMPT_ID"),
+                                environment("TIDE_APP_SECRET"), selfDirectory() + "/tide-executor"};
+        std::unique_ptr<am::ResourceManagerClient> rm;
+        if (onSlurm) {
+          // Set by the job script of `tide submit --master slurm+...`: the AM's own Slurm job.
+          std::optional<int64_t> amJob;
+          if (const char* id = std::getenv("TIDE_SLURM_AM_JOB_ID"); id != nullptr && *id != '\0')
+            amJob = std::stoll(id);
+          rm = std::make_unique<am::SlurmClient>(
+              am::SlurmBackendSettings::fromProperties(cli.properties()), applicationId, amJob);
+        }
+
+        // SIGHUP re-reads the properties file (with the --conf values on top) for new bounds.
+        am::BoundsReloader reloader = am::BoundsReloader::fromCommandLine(
+            cli.propertiesFile(), cli.properties(), config.allocation.bounds);
 
         // Signals are taken by one thread (sigwait), so the others never see them.
         sigset_t stopSignals;
         sigemptyset(&stopSignals);
         sigaddset(&stopSignals, SIGTERM);
         sigaddset(&stopSignals, SIGINT);
+        sigaddset(&stopSignals, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
 
-        auto rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment());
+        if (!rm) rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment());
         am::ApplicationMaster master(std::move(config), identity, std::move(rm));
         master.start();
         if (job) master.submitJob(std::move(*job));
 
         std::thread signals([&] {
           int sig = 0;
-          if (sigwait(&stopSignals, &sig) == 0 && sig != SIGUSR2) {
-            master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(sig));
+          while (sigwait(&stopSignals, &sig) == 0) {
+            if (sig == SIGHUP) {
+              reloader.reload(master);
+              continue;
+            }
+            if (sig != SIGUSR2) {
+              master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(sig));
+            }
+            break;
           }
         });
         signals.detach();

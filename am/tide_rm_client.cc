@@ -49,7 +49,27 @@ HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
   rest::ResourceRequest any;
   any.priority = ask.priority;
   any.resource = ask.resource;
-  any.numContainers = ask.outstanding;
+  int onHosts = 0;
+  std::set<std::string> asked;
+  for (const auto& [host, count] : ask.hostAsks) {
+    asked.insert(host);
+    // tide-rm grants each ask on its own, so the host asks and "*" add up to `outstanding`.
+    rest::ResourceRequest local = any;
+    local.resourceName = host;
+    local.numContainers = count;
+    local.relaxLocality = true;
+    request.asks.push_back(local);
+    onHosts += count;
+  }
+  for (const std::string& host : askedHosts_) {
+    if (asked.count(host) != 0) continue;
+    rest::ResourceRequest withdrawn = any;
+    withdrawn.resourceName = host;
+    withdrawn.numContainers = 0;
+    request.asks.push_back(withdrawn);
+  }
+  askedHosts_ = std::move(asked);
+  any.numContainers = std::max(0, ask.outstanding - onHosts);
   request.asks.push_back(any);
   request.releases = ask.releases;
   auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/allocate", rest::toJson(request));

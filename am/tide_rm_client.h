@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "am/resource_manager_client.h"
@@ -36,6 +37,9 @@ class TideRmClient final : public ResourceManagerClient {
   TideRmAttempt attempt_;
   rest::HttpClient rm_;
   int64_t responseId_ = 0;
+  // Hosts the last heartbeat asked containers on: an ask that is not repeated is sent as 0, or
+  // tide-rm would keep it outstanding.
+  std::set<std::string> askedHosts_;
   std::mutex nodesMutex_;
   std::map<std::string, std::unique_ptr<rest::HttpClient>> nodes_;
 };

@@ -76,6 +76,8 @@ std::vector<KeyInfo> buildKeyTable() {
           kMs),
       key("scheduler.mode", K::kString, "FIFO", "Scheduling between jobs: FIFO or FAIR", 1,
           {"FIFO", "FAIR"}),
+      key("scheduler.allocation.file", K::kString, "",
+          "FAIR pools (weight, minShare, schedulingMode): a fairscheduler.xml or properties file"),
       key("speculation", K::kBool, "false", "Re-launch slow tasks speculatively"),
       key("speculation.quantile", K::kDouble, "0.75",
           "Fraction of a stage's tasks that must finish before speculating"),
@@ -144,6 +146,9 @@ std::vector<KeyInfo> buildKeyTable() {
       key("slurm.user", K::kString, "", "User name sent to slurmrestd (default: current user)"),
       key("slurm.tokenFile", K::kString, "",
           "File holding the JWT for slurmrestd (default: $SLURM_JWT)"),
+      key("slurm.workDir", K::kString, "",
+          "Executor jobs' working directory and logs; must exist on the compute nodes "
+          "(default: /tmp/tide-slurm-<appId>)"),
   };
 }
 

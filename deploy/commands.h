@@ -8,5 +8,6 @@ namespace tide::deploy {
 int runSimulateCommand(int argc, char** argv);
 int runRunCommand(int argc, char** argv);
 int runSubmitCommand(int argc, char** argv);
+int runStatusCommand(int argc, char** argv);
 
 }  // namespace tide::deploy

@@ -16,6 +16,7 @@
 #include "deploy/am_submission.h"
 #include "deploy/commands.h"
 #include "deploy/embedded_cluster.h"
+#include "deploy/slurm_submission.h"
 
 namespace tide::deploy {
 namespace {
@@ -115,7 +116,9 @@ int runSubmitCommand(int argc, char** argv) {
                   "Submits a job's application master to a running tide-rm (YARN's cluster "
                   "mode) and prints its application id.");
   cli.addPositional("JOB", "The job file (JSON); it must be readable where the AM runs");
-  cli.addOption("master", "URL", "The resource manager, e.g. http://HOST:8088");
+  cli.addOption("master", "URL",
+                "The resource manager: tide-rm at http://HOST:8088, or Slurm's slurmrestd at "
+                "slurm+http://HOST:6820 (or slurm+unix:/path/to/socket)");
   cli.addFlag("wait", "Follow the application and exit with its final status");
   cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
   return runMain(
@@ -124,8 +127,10 @@ int runSubmitCommand(int argc, char** argv) {
         Properties& props = cli.properties();
         auto master = cli.option("master");
         if (!master) throw ConfigError("--master URL is required (e.g. http://127.0.0.1:8088)");
-        if (master->rfind("http://", 0) != 0) {
-          throw ConfigError("--master " + *master + ": expected http://HOST:PORT");
+        const std::optional<std::string> slurmUrl = slurmUrlOfMaster(*master);
+        if (master->rfind("http://", 0) != 0 && !slurmUrl) {
+          throw ConfigError("--master " + *master +
+                            ": expected http://HOST:PORT or slurm+http://HOST:PORT");
         }
         const std::string jobFile = absolute(*cli.positional("JOB"));
         std::string jobName;
@@ -137,6 +142,13 @@ int runSubmitCommand(int argc, char** argv) {
         submission.conf = commandLineConf(props);
         submission.session = cli.flag("session");
         submission.binDir = selfDirectory();
+        if (slurmUrl) {
+          struct sigaction action {};
+          action.sa_handler = onInterrupt;
+          sigaction(SIGINT, &action, nullptr);
+          return runSlurmSubmit(*slurmUrl, submission, props, cli.flag("wait"),
+                                [] { return interruptedFlag.load(); });
+        }
         ClusterClient client(*master);
         const std::string appId = submitApplicationMaster(client, submission, props);
         std::cout << appId << std::endl;

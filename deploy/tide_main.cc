@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
      tide::deploy::runRunCommand},
     {"submit", "Submit a job's application master to a running tide-rm",
      tide::deploy::runSubmitCommand},
+    {"status", "Show a running application's allocation: executors, tasks, decisions",
+     tide::deploy::runStatusCommand},
     {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",
      tide::deploy::runSimulateCommand},
 };

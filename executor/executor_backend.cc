@@ -48,9 +48,10 @@ std::string excerpt(const std::string& body) {
 
 }  // namespace
 
-ExecutorBackend::ExecutorBackend(ExecutorSettings settings, TaskRunner& runner)
+ExecutorBackend::ExecutorBackend(ExecutorSettings settings, TaskRunner& runner, BlockStore* blocks)
     : settings_(std::move(settings)),
       runner_(runner),
+      blocks_(blocks),
       client_(settings_.amAddress, clientOptions(settings_, log_)),
       syncPath_("/api/v1/executors/" + settings_.executorId + "/sync"),
       jitter_(std::random_device{}()) {}
@@ -162,6 +163,8 @@ bool ExecutorBackend::registerWithAm() {
   registration.executorId = settings_.executorId;
   registration.containerId = settings_.containerId;
   registration.host = hostName();
+  registration.port = settings_.blockPort;
+  registration.node = settings_.nodeId;
   registration.cores = settings_.cores;
   registration.pid = ::getpid();
   std::optional<rest::HttpResponse> response =
@@ -232,6 +235,14 @@ int ExecutorBackend::run() {
       if (reply.shutdown) {
         leave(0, "the AM released this executor", false);
         break;
+      }
+      for (const std::string& prefix : reply.dropBlocks) {
+        if (blocks_ == nullptr) continue;
+        if (blocks_->drop(prefix)) {
+          TIDE_LOG(log_, debug) << "dropped blocks " << prefix;
+        } else {
+          log_.warn() << "cannot drop blocks '" << prefix << "'";
+        }
       }
       for (int64_t taskId : reply.kills) runner_.kill(taskId);
       for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "common/logging.h"
+#include "executor/block_store.h"
 #include "executor/executor_settings.h"
 #include "executor/task_runner.h"
 #include "rest/http_client.h"
@@ -36,8 +37,9 @@ namespace tide::executor {
 
 class ExecutorBackend {
  public:
-  // `runner` must outlive the backend.
-  ExecutorBackend(ExecutorSettings settings, TaskRunner& runner);
+  // `runner` (and `blocks`, when given) must outlive the backend. The AM's dropBlocks are
+  // deleted from `blocks`.
+  ExecutorBackend(ExecutorSettings settings, TaskRunner& runner, BlockStore* blocks = nullptr);
   ExecutorBackend(const ExecutorBackend&) = delete;
   ExecutorBackend& operator=(const ExecutorBackend&) = delete;
 
@@ -65,6 +67,7 @@ class ExecutorBackend {
 
   ExecutorSettings settings_;
   TaskRunner& runner_;
+  BlockStore* blocks_;
   Logger log_{"executor"};  // before client_, whose options log through it
   rest::HttpClient client_;
   std::chrono::milliseconds heartbeatInterval_{1000};

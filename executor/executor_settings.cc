@@ -68,6 +68,7 @@ ExecutorSettings readExecutorSettings(const Properties& properties,
   settings.executorId = required.get(kExecutorIdEnv, "this executor's id");
   settings.containerId = required.get(kContainerIdEnv, "this executor's container id");
   required.throwIfMissing();
+  settings.nodeId = environment(kNodeIdEnv).value_or("");
   if (settings.amAddress.rfind("http://", 0) != 0 && settings.amAddress.rfind("https://", 0) != 0) {
     throw ConfigError("the AM address '" + settings.amAddress +
                       "' is not an http:// or https:// URL");

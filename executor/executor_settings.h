@@ -19,12 +19,16 @@ inline constexpr char kAmAddressEnv[] = "TIDE_AM_ADDRESS";
 inline constexpr char kAppSecretEnv[] = "TIDE_APP_SECRET";
 inline constexpr char kExecutorIdEnv[] = "TIDE_EXECUTOR_ID";
 inline constexpr char kContainerIdEnv[] = "TIDE_CONTAINER_ID";
+// Optional: the node manager node the container runs on, the AM's unit of locality.
+inline constexpr char kNodeIdEnv[] = "TIDE_NODE_ID";
 
 struct ExecutorSettings {
   std::string amAddress;    // "http://host:port"
   std::string appSecret;    // sent as a bearer token; never logged
   std::string executorId;   // e1, e2, ...
   std::string containerId;  // the NM's container this process runs in
+  std::string nodeId;       // TIDE_NODE_ID; empty when not given
+  int blockPort = 0;        // where this executor serves its blocks (set once it listens)
   int cores = 1;            // executor.cores
   int taskCpus = 1;         // task.cpus
   DurationMs networkTimeout = 120'000;

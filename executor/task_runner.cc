@@ -98,6 +98,8 @@ TaskRunner::~TaskRunner() {
   }
   wakeSupervisor();
   supervisor_.join();
+  // A preparer sees stopping_ and starts nothing; its fetch runs out on its own timeouts.
+  for (auto& [taskId, preparer] : preparers_) preparer.join();
   // Only this thread is left: take every process group down and reap its leader, so that no
   // task outlives the executor and no zombie is left behind.
   for (auto& [taskId, task] : tasks_) {
@@ -144,6 +146,43 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
         log_.warn() << "task " << launch.taskId << " is already running; ignoring its relaunch";
         return;
       }
+      if (!launch.inputs.empty()) {
+        // Running (for the AM and the slot count) from now on, though it has no process yet.
+        RunningTask task;
+        task.kind = TaskKind::kPreparing;
+        task.startedAt = now;
+        tasks_.emplace(launch.taskId, std::move(task));
+      }
+    }
+    // Only this (the caller's) thread adds or joins preparers.
+    std::vector<int64_t> finished;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      finished.swap(finishedPreparers_);
+    }
+    for (int64_t taskId : finished) {
+      auto preparer = preparers_.find(taskId);
+      if (preparer == preparers_.end()) continue;
+      preparer->second.join();
+      preparers_.erase(preparer);
+    }
+    if (!launch.inputs.empty()) {
+      // An earlier preparer of the same id (never from one AM, which numbers tasks uniquely)
+      // is done with it, since the task is not running: join before replacing.
+      auto earlier = preparers_.find(launch.taskId);
+      if (earlier != preparers_.end()) {
+        earlier->second.join();
+        std::lock_guard<std::mutex> lock(mutex_);
+        finishedPreparers_.erase(
+            std::remove(finishedPreparers_.begin(), finishedPreparers_.end(), launch.taskId),
+            finishedPreparers_.end());
+      }
+      preparers_[launch.taskId] = std::thread([this, launch, now] {
+        prepareAndStart(launch, now);
+        std::lock_guard<std::mutex> lock(mutex_);
+        finishedPreparers_.push_back(launch.taskId);
+      });
+      return;
     }
     startCommand(launch, now);
     return;
@@ -151,6 +190,45 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
   std::lock_guard<std::mutex> lock(mutex_);
   finishWithoutProcessLocked(launch.taskId, kFailed, kNoProcessExitCode,
                              "unknown task kind '" + launch.kind + "'", now, now);
+}
+
+void TaskRunner::prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt) {
+  const std::filesystem::path taskDir =
+      taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
+  std::optional<FetchFailure> failure;
+  if (options_.fetchInputs) {
+    failure = options_.fetchInputs(launch.inputs, taskDir / "input");
+  } else {
+    failure = FetchFailure{launch.inputs.front(), "this executor cannot fetch blocks"};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = tasks_.find(launch.taskId);
+    if (it == tasks_.end()) return;
+    const TimeMs now = clock_->nowMs();
+    if (stopping_ || it->second.killRequested) {
+      tasks_.erase(it);
+      finishWithoutProcessLocked(launch.taskId, kKilled, kNoProcessExitCode,
+                                 "killed while fetching its inputs", launchedAt, now);
+      return;
+    }
+    if (failure) {
+      log_.warn() << "task " << launch.taskId << " cannot fetch its input: " << failure->reason;
+      tasks_.erase(it);
+      rest::TaskStatusUpdate update;
+      update.taskId = launch.taskId;
+      update.state = "FETCH_FAILED";
+      update.exitCode = kNoProcessExitCode;
+      update.reason = "fetch failed: " + failure->reason;
+      update.durationMs = std::max<TimeMs>(0, now - launchedAt);
+      update.failedInput = failure->input;
+      reportLocked(std::move(update));
+      return;
+    }
+    // startCommand registers the process under the same id; a kill arriving from here on
+    // finds the preparing entry and is honoured there.
+  }
+  startCommand(launch, launchedAt);
 }
 
 std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& launch) const {
@@ -161,6 +239,10 @@ std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& lau
   overrides[kAttemptEnv] = std::to_string(launch.attempt);
   overrides[kJobIdEnv] = launch.jobId;
   overrides[kTaskIdEnv] = std::to_string(launch.taskId);
+  const std::filesystem::path taskDir =
+      taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
+  overrides[kOutputDirEnv] = (taskDir / "output").string();
+  overrides[kInputDirEnv] = (taskDir / "input").string();
   std::vector<std::string> entries;
   entries.reserve(baseEnvironment_.size() + overrides.size());
   for (const std::string& entry : baseEnvironment_) {
@@ -174,6 +256,7 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
   const auto fail = [&](int exitCode, std::string reason) {
     log_.warn() << "task " << launch.taskId << " could not start: " << reason;
     std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.erase(launch.taskId);  // a task that was preparing its inputs
     finishWithoutProcessLocked(launch.taskId, kFailed, exitCode, std::move(reason), now,
                                clock_->nowMs());
   };
@@ -181,7 +264,8 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
   const std::filesystem::path taskDir =
       taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
   std::error_code error;
-  std::filesystem::create_directories(taskDir, error);
+  std::filesystem::create_directories(taskDir / "output", error);
+  if (!error) std::filesystem::create_directories(taskDir / "input", error);
   if (error) {
     fail(kNoProcessExitCode,
          "cannot create task directory " + taskDir.string() + ": " + error.message());
@@ -269,10 +353,17 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     task.pid = pid;
     task.pidfd = pidfd;
     task.stderrPath = std::move(stderrPath);
-    tasks_.emplace(launch.taskId, std::move(task));
+    task.owner = TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir};
+    task.outputDir = taskDir / "output";
+    // A task that was preparing its inputs may have been asked to stop meanwhile.
+    auto preparing = tasks_.find(launch.taskId);
+    const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
+    RunningTask& stored = tasks_[launch.taskId];
+    stored = std::move(task);
     if (launch.timeoutMs > 0) {
       addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
     }
+    if (killedWhilePreparing || stopping_) killLocked(launch.taskId, stored, clock_->nowMs());
   }
   // The supervisor's poll() must start watching the new pidfd.
   wakeSupervisor();
@@ -301,6 +392,11 @@ void TaskRunner::killAll() {
 }
 
 void TaskRunner::killLocked(int64_t taskId, RunningTask& task, TimeMs now) {
+  if (task.kind == TaskKind::kPreparing) {
+    // No process yet: its preparer reports it KILLED (or kills the process it just started).
+    task.killRequested = true;
+    return;
+  }
   if (task.kind == TaskKind::kSleep) {
     const TimeMs startedAt = task.startedAt;
     tasks_.erase(taskId);  // its timers go stale and are dropped when due
@@ -474,6 +570,14 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   } else {
     update.state = kFailed;
     update.reason = std::move(howItEnded);
+  }
+  if (update.state == kFinished && options_.commitOutputs) {
+    try {
+      update.blocks = options_.commitOutputs(task.owner, task.outputDir);
+    } catch (const std::exception& e) {
+      update.state = kFailed;
+      update.reason = std::string("cannot keep its output: ") + e.what();
+    }
   }
   if (update.state == kFailed) {
     update.stderrTail = readFileTail(task.stderrPath, options_.stderrTailBytes);

@@ -12,6 +12,12 @@
 //            its update, so the scheduler can be measured without process costs.
 //   sleep    FINISHED after sleepMs, on the runner's timer list.
 //
+// Data: a command task writes its output into $TIDE_OUTPUT_DIR (task dir/output) and reads its
+// inputs from $TIDE_INPUT_DIR (task dir/input). A task with launch.inputs first has them put
+// there by options.fetchInputs, on a thread of its own (fetching may wait on other hosts); a
+// fetch that fails ends the task FETCH_FAILED without starting it. When a command task
+// finishes, options.commitOutputs turns its output dir into blocks, listed in its update.
+//
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
 // (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1))
@@ -32,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +49,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "executor/block_fetcher.h"
 #include "rest/messages/executor.h"
 
 namespace tide::executor {
@@ -52,6 +60,22 @@ inline constexpr char kStageIdEnv[] = "TIDE_STAGE_ID";
 inline constexpr char kAttemptEnv[] = "TIDE_ATTEMPT";
 inline constexpr char kJobIdEnv[] = "TIDE_JOB_ID";
 inline constexpr char kTaskIdEnv[] = "TIDE_TASK_ID";
+inline constexpr char kOutputDirEnv[] = "TIDE_OUTPUT_DIR";
+inline constexpr char kInputDirEnv[] = "TIDE_INPUT_DIR";
+
+// Which task an output belongs to, for turning it into blocks.
+struct TaskOutputOwner {
+  std::string jobId;
+  std::string stageId;
+  int64_t index = 0;
+  std::string collectDir;  // launch.collectDir
+};
+// Places a task's inputs under inputDir; nullopt when all are there.
+using FetchInputsFunction = std::function<std::optional<FetchFailure>(
+    const std::vector<rest::BlockInput>& inputs, const std::filesystem::path& inputDir)>;
+// Keeps a finished task's output dir as blocks (and collects them); throws to fail the task.
+using CommitOutputsFunction = std::function<std::vector<rest::BlockOutput>(
+    const TaskOutputOwner& owner, const std::filesystem::path& outputDir)>;
 
 // The reported exit code of a command that could not be started (as a shell reports it).
 inline constexpr int kSpawnFailedExitCode = 127;
@@ -71,6 +95,9 @@ struct TaskRunnerOptions {
   size_t stderrTailBytes = 4096;
   // Null: a SteadyClock owned by the runner.
   const Clock* clock = nullptr;
+  // Unset: a task with inputs fails FETCH_FAILED; outputs stay in the task dir.
+  FetchInputsFunction fetchInputs;
+  CommitOutputsFunction commitOutputs;
 };
 
 // Everything the AM hears in one sync, taken in one step so that each task is either still
@@ -123,7 +150,8 @@ class TaskRunner {
   void wake();
 
  private:
-  enum class TaskKind { kCommand, kSleep };
+  // kPreparing: a command task whose inputs are being fetched; it has no process yet.
+  enum class TaskKind { kCommand, kSleep, kPreparing };
   // A task that has started and not ended. Kept small: the launch itself is not kept.
   struct RunningTask {
     TaskKind kind = TaskKind::kSleep;
@@ -134,6 +162,8 @@ class TaskRunner {
     bool killRequested = false;
     bool timedOut = false;
     std::string stderrPath;  // command
+    TaskOutputOwner owner;   // command
+    std::filesystem::path outputDir;
   };
   enum class TimerKind { kSleepDone, kTimeout, kForceKill };
   struct Timer {
@@ -142,6 +172,8 @@ class TaskRunner {
   };
 
   void startCommand(const rest::TaskLaunch& launch, TimeMs now);
+  // The thread of a task with inputs: fetch, then start (unless it was killed meanwhile).
+  void prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt);
   std::vector<std::string> taskEnvironment(const rest::TaskLaunch& launch) const;
   // Callers hold mutex_.
   void addTimerLocked(TimeMs at, TimerKind kind, int64_t taskId);
@@ -170,7 +202,11 @@ class TaskRunner {
   bool waitsInterrupted_ = false;
   bool stopping_ = false;
 
-  int wakeFd_ = -1;  // eventfd: wakes the supervisor's poll()
+  // Threads of tasks fetching their inputs, by task id; a finished one is joined at the next
+  // launch (a thread not joined keeps its stack), the rest when the runner goes.
+  std::map<int64_t, std::thread> preparers_;
+  std::vector<int64_t> finishedPreparers_;  // guarded by mutex_
+  int wakeFd_ = -1;                         // eventfd: wakes the supervisor's poll()
   std::thread supervisor_;
 };
 

@@ -6,11 +6,15 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
 #include "common/command_line.h"
 #include "common/logging.h"
+#include "executor/block_fetcher.h"
+#include "executor/block_server.h"
+#include "executor/block_store.h"
 #include "executor/executor_backend.h"
 #include "executor/executor_settings.h"
 #include "executor/task_runner.h"
@@ -83,11 +87,34 @@ int main(int argc, char** argv) {
         ::signal(SIGPIPE, SIG_IGN);
         blockStopSignals();
 
+        // Blocks live in the container's directory, so the node manager's cleanup of the
+        // container takes them too.
+        executor::BlockStore blocks(std::filesystem::current_path() / "blocks");
+        executor::BlockServer blockServer(blocks, settings.appSecret);
+        settings.blockPort = blockServer.start();
+        executor::BlockFetcherOptions fetcherOptions;
+        fetcherOptions.executorId = settings.executorId;
+        fetcherOptions.appSecret = settings.appSecret;
+        executor::BlockFetcher fetcher(blocks, fetcherOptions);
+
         executor::TaskRunnerOptions runnerOptions;
         runnerOptions.slots = settings.taskSlots();
         runnerOptions.environment = executor::currentEnvironment();
+        runnerOptions.fetchInputs = [&fetcher](const std::vector<rest::BlockInput>& inputs,
+                                               const std::filesystem::path& inputDir) {
+          return fetcher.fetchAll(inputs, inputDir);
+        };
+        runnerOptions.commitOutputs = [&blocks](const executor::TaskOutputOwner& owner,
+                                                const std::filesystem::path& outputDir) {
+          std::vector<rest::BlockOutput> kept =
+              blocks.commit(owner.jobId, owner.stageId, owner.index, outputDir);
+          if (!owner.collectDir.empty()) {
+            blocks.collect(owner.jobId, owner.stageId, owner.index, kept, owner.collectDir);
+          }
+          return kept;
+        };
         executor::TaskRunner runner(std::move(runnerOptions));
-        executor::ExecutorBackend backend(std::move(settings), runner);
+        executor::ExecutorBackend backend(std::move(settings), runner, &blocks);
         StopSignalWatcher stopSignalWatcher(backend);
         const int status = backend.run();
         flushLogs();

@@ -9,11 +9,22 @@ namespace tide::rest {
 namespace {
 
 constexpr std::string_view kTaskKinds[] = {"command", "noop", "sleep"};
-constexpr std::string_view kTaskStates[] = {"FINISHED", "FAILED", "KILLED"};
+constexpr std::string_view kTaskStates[] = {"FINISHED", "FAILED", "KILLED", "FETCH_FAILED"};
 
 // ---------------------------------------------------------------------------------------------
 // Writers: each writes one value into a stream, so a sync with a thousand updates is one pass
 // over one buffer.
+
+void writeBlockInput(JsonWriter& out, const BlockInput& value) {
+  out.startObject()
+      .field("stageId", value.stageId)
+      .field("mapIndex", value.mapIndex)
+      .field("executorId", value.executorId)
+      .field("url", value.url)
+      .field("path", value.path)
+      .field("size", value.size)
+      .endObject();
+}
 
 void writeTaskLaunch(JsonWriter& out, const TaskLaunch& value) {
   out.startObject()
@@ -32,8 +43,15 @@ void writeTaskLaunch(JsonWriter& out, const TaskLaunch& value) {
       .field("cwd", value.cwd)
       .field("timeoutMs", value.timeoutMs)
       .field("sleepMs", value.sleepMs)
-      .field("cpus", value.cpus)
-      .endObject();
+      .field("cpus", value.cpus);
+  if (!value.inputs.empty()) {
+    out.key("inputs").startArray();
+    for (const BlockInput& input : value.inputs) writeBlockInput(out, input);
+    out.endArray();
+  }
+  if (!value.collectDir.empty()) out.field("collectDir", value.collectDir);
+  if (value.speculative) out.field("speculative", true);
+  out.endObject();
 }
 
 void writeTaskStatusUpdate(JsonWriter& out, const TaskStatusUpdate& value) {
@@ -43,8 +61,19 @@ void writeTaskStatusUpdate(JsonWriter& out, const TaskStatusUpdate& value) {
       .field("exitCode", value.exitCode)
       .field("reason", value.reason)
       .field("stderrTail", value.stderrTail)
-      .field("durationMs", value.durationMs)
-      .endObject();
+      .field("durationMs", value.durationMs);
+  if (!value.blocks.empty()) {
+    out.key("blocks").startArray();
+    for (const BlockOutput& block : value.blocks) {
+      out.startObject().field("partition", block.partition).field("size", block.size).endObject();
+    }
+    out.endArray();
+  }
+  if (value.state == "FETCH_FAILED") {
+    out.key("failedInput");
+    writeBlockInput(out, value.failedInput);
+  }
+  out.endObject();
 }
 
 void writeIds(JsonWriter& out, std::string_view key, const std::vector<int64_t>& ids) {
@@ -100,6 +129,17 @@ std::vector<int64_t> readIds(const JsonObjectReader& reader, std::string_view ke
   return ids;
 }
 
+BlockInput readBlockInput(const JsonObjectReader& reader) {
+  BlockInput input;
+  input.stageId = requireNonEmptyString(reader, "stageId");
+  input.mapIndex = checkAtLeast<int64_t>(reader, "mapIndex", reader.requireInt64("mapIndex"), 0);
+  input.executorId = reader.optionalString("executorId");
+  input.url = reader.optionalString("url");
+  input.path = reader.optionalString("path");
+  input.size = checkAtLeast<int64_t>(reader, "size", reader.optionalInt64("size", 0), 0);
+  return input;
+}
+
 TaskLaunch readTaskLaunch(const JsonObjectReader& reader) {
   TaskLaunch launch;
   launch.taskId = checkAtLeast<int64_t>(reader, "taskId", reader.requireInt64("taskId"), 0);
@@ -132,6 +172,20 @@ TaskLaunch readTaskLaunch(const JsonObjectReader& reader) {
       checkAtLeast<int64_t>(reader, "timeoutMs", reader.optionalInt64("timeoutMs", 0), 0);
   launch.sleepMs = checkAtLeast<int64_t>(reader, "sleepMs", reader.optionalInt64("sleepMs", 0), 0);
   launch.cpus = checkAtLeast(reader, "cpus", reader.optionalInt("cpus", 1), 1);
+  if (std::optional<JsonArrayReader> inputs = reader.optionalArray("inputs")) {
+    launch.inputs.reserve(inputs->size());
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      BlockInput input = readBlockInput(inputs->objectAt(i));
+      if (input.path.empty() || input.path.find("..") != std::string::npos ||
+          input.path.front() == '/') {
+        throw JsonFieldError(inputs->elementPath(i) + ".path",
+                             "expected a relative block path without '..'");
+      }
+      launch.inputs.push_back(std::move(input));
+    }
+  }
+  launch.collectDir = reader.optionalString("collectDir");
+  launch.speculative = reader.optionalBool("speculative", false);
   return launch;
 }
 
@@ -144,6 +198,19 @@ TaskStatusUpdate readTaskStatusUpdate(const JsonObjectReader& reader) {
   update.stderrTail = reader.optionalString("stderrTail");
   update.durationMs =
       checkAtLeast<int64_t>(reader, "durationMs", reader.optionalInt64("durationMs", 0), 0);
+  if (std::optional<JsonArrayReader> blocks = reader.optionalArray("blocks")) {
+    for (size_t i = 0; i < blocks->size(); ++i) {
+      JsonObjectReader block = blocks->objectAt(i);
+      BlockOutput output;
+      output.partition =
+          checkAtLeast<int64_t>(block, "partition", block.requireInt64("partition"), 0);
+      output.size = checkAtLeast<int64_t>(block, "size", block.optionalInt64("size", 0), 0);
+      update.blocks.push_back(output);
+    }
+  }
+  if (update.state == "FETCH_FAILED") {
+    update.failedInput = readBlockInput(reader.requireObject("failedInput"));
+  }
   return update;
 }
 
@@ -159,6 +226,7 @@ std::string toJson(const ExecutorRegistration& value) {
       .field("containerId", value.containerId)
       .field("host", value.host)
       .field("port", value.port)
+      .field("node", value.node)
       .field("cores", value.cores)
       .field("pid", value.pid)
       .endObject();
@@ -202,7 +270,13 @@ std::string toJson(const ExecutorSyncReply& value) {
   for (const TaskLaunch& launch : value.launches) writeTaskLaunch(out, launch);
   out.endArray();
   writeIds(out, "kills", value.kills);
-  out.field("shutdown", value.shutdown).endObject();
+  out.field("shutdown", value.shutdown);
+  if (!value.dropBlocks.empty()) {
+    out.key("dropBlocks").startArray();
+    for (const std::string& prefix : value.dropBlocks) out.value(prefix);
+    out.endArray();
+  }
+  out.endObject();
   return out.str();
 }
 
@@ -220,6 +294,7 @@ ExecutorRegistration executorRegistrationFromJson(const rapidjson::Value& json) 
     throw JsonFieldError(reader.fieldPath("port"),
                          "expected a port in 0..65535, got " + std::to_string(registration.port));
   }
+  registration.node = reader.optionalString("node");
   registration.cores = checkAtLeast(reader, "cores", reader.requireInt("cores"), 1);
   registration.pid = checkAtLeast<int64_t>(reader, "pid", reader.optionalInt64("pid", 0), 0);
   return registration;
@@ -269,6 +344,9 @@ ExecutorSyncReply executorSyncReplyFromJson(const rapidjson::Value& json) {
   }
   reply.kills = readIds(reader, "kills");
   reply.shutdown = reader.optionalBool("shutdown", false);
+  if (std::optional<JsonArrayReader> drops = reader.optionalArray("dropBlocks")) {
+    for (size_t i = 0; i < drops->size(); ++i) reply.dropBlocks.push_back(drops->stringAt(i));
+  }
   return reply;
 }
 

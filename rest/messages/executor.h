@@ -26,6 +26,9 @@ struct ExecutorRegistration {
   std::string containerId;  // TIDE_CONTAINER_ID
   std::string host;
   int port = 0;  // where the executor serves its blocks (0: none yet)
+  // The node manager's node this executor runs on (TIDE_NODE_ID): the "host" of locality, so
+  // that two node managers on one machine are still two places.
+  std::string node;
   int cores = 1;
   int64_t pid = 0;
 };
@@ -33,6 +36,23 @@ struct ExecutorRegistration {
 struct ExecutorRegistered {
   int64_t heartbeatIntervalMs = 1000;  // sync at least this often, even with nothing to say
   int taskSlots = 1;                   // executor.cores / task.cpus
+};
+
+// One block a task reads before it starts: partition `index of the reading task` of one upstream
+// task's output. The executor puts it at $TIDE_INPUT_DIR/<stageId>/part-<mapIndex>.
+struct BlockInput {
+  std::string stageId;     // the upstream stage as the reading stage names it in depends_on
+  int64_t mapIndex = 0;    // the upstream task that wrote it
+  std::string executorId;  // where it is
+  std::string url;         // that executor's block server, "http://addr:port" ("": unreachable)
+  std::string path;        // on that executor: "<jobId>/<stageId>/<mapIndex>/part-<partition>"
+  int64_t size = 0;
+};
+
+// One file a finished task left in $TIDE_OUTPUT_DIR, now a block on its executor.
+struct BlockOutput {
+  int64_t partition = 0;  // part-<partition>
+  int64_t size = 0;
 };
 
 // What a task is. "command": run `argv` as a process; "noop" and "sleep": built-in kinds that
@@ -50,9 +70,15 @@ struct TaskLaunch {
   int64_t timeoutMs = 0;                   // 0: none; kills the process group
   int64_t sleepMs = 0;                     // for "sleep"
   int cpus = 1;
+  std::vector<BlockInput> inputs;  // fetched (or hard-linked when local) before it starts
+  // Non-empty for a job's final stage with a local `output`: the executor copies the task's
+  // part files there as part-<index> (one file) or part-<index>-<partition>.
+  std::string collectDir;
+  bool speculative = false;  // a second copy of a slow task
 };
 
-// The end of a task. state: "FINISHED", "FAILED" or "KILLED".
+// The end of a task. state: "FINISHED", "FAILED", "KILLED" or "FETCH_FAILED" (an input block
+// could not be had after retries: `failedInput` names it; never counted as the task's fault).
 struct TaskStatusUpdate {
   int64_t taskId = 0;
   std::string state;
@@ -60,6 +86,8 @@ struct TaskStatusUpdate {
   std::string reason;      // e.g. "exited with code 1", "timed out after 5s", "spawn failed: ..."
   std::string stderrTail;  // the last few KiB of the task's stderr
   int64_t durationMs = 0;
+  std::vector<BlockOutput> blocks;  // FINISHED: the task's output blocks, kept on the executor
+  BlockInput failedInput;           // FETCH_FAILED
 };
 
 struct ExecutorSync {
@@ -73,6 +101,9 @@ struct ExecutorSyncReply {
   std::vector<TaskLaunch> launches;
   std::vector<int64_t> kills;
   bool shutdown = false;  // the executor is released: finish up and exit
+  // Block prefixes "<jobId>/<stageId>" whose files the executor deletes (shuffle data of an
+  // ended job, unpersisted stages).
+  std::vector<std::string> dropBlocks;
 };
 
 std::string toJson(const ExecutorRegistration& value);

@@ -252,3 +252,39 @@ TEST(PlaceholderTest, SubstitutesTaskStageAndAttemptOnly) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+TEST(JobDataFieldsTest, PersistPreferredHostsUnpersistAndEarlierJobsStages) {
+  const Job job = parseJob(R"({"unpersist": ["job-1/words"], "stages": [
+      {"id": "a", "tasks": 2, "persist": true, "preferred_hosts": ["n1", "n2"], "builtin": "noop"},
+      {"id": "b", "tasks": 1, "depends_on": ["a", "job-1/words"], "builtin": "noop"}]})");
+  EXPECT_TRUE(job.stages[0].persist);
+  EXPECT_EQ(job.stages[0].preferredHosts, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(job.unpersist, (std::vector<std::string>{"job-1/words"}));
+  EXPECT_TRUE(isPersistedStageReference("job-1/words"));
+  EXPECT_FALSE(isPersistedStageReference("words"));
+  EXPECT_FALSE(isPersistedStageReference("a/b/c"));
+  EXPECT_FALSE(isPersistedStageReference("/words"));
+  try {
+    parseJob(R"({"unpersist": ["words"], "stages": [{"id": "a", "tasks": 1, "builtin": "noop"}]})");
+    FAIL();
+  } catch (const JobError& e) {
+    EXPECT_THAT(e.what(), StartsWith("unpersist[0]"));
+  }
+}
+
+TEST(JobDataFieldsTest, JobDirAndRelativeOutputAreTheJobFilesDirectory) {
+  testing_support::TempDir dir;
+  const std::string path = dir.writeFile("wc.json", R"({"output": "out", "stages": [
+      {"id": "a", "tasks": 1, "command": ["sh", "{jobdir}/map.sh"], "env": {"IN": "{jobdir}/in"}}]})");
+  const Job job = loadJobFile(path);
+  const std::string jobDir = std::filesystem::absolute(dir.path()).string();
+  EXPECT_EQ(job.output, jobDir + "/out");
+  EXPECT_EQ(job.stages[0].command[1], jobDir + "/map.sh");
+  EXPECT_EQ(job.stages[0].env.at("IN"), jobDir + "/in");
+}
+
+}  // namespace
+}  // namespace tide::am

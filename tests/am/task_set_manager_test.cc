@@ -76,3 +76,105 @@ TEST(TaskSetManagerTest, DurationStatisticsCoverSuccessfulAttempts) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// Delay scheduling (Spark's TaskSetManagerSuite "delay scheduling"): time passed explicitly.
+class LocalityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Tasks 0, 1 prefer e1 on n1; task 2 prefers node n2; task 3 has no preference.
+    tasks.setPreferences({{{"e1"}, {"n1"}}, {{"e1"}, {"n1"}}, {{}, {"n2"}}, {}},
+                         LocalityWaits{3000, 2000, 1000}, 0);
+  }
+  TaskSetManager tasks{4};
+};
+
+TEST_F(LocalityTest, ValidLevelsFollowThePendingTasks) {
+  EXPECT_EQ(tasks.validLocalityLevels(),
+            (std::vector<TaskLocality>{TaskLocality::kProcessLocal, TaskLocality::kNodeLocal,
+                                       TaskLocality::kNoPref, TaskLocality::kAny}));
+  EXPECT_EQ(tasks.pendingCount(), 4);
+  EXPECT_EQ(tasks.pendingTasksByNode(), (std::map<std::string, int64_t>{{"n1", 2}, {"n2", 1}}));
+}
+
+TEST_F(LocalityTest, AnExecutorWithoutTheDataWaitsOutEachLevel) {
+  // e9 on n9 holds nothing: refused until PROCESS_LOCAL (3s) and NODE_LOCAL (2s) waits pass.
+  EXPECT_FALSE(tasks.resourceOffer("e9", "n9", TaskLocality::kAny, 0));
+  EXPECT_FALSE(tasks.resourceOffer("e9", "n9", TaskLocality::kAny, 2999));
+  EXPECT_EQ(tasks.allowedLocality(3000), TaskLocality::kNodeLocal);
+  EXPECT_FALSE(tasks.resourceOffer("e9", "n9", TaskLocality::kAny, 4999));
+  // At NO_PREF (5s) the task without preference goes; then there is no wait at NO_PREF.
+  auto next = tasks.resourceOffer("e9", "n9", TaskLocality::kAny, 5000);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->attempt.index, 3);
+  EXPECT_EQ(next->locality, TaskLocality::kNoPref);
+  next = tasks.resourceOffer("e9", "n9", TaskLocality::kAny, 5000);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->locality, TaskLocality::kAny);
+}
+
+TEST_F(LocalityTest, LocalOffersGoFirstAndALaunchResetsTheWait) {
+  auto first = tasks.resourceOffer("e1", "n1", TaskLocality::kAny, 0);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->attempt.index, 0);
+  EXPECT_EQ(first->locality, TaskLocality::kProcessLocal);
+  // 2.5s later a PROCESS_LOCAL launch restarts the 3s wait...
+  auto second = tasks.resourceOffer("e1", "n1", TaskLocality::kAny, 2500);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->attempt.index, 1);
+  // ... but no task is left for e1, so the level is skipped at once: task 2 on n2, NODE_LOCAL.
+  auto third = tasks.resourceOffer("e2", "n2", TaskLocality::kAny, 2600);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->attempt.index, 2);
+  EXPECT_EQ(third->locality, TaskLocality::kNodeLocal);
+}
+
+TEST_F(LocalityTest, NodeLocalOfferOnAnotherExecutorOfTheNode) {
+  auto next = tasks.resourceOffer("e5", "n1", TaskLocality::kAny, 0);
+  EXPECT_FALSE(next);  // PROCESS_LOCAL is still allowed only
+  next = tasks.resourceOffer("e5", "n1", TaskLocality::kAny, 3000);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->locality, TaskLocality::kNodeLocal);
+  EXPECT_EQ(next->attempt.index, 0);
+}
+
+TEST_F(LocalityTest, AFailedTaskIsFiledAgainUnderItsPlacesFirst) {
+  auto first = tasks.resourceOffer("e1", "n1", TaskLocality::kAny, 0);
+  ASSERT_TRUE(first);
+  tasks.onAttemptEnded();
+  tasks.requeueFront(first->attempt.index, 1);
+  auto again = tasks.resourceOffer("e1", "n1", TaskLocality::kAny, 10);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->attempt.index, 0);
+  EXPECT_EQ(again->attempt.attempt, 1);
+}
+
+TEST_F(LocalityTest, LosingThePreferredExecutorLeavesTheNode) {
+  tasks.executorLost("e1");
+  // Nothing is PROCESS_LOCAL any more: NODE_LOCAL at once on n1.
+  auto next = tasks.resourceOffer("e7", "n1", TaskLocality::kAny, 0);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->locality, TaskLocality::kNodeLocal);
+}
+
+TEST(TaskSetManagerTest, ResubmitRunsSucceededTasksAgain) {
+  TaskSetManager tasks(3);
+  for (int i = 0; i < 3; ++i) tasks.launchNext();
+  for (int i = 0; i < 3; ++i) tasks.markSucceeded(i, 10);
+  tasks.releaseAfterSuccess();
+  EXPECT_EQ(tasks.resubmit({2, 0, 9}), 2);
+  EXPECT_EQ(tasks.succeededCount(), 1);
+  EXPECT_TRUE(tasks.isSucceeded(1));
+  EXPECT_FALSE(tasks.isSucceeded(0));
+  EXPECT_EQ(tasks.pendingCount(), 2);
+  auto next = tasks.launchNext();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->index, 2);
+  EXPECT_EQ(next->attempt, 1);
+  EXPECT_EQ(tasks.resubmit({2}), 0);  // running: its output will come
+}
+
+}  // namespace
+}  // namespace tide::am

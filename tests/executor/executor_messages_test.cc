@@ -225,3 +225,72 @@ TEST(ExecutorMessagesTest, NestedDecodersPrefixThePath) {
 
 }  // namespace
 }  // namespace tide::rest
+
+namespace tide::rest {
+namespace {
+
+TEST(ExecutorDataMessagesTest, InputsBlocksFetchFailuresAndDropsSurviveARoundTrip) {
+  TaskLaunch launch;
+  launch.taskId = 9;
+  launch.kind = "noop";
+  BlockInput input;
+  input.stageId = "job-1/words";
+  input.mapIndex = 3;
+  input.executorId = "e2";
+  input.url = "http://127.0.0.1:4000";
+  input.path = "job-1/words/3/part-1";
+  input.size = 77;
+  launch.inputs = {input};
+  launch.collectDir = "/out";
+  launch.speculative = true;
+  const TaskLaunch back = taskLaunchFromJson(parseJson(toJson(launch)));
+  ASSERT_EQ(back.inputs.size(), 1u);
+  EXPECT_EQ(back.inputs[0].stageId, "job-1/words");
+  EXPECT_EQ(back.inputs[0].url, "http://127.0.0.1:4000");
+  EXPECT_EQ(back.inputs[0].size, 77);
+  EXPECT_EQ(back.collectDir, "/out");
+  EXPECT_TRUE(back.speculative);
+
+  TaskStatusUpdate update;
+  update.taskId = 1;
+  update.state = "FINISHED";
+  update.blocks = {{0, 10}, {2, 0}};
+  const TaskStatusUpdate done = taskStatusUpdateFromJson(parseJson(toJson(update)));
+  ASSERT_EQ(done.blocks.size(), 2u);
+  EXPECT_EQ(done.blocks[1].partition, 2);
+  update.state = "FETCH_FAILED";
+  update.failedInput = input;
+  const TaskStatusUpdate fetch = taskStatusUpdateFromJson(parseJson(toJson(update)));
+  EXPECT_EQ(fetch.failedInput.executorId, "e2");
+  EXPECT_EQ(fetch.failedInput.mapIndex, 3);
+
+  ExecutorSyncReply reply;
+  reply.dropBlocks = {"job-1/map"};
+  EXPECT_EQ(executorSyncReplyFromJson(parseJson(toJson(reply))).dropBlocks,
+            std::vector<std::string>{"job-1/map"});
+
+  ExecutorRegistration registration;
+  registration.executorId = "e1";
+  registration.port = 5000;
+  registration.node = "node-1";
+  EXPECT_EQ(executorRegistrationFromJson(parseJson(toJson(registration))).node, "node-1");
+}
+
+TEST(ExecutorDataMessagesTest, BadBlockFieldsAreNamed) {
+  const auto launchWith = [](const std::string& inputs) {
+    return R"({"taskId": 1, "kind": "noop", "inputs": [)" + inputs + "]}";
+  };
+  try {
+    taskLaunchFromJson(parseJson(launchWith(R"({"stageId": "m", "mapIndex": 0, "path": "../x"})")));
+    FAIL();
+  } catch (const JsonFieldError& e) {
+    EXPECT_NE(std::string(e.what()).find("inputs[0].path"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(taskLaunchFromJson(parseJson(launchWith(R"({"stageId": "m", "mapIndex": -1})"))),
+               JsonFieldError);
+  EXPECT_THROW(taskStatusUpdateFromJson(parseJson(R"({"taskId": 1, "state": "FETCH_FAILED"})")),
+               JsonFieldError);
+}
+
+}  // namespace
+}  // namespace tide::rest

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -348,6 +349,115 @@ TEST_F(TaskRunnerTest, InterruptedWaitsReturnAtOnce) {
   const auto start = steady_clock::now();
   EXPECT_FALSE(runner.waitForUpdates(start + kBound));
   EXPECT_LT(steady_clock::now() - start, kBound);
+}
+
+}  // namespace
+}  // namespace tide::executor
+
+namespace tide::executor {
+namespace {
+
+// Data: $TIDE_OUTPUT_DIR is committed as blocks, inputs are placed before the process starts,
+// a fetch failure ends the task FETCH_FAILED without starting it.
+TEST_F(TaskRunnerTest, OutputsBecomeBlocksInTheUpdate) {
+  TaskRunnerOptions runnerOptions = options();
+  std::vector<std::string> committed;
+  runnerOptions.commitOutputs = [&](const TaskOutputOwner& owner,
+                                    const std::filesystem::path& dir) {
+    committed.push_back(owner.jobId + "/" + owner.stageId + "/" + std::to_string(owner.index) +
+                        " " + readFile(dir / "part-1"));
+    return std::vector<rest::BlockOutput>{{1, 3}};
+  };
+  TaskRunner runner(std::move(runnerOptions));
+  const TaskStatusUpdate update =
+      runOne(runner, commandTask(4, "printf abc > \"$TIDE_OUTPUT_DIR/part-1\""));
+  EXPECT_EQ(update.state, "FINISHED") << update.reason << update.stderrTail;
+  ASSERT_EQ(update.blocks.size(), 1u);
+  EXPECT_EQ(update.blocks[0].partition, 1);
+  EXPECT_EQ(committed, (std::vector<std::string>{"j1/s1/4 abc"}));
+}
+
+TEST_F(TaskRunnerTest, AnOutputThatCannotBeKeptFailsTheTask) {
+  TaskRunnerOptions runnerOptions = options();
+  runnerOptions.commitOutputs = [](const TaskOutputOwner&,
+                                   const std::filesystem::path&) -> std::vector<rest::BlockOutput> {
+    throw std::runtime_error("disk full");
+  };
+  TaskRunner runner(std::move(runnerOptions));
+  const TaskStatusUpdate update = runOne(runner, commandTask(1, "true"));
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_NE(update.reason.find("disk full"), std::string::npos);
+}
+
+TEST_F(TaskRunnerTest, InputsArePlacedBeforeTheTaskStarts) {
+  TaskRunnerOptions runnerOptions = options();
+  runnerOptions.fetchInputs =
+      [](const std::vector<rest::BlockInput>& inputs,
+         const std::filesystem::path& inputDir) -> std::optional<FetchFailure> {
+    for (const auto& input : inputs) {
+      std::filesystem::create_directories(inputDir / input.stageId);
+      std::ofstream(inputDir / input.stageId / ("part-" + std::to_string(input.mapIndex)))
+          << "from " << input.executorId;
+    }
+    return std::nullopt;
+  };
+  TaskRunner runner(std::move(runnerOptions));
+  TaskLaunch launch = commandTask(2, "cat \"$TIDE_INPUT_DIR/map/part-5\" >&2; exit 9");
+  rest::BlockInput input;
+  input.stageId = "map";
+  input.mapIndex = 5;
+  input.executorId = "e7";
+  input.path = "j/map/5/part-2";
+  launch.inputs = {input};
+  const TaskStatusUpdate update = runOne(runner, launch);
+  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.stderrTail, "from e7");
+}
+
+TEST_F(TaskRunnerTest, AFetchFailureEndsTheTaskWithoutRunningIt) {
+  TaskRunnerOptions runnerOptions = options();
+  runnerOptions.fetchInputs = [](const std::vector<rest::BlockInput>& inputs,
+                                 const std::filesystem::path&) -> std::optional<FetchFailure> {
+    return FetchFailure{inputs.front(), "connection refused"};
+  };
+  TaskRunner runner(std::move(runnerOptions));
+  TaskLaunch launch = commandTask(3, "touch ran");
+  rest::BlockInput input;
+  input.stageId = "map";
+  input.mapIndex = 1;
+  input.executorId = "e2";
+  input.path = "j/map/1/part-3";
+  launch.inputs = {input};
+  const TaskStatusUpdate update = runOne(runner, launch);
+  EXPECT_EQ(update.state, "FETCH_FAILED");
+  EXPECT_EQ(update.failedInput.executorId, "e2");
+  EXPECT_EQ(update.failedInput.mapIndex, 1);
+  EXPECT_NE(update.reason.find("connection refused"), std::string::npos);
+  EXPECT_EQ(runner.runningCount(), 0);
+}
+
+TEST_F(TaskRunnerTest, ATaskKilledWhileFetchingNeverStarts) {
+  TaskRunnerOptions runnerOptions = options();
+  std::mutex gate;
+  gate.lock();
+  runnerOptions.fetchInputs = [&](const std::vector<rest::BlockInput>&,
+                                  const std::filesystem::path&) -> std::optional<FetchFailure> {
+    std::lock_guard<std::mutex> wait(gate);  // held until the kill was sent
+    return std::nullopt;
+  };
+  TaskRunner runner(std::move(runnerOptions));
+  TaskLaunch launch = commandTask(5, "sleep 30");
+  rest::BlockInput input;
+  input.stageId = "map";
+  input.path = "j/map/0/part-5";
+  launch.inputs = {input};
+  runner.launch(launch);
+  EXPECT_EQ(runner.runningCount(), 1) << "preparing counts as running";
+  runner.kill(5);
+  gate.unlock();
+  const std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "KILLED");
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+#pragma once
+
+// The time series behind the status page's chart (GET /api/v1/allocation/history): target,
+// live, busy and pending executors, pending and running tasks and the bounds, one point per
+// change, recorded by the allocation loop. Bounded: when full, the older half is thinned to
+// every other point, so a long run keeps its whole shape at a coarser grain and the recent
+// past stays exact. Has its own mutex: reading it never waits for the AM's.
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace tide::am {
+
+struct AllocationPoint {
+  TimeMs atMs = 0;  // AM uptime
+  int target = 0;
+  int live = 0;
+  int busy = 0;
+  int pendingExecutors = 0;  // requested or starting
+  int64_t pendingTasks = 0;
+  int64_t runningTasks = 0;
+  int minExecutors = 0;
+  int maxExecutors = 0;
+
+  // Everything but the time.
+  bool sameState(const AllocationPoint& other) const {
+    return target == other.target && live == other.live && busy == other.busy &&
+           pendingExecutors == other.pendingExecutors && pendingTasks == other.pendingTasks &&
+           runningTasks == other.runningTasks && minExecutors == other.minExecutors &&
+           maxExecutors == other.maxExecutors;
+  }
+};
+
+class AllocationHistory {
+ public:
+  explicit AllocationHistory(size_t capacity = 10000);
+
+  // Appends the point when its state differs from the last one; returns whether it did.
+  bool record(const AllocationPoint& point);
+  // Points recorded after `afterMs` (all with afterMs < 0), oldest first.
+  std::vector<AllocationPoint> since(TimeMs afterMs) const;
+  size_t size() const;
+  size_t capacity() const { return capacity_; }
+  // Points dropped by thinning over the history's life.
+  uint64_t thinned() const;
+
+ private:
+  void thinOlderHalf();
+
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<AllocationPoint> points_;
+  uint64_t thinned_ = 0;
+};
+
+}  // namespace tide::am

@@ -1,0 +1,51 @@
+#pragma once
+
+// The ApplicationMaster's Prometheus metrics (GET /metrics): the families and the children
+// the loops update. Gauges are refreshed once per allocation tick, counters and histograms
+// where the event happens, so that rendering /metrics never needs the AM's mutex.
+
+#include <string>
+
+#include "am/metrics.h"
+
+namespace tide::am {
+
+struct AmMetrics {
+  AmMetrics();
+
+  metrics::Registry registry;  // first: the references below point into it
+
+  metrics::GaugeFamily& executors;  // state: busy, idle, pending, pending_removal
+  metrics::Gauge& targetExecutors;
+  metrics::Gauge& maxNeededExecutors;
+  metrics::Gauge& minExecutors;
+  metrics::Gauge& maxExecutors;
+  metrics::GaugeFamily& tasks;                // state: pending, running
+  metrics::CounterFamily& tasksCompleted;     // outcome: succeeded, failed, killed
+  metrics::Counter& tasksSucceeded;           // children of tasksCompleted, looked up once:
+  metrics::Counter& tasksFailed;              // a task's end costs one atomic add
+  metrics::Counter& tasksKilled;
+  metrics::HistogramFamily& taskDuration;     // seconds, per finished task
+  metrics::HistogramFamily& tickDuration;     // seconds, per allocation tick
+  metrics::CounterFamily& decisions;          // action: raise_target, remove, ...
+  metrics::CounterFamily& executorFailures;   // cause: exit, memory, launch, heartbeat, ...
+  metrics::CounterFamily& rmRequests;         // call, outcome: ok, error
+  metrics::HistogramFamily& rmRequestDuration;  // call
+  metrics::Gauge& uptimeSeconds;
+
+  // Children the loops update, looked up once: an update is then one atomic operation and
+  // never waits for a family's mutex (which /metrics takes, from a low-priority thread).
+  metrics::Gauge& executorsBusy;
+  metrics::Gauge& executorsIdle;
+  metrics::Gauge& executorsPending;
+  metrics::Gauge& executorsPendingRemoval;
+  metrics::Gauge& tasksPending;
+  metrics::Gauge& tasksRunning;
+  metrics::Histogram& taskDurationSeconds;
+  metrics::Histogram& tickDurationSeconds;
+
+  metrics::Histogram& taskDurationAll() { return taskDurationSeconds; }
+  metrics::Histogram& tickDurationAll() { return tickDurationSeconds; }
+};
+
+}  // namespace tide::am

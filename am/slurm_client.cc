@@ -1,0 +1,347 @@
+#include "am/slurm_client.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "common/config.h"
+
+namespace tide::am {
+namespace {
+
+// A job missing from this many listings in a row is taken as gone (Slurm purges ended jobs
+// MinJobAge, 300s by default, after their end; a job is listed from its submission on).
+constexpr int kMissingPollsBeforeLost = 3;
+constexpr char kContainerIdPrefix[] = "slurm-job-";
+constexpr std::chrono::milliseconds kFirstSubmitBackoff{1000};
+constexpr std::chrono::milliseconds kMaxSubmitBackoff{30000};
+// Variables of the AM's environment every executor gets too: slurmrestd starts a job with
+// only the environment it is given (plus Slurm's own SLURM_* variables).
+constexpr const char* kInheritedVariables[] = {"PATH",   "HOME",   "LANG",
+                                               "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH"};
+
+std::string optional(const Properties& props, const char* key) {
+  return props.getOptionalString(key).value_or("");
+}
+
+}  // namespace
+
+SlurmBackendSettings SlurmBackendSettings::fromProperties(const Properties& props) {
+  SlurmBackendSettings settings;
+  settings.connection = SlurmConnection::fromProperties(props);
+  settings.partition = optional(props, "slurm.partition");
+  settings.account = optional(props, "slurm.account");
+  settings.qos = optional(props, "slurm.qos");
+  try {
+    settings.timeLimitMinutes = parseSlurmTimeLimit(optional(props, "slurm.timeLimit"));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(props.describe("slurm.timeLimit") + ": " + e.what());
+  }
+  settings.jobNamePrefix = props.getString("slurm.jobNamePrefix");
+  if (settings.jobNamePrefix.empty() ||
+      settings.jobNamePrefix.find_first_of(" \t\n'\"$`\\/") != std::string::npos) {
+    throw ConfigError(props.describe("slurm.jobNamePrefix") +
+                      ": must be a non-empty word (no spaces, quotes or slashes)");
+  }
+  settings.workDir = optional(props, "slurm.workDir");
+  return settings;
+}
+
+std::string slurmExecutorJobNamePrefix(const std::string& jobNamePrefix,
+                                       const std::string& applicationId) {
+  return jobNamePrefix + "-" + applicationId + "-exec-";
+}
+
+std::string slurmContainerId(int64_t jobId) {
+  return kContainerIdPrefix + std::to_string(jobId);
+}
+
+SlurmClient::SlurmClient(SlurmBackendSettings settings, std::string applicationId,
+                         std::optional<int64_t> amJobId)
+    : settings_(std::move(settings)),
+      applicationId_(std::move(applicationId)),
+      amJobId_(amJobId),
+      workDir_(settings_.workDir.empty() ? "/tmp/tide-slurm-" + applicationId_
+                                         : settings_.workDir) {
+  slurm_ = std::make_unique<SlurmRestClient>(
+      settings_.connection, [this](const std::string& line) { log_.warn() << line; });
+}
+
+SlurmClient::~SlurmClient() {
+  if (unregistered_ || jobs_.empty()) return;
+  try {
+    cancelEverything(std::chrono::seconds(5));
+  } catch (const std::exception& e) {
+    log_.error() << "could not cancel the executor jobs: " << e.what();
+  }
+}
+
+void SlurmClient::setExecutorTemplate(const ExecutorTemplate& executorTemplate) {
+  template_ = executorTemplate;
+}
+
+rest::RegisterApplicationMasterResponse SlurmClient::registerAm(const AmEndpoint& endpoint) {
+  std::filesystem::create_directories(workDir_);
+  log_.info() << "executors are Slurm jobs "
+              << slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_) << "N"
+              << (settings_.partition.empty() ? "" : " in partition " + settings_.partition)
+              << " through " << slurm_->describe() << "; their logs are in " << workDir_;
+  if (amJobId_) {
+    // `tide status` finds the AM of a Slurm job through the job's comment.
+    try {
+      slurm_->setComment(*amJobId_, endpoint.trackingUrl);
+    } catch (const std::exception& e) {
+      log_.warn() << "could not write the status URL into Slurm job " << *amJobId_ << ": "
+                  << e.what();
+    }
+  }
+  return {};
+}
+
+void SlurmClient::launchExecutor(const rest::Container&, const ExecutorLaunch&) {}
+
+void SlurmClient::grant(ExecutorJob& job, HeartbeatResult& result) {
+  job.granted = true;
+  rest::Container container;
+  container.id = slurmContainerId(job.jobId);
+  container.nodeId = job.node;
+  container.resource = job.resource;
+  result.executorIds[container.id] = job.executorId;
+  result.granted.push_back(std::move(container));
+}
+
+HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
+  // Releases first, and kept until delivered: the AM hands each one over only once.
+  for (const auto& containerId : ask.releases) {
+    for (auto& [id, job] : jobs_) {
+      if (slurmContainerId(id) == containerId && !job.cancelRequested) {
+        job.cancelRequested = true;
+        cancelQueue_.insert(id);
+      }
+    }
+  }
+  deliverCancels();
+
+  // One listing for all of them.
+  const std::vector<SlurmJob> listed = slurm_->jobs();
+  const std::string namePrefix =
+      slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_);
+  std::map<int64_t, const SlurmJob*> ours;
+  for (const auto& job : listed) {
+    if (jobs_.count(job.jobId) != 0) {
+      ours[job.jobId] = &job;
+    } else if (job.name.rfind(namePrefix, 0) == 0 && job.phase() != SlurmJobPhase::kEnded &&
+               cancelQueue_.insert(job.jobId).second) {
+      // Submitted, but the answer with its id was lost (a timed-out POST): nobody waits for it.
+      log_.warn() << "cancelling Slurm job " << job.jobId << " (" << job.name
+                  << "): submitted by this AM without its id coming back";
+    }
+  }
+
+  HeartbeatResult result;
+  int grantedNow = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    ExecutorJob& job = it->second;
+    auto found = ours.find(it->first);
+    if (found == ours.end()) {
+      if (++job.missingPolls < kMissingPollsBeforeLost) {
+        ++it;
+        continue;
+      }
+      log_.warn() << "Slurm no longer lists job " << job.jobId << " (executor " << job.executorId
+                  << ")";
+      if (job.granted) {
+        result.completed.push_back(
+            {slurmContainerId(job.jobId), rest::exit_status::kAborted,
+             rest::container_state::kComplete,
+             "Slurm job " + std::to_string(job.jobId) + " is no longer known to Slurm"});
+      }
+      cancelQueue_.erase(job.jobId);
+      it = jobs_.erase(it);
+      continue;
+    }
+    job.missingPolls = 0;
+    const SlurmJob& slurmJob = *found->second;
+    job.phase = slurmJob.phase();
+    if (!slurmJob.batchHost.empty()) job.node = slurmJob.batchHost;
+    if (job.phase == SlurmJobPhase::kRunning && !job.granted && !job.cancelRequested) {
+      grant(job, result);
+      ++grantedNow;
+    }
+    if (job.phase != SlurmJobPhase::kEnded) {
+      ++it;
+      continue;
+    }
+    cancelQueue_.erase(job.jobId);
+    if (job.cancelRequested && !job.granted) {
+      // A pending request the AM took back: nobody is waiting for its end.
+      it = jobs_.erase(it);
+      continue;
+    }
+    if (!job.granted) {
+      // It ended before a listing showed it running (a quick failure, or cancelled or refused
+      // by Slurm while pending): granted and completed at once, so the allocator sees its exit
+      // and counts a failure as it would for any executor.
+      grant(job, result);
+      ++grantedNow;
+    }
+    const SlurmJobEnd end = slurmJobEnd(slurmJob, job.cancelRequested);
+    log_.info() << "executor " << job.executorId << ": " << end.diagnostics << " (exit "
+                << end.exitStatus << ")";
+    result.completed.push_back({slurmContainerId(job.jobId), end.exitStatus,
+                                rest::container_state::kComplete, end.diagnostics});
+    it = jobs_.erase(it);
+  }
+
+  // Pending jobs against what the AM still wants; the grants above are no longer wanted.
+  std::vector<ExecutorJob*> pending;
+  for (auto& [id, job] : jobs_) {
+    if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested) {
+      pending.push_back(&job);
+    }
+  }
+  const int wanted = std::max(0, ask.outstanding - grantedNow);
+  const int pendingCount = static_cast<int>(pending.size());
+  if (pendingCount > wanted) {
+    // The newest first: the oldest are nearest the front of Slurm's queue.
+    for (int i = pendingCount - 1; i >= wanted; --i) {
+      log_.info() << "cancelling pending Slurm job " << pending[i]->jobId << " (executor "
+                  << pending[i]->executorId << "): " << wanted << " pending wanted";
+      cancelJob(*pending[i]);
+    }
+    deliverCancels();
+  } else if (pendingCount < wanted) {
+    submitExecutors(wanted - pendingCount, ask.resource);
+  }
+
+  for (const auto& [id, job] : jobs_) {
+    if (!job.granted && !job.cancelRequested) result.startingExecutors.push_back(job.executorId);
+  }
+  return result;
+}
+
+void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {
+  if (rejected_ || std::chrono::steady_clock::now() < submitNotBefore_) return;
+  std::vector<std::pair<std::string, std::string>> environment;
+  for (const char* name : kInheritedVariables) {
+    if (const char* value = std::getenv(name)) environment.emplace_back(name, value);
+  }
+  environment.insert(environment.end(), template_.environment.begin(), template_.environment.end());
+  for (int i = 0; i < count; ++i) {
+    const int number = nextExecutorNumber_;
+    const std::string executorId = "e" + std::to_string(number);
+    SlurmJobSpec spec;
+    spec.name = slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_) +
+                std::to_string(number);
+    spec.partition = settings_.partition;
+    spec.account = settings_.account;
+    spec.qos = settings_.qos;
+    spec.timeLimitMinutes = settings_.timeLimitMinutes;
+    spec.cpusPerTask = std::max(1, resource.vCores);
+    spec.memoryPerNodeMiB = resource.memoryMb;
+    spec.workingDirectory = workDir_;
+    // Without standard_error Slurm writes both streams into this one file.
+    spec.standardOutput = workDir_ + "/exec-" + std::to_string(number) + "-%j.log";
+    spec.environment = environment;
+    spec.environment.emplace_back("TIDE_EXECUTOR_ID", executorId);
+    // The container id names the job, known only once it runs; `exec` makes tide-executor's
+    // exit status the job's.
+    spec.script = "#!/bin/sh\n# tide executor " + executorId + " of " + applicationId_ +
+                  "\nexport TIDE_CONTAINER_ID=\"" + kContainerIdPrefix + "$SLURM_JOB_ID\"\n" +
+                  template_.command + "\n";
+    int64_t jobId = 0;
+    try {
+      jobId = slurm_->submit(spec);
+    } catch (const SlurmRejected& e) {
+      rejected_ = true;
+      throw ResourceManagerRejected(e.what());
+    } catch (const SlurmUnavailable& e) {
+      submitBackoff_ =
+          std::min(kMaxSubmitBackoff, std::max(kFirstSubmitBackoff, submitBackoff_ * 2));
+      submitNotBefore_ = std::chrono::steady_clock::now() + submitBackoff_;
+      log_.warn() << "could not submit executor job " << spec.name << " (trying again in "
+                  << submitBackoff_.count() << " ms): " << e.what();
+      return;
+    }
+    submitBackoff_ = std::chrono::milliseconds(0);
+    ++nextExecutorNumber_;
+    ExecutorJob job;
+    job.jobId = jobId;
+    job.executorId = executorId;
+    job.resource = {resource.memoryMb, spec.cpusPerTask};
+    jobs_[jobId] = job;
+    log_.info() << "submitted Slurm job " << jobId << " (" << spec.name << ") for executor "
+                << executorId;
+  }
+}
+
+void SlurmClient::cancelJob(ExecutorJob& job) {
+  job.cancelRequested = true;
+  cancelQueue_.insert(job.jobId);
+}
+
+void SlurmClient::deliverCancels() {
+  for (auto it = cancelQueue_.begin(); it != cancelQueue_.end();) {
+    try {
+      slurm_->cancel(*it);  // false: already ended, which is as good
+      it = cancelQueue_.erase(it);
+    } catch (const SlurmUnavailable& e) {
+      log_.warn() << "could not cancel Slurm job " << *it << " (trying again): " << e.what();
+      ++it;
+    }
+  }
+}
+
+void SlurmClient::cancelEverything(std::chrono::milliseconds bound) {
+  for (auto& [id, job] : jobs_) {
+    if (job.phase != SlurmJobPhase::kEnded) cancelJob(job);
+  }
+  deliverCancels();
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (true) {
+    std::vector<int64_t> live;
+    try {
+      for (const auto& listed : slurm_->jobs()) {
+        const bool ours =
+            jobs_.count(listed.jobId) != 0 ||
+            listed.name.rfind(slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_),
+                              0) == 0;
+        if (ours && listed.phase() != SlurmJobPhase::kEnded) {
+          live.push_back(listed.jobId);
+        }
+      }
+    } catch (const SlurmUnavailable& e) {
+      log_.warn() << "could not list jobs to check they ended: " << e.what();
+    }
+    if (live.empty() && cancelQueue_.empty()) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string ids;
+      for (int64_t id : live) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+      log_.warn() << "Slurm jobs still ending after cancellation: " << ids;
+      return;
+    }
+    // A job still PENDING or RUNNING after its cancel (it started meanwhile): again.
+    for (int64_t id : live) cancelQueue_.insert(id);
+    deliverCancels();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+void SlurmClient::unregister(const std::string& finalStatus, const std::string& diagnostics) {
+  unregistered_ = true;
+  cancelEverything(std::chrono::seconds(20));
+  jobs_.clear();
+  if (amJobId_) {
+    std::string comment = finalStatus + (diagnostics.empty() ? "" : ": " + diagnostics);
+    if (comment.size() > 500) comment = comment.substr(0, 500) + "...";
+    try {
+      slurm_->setComment(*amJobId_, comment);
+    } catch (const std::exception& e) {
+      log_.warn() << "could not write the final status into Slurm job " << *amJobId_ << ": "
+                  << e.what();
+    }
+  }
+}
+
+}  // namespace tide::am

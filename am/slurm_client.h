@@ -1,0 +1,108 @@
+#pragma once
+
+// The AM's executors as Slurm batch jobs, through slurmrestd (am.resourceManager=slurm).
+//
+// Each executor is one job named <slurm.jobNamePrefix>-<appId>-exec-<n> whose script execs
+// tide-executor; the executor's id (e<n>) is chosen at submission and reaches it, with the app
+// secret, through the job's environment (never the script text). One GET .../jobs per
+// heartbeat tells the state of all of them: a PENDING job is a pending container request, a
+// RUNNING one a granted container (reported once, with its executor id), a final state a
+// completed container whose exit status is classified like tide-rm's (slurm_json.h). The ask's
+// `outstanding` is reconciled against the PENDING jobs: more are submitted, or the newest
+// PENDING ones cancelled; a running executor is only cancelled when the AM releases it.
+// unregister cancels every job the AM started and waits (bounded) until none is left.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "am/resource_manager_client.h"
+#include "am/slurm_rest_client.h"
+#include "common/logging.h"
+
+namespace tide {
+class Properties;
+}
+
+namespace tide::am {
+
+struct SlurmBackendSettings {
+  SlurmConnection connection;
+  std::string partition;  // "" = the cluster's default partition
+  std::string account;
+  std::string qos;
+  std::optional<int64_t> timeLimitMinutes;  // slurm.timeLimit; none = the partition's limit
+  std::string jobNamePrefix = "tide";
+  // Executors' working directory and log files (<workDir>/exec-<n>-<jobid>.log); it must
+  // exist on the compute nodes (a shared file system on a real cluster). "" =
+  // /tmp/tide-slurm-<appId>.
+  std::string workDir;
+
+  // slurm.* keys; throws ConfigError naming a bad one.
+  static SlurmBackendSettings fromProperties(const Properties& props);
+};
+
+// The prefix of every executor job name of one application: "<prefix>-<appId>-exec-".
+std::string slurmExecutorJobNamePrefix(const std::string& jobNamePrefix,
+                                       const std::string& applicationId);
+// The container id of the executor in Slurm job `jobId` (the job's script exports it too).
+std::string slurmContainerId(int64_t jobId);
+
+class SlurmClient final : public ResourceManagerClient {
+ public:
+  // amJobId: the Slurm job the AM itself runs in, if any (tide submit --master slurm+...):
+  // its comment gets the AM's status URL, then the final status.
+  SlurmClient(SlurmBackendSettings settings, std::string applicationId,
+              std::optional<int64_t> amJobId = std::nullopt);
+  // Cancels whatever is still live if unregister was never called (the AM failed to start).
+  ~SlurmClient() override;
+
+  void setExecutorTemplate(const ExecutorTemplate& executorTemplate) override;
+  rest::RegisterApplicationMasterResponse registerAm(const AmEndpoint& endpoint) override;
+  HeartbeatResult heartbeat(const ContainerAsk& ask) override;
+  // Nothing to do: the job's script started the executor.
+  void launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) override;
+  void unregister(const std::string& finalStatus, const std::string& diagnostics) override;
+
+  const std::string& workDir() const { return workDir_; }
+
+ private:
+  struct ExecutorJob {
+    int64_t jobId = 0;
+    std::string executorId;
+    rest::Resource resource;
+    SlurmJobPhase phase = SlurmJobPhase::kPending;
+    std::string node;
+    bool granted = false;          // reported to the AM as a granted container
+    bool cancelRequested = false;  // released by the AM, or a pending request taken back
+    int missingPolls = 0;          // consecutive listings that did not show it
+  };
+
+  void submitExecutors(int count, const rest::Resource& resource);
+  void cancelJob(ExecutorJob& job);
+  void deliverCancels();
+  // Cancels every live job and polls (bounded) until none is pending or running.
+  void cancelEverything(std::chrono::milliseconds bound);
+  void grant(ExecutorJob& job, HeartbeatResult& result);
+
+  SlurmBackendSettings settings_;
+  std::string applicationId_;
+  std::optional<int64_t> amJobId_;
+  std::string workDir_;
+  Logger log_{"slurm"};
+  std::unique_ptr<SlurmRestClient> slurm_;
+  ExecutorTemplate template_;
+  std::map<int64_t, ExecutorJob> jobs_;  // by job id, i.e. in submission order
+  std::set<int64_t> cancelQueue_;        // cancellations not yet delivered
+  int nextExecutorNumber_ = 1;
+  bool rejected_ = false;  // Slurm refused the executor job: submit no more
+  std::chrono::steady_clock::time_point submitNotBefore_{};
+  std::chrono::milliseconds submitBackoff_{0};
+  bool unregistered_ = false;
+};
+
+}  // namespace tide::am

@@ -1,0 +1,37 @@
+#include "am/speculation.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tide::am {
+
+DurationMs speculationThreshold(int64_t numTasks, const std::vector<DurationMs>& successful,
+                                const SpeculationConfig& config) {
+  // Spark: minFinishedForSpeculation = max(floor(quantile * numTasks), 1).
+  const int64_t needed = std::max<int64_t>(
+      static_cast<int64_t>(std::floor(config.quantile * static_cast<double>(numTasks))), 1);
+  if (static_cast<int64_t>(successful.size()) < needed || successful.empty()) return -1;
+  std::vector<DurationMs> sorted = successful;
+  const size_t middle = sorted.size() / 2;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle),
+                   sorted.end());
+  const DurationMs median = sorted[middle];
+  return std::max<DurationMs>(
+      static_cast<DurationMs>(config.multiplier * static_cast<double>(median)),
+      config.minThresholdMs);
+}
+
+std::vector<int64_t> speculatableTasks(int64_t numTasks, const std::vector<DurationMs>& successful,
+                                       const std::vector<RunningCopy>& running, TimeMs now,
+                                       const SpeculationConfig& config) {
+  std::vector<int64_t> slow;
+  const DurationMs threshold = speculationThreshold(numTasks, successful, config);
+  if (threshold < 0) return slow;
+  for (const RunningCopy& copy : running) {
+    if (now - copy.startMs > threshold) slow.push_back(copy.index);
+  }
+  std::sort(slow.begin(), slow.end());
+  return slow;
+}
+
+}  // namespace tide::am

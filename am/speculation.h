@@ -1,0 +1,36 @@
+#pragma once
+
+// Which running tasks deserve a speculative second copy (Spark's
+// TaskSetManager.checkSpeculatableTasks): once `quantile` of a stage's tasks have succeeded,
+// a task whose only copy has run longer than max(multiplier x the median successful duration,
+// minThreshold) is speculatable. Pure: durations and start times in, indices out.
+
+#include <cstdint>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace tide::am {
+
+struct SpeculationConfig {
+  double quantile = 0.75;
+  double multiplier = 1.5;
+  DurationMs minThresholdMs = 100;
+};
+
+// A task with exactly one running copy.
+struct RunningCopy {
+  int64_t index = 0;
+  TimeMs startMs = 0;
+};
+
+// The duration above which a running task is slow, or -1 while too few tasks have succeeded.
+DurationMs speculationThreshold(int64_t numTasks, const std::vector<DurationMs>& successful,
+                                const SpeculationConfig& config);
+
+// The indices of `running` that are slow at `now`, ascending.
+std::vector<int64_t> speculatableTasks(int64_t numTasks, const std::vector<DurationMs>& successful,
+                                       const std::vector<RunningCopy>& running, TimeMs now,
+                                       const SpeculationConfig& config);
+
+}  // namespace tide::am

@@ -1,0 +1,444 @@
+#include "am/status_page.h"
+
+namespace tide::am {
+namespace {
+
+// Everything inline: the page must work on a cluster without internet access. It reads the
+// same JSON API as `tide status` (relative URLs, so it also works behind a path prefix).
+// Elements the browser test reads: #points (points plotted), #executors rows with
+// data-executor-id, #decisions rows.
+constexpr std::string_view kPage = R"tidepage(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tide · application master</title>
+<style>
+:root {
+  --bg: #f4f5f7; --card: #fff; --text: #1c2230; --muted: #6b7280; --border: #e2e5ea;
+  --target: #2563eb; --live: #16a34a; --busy: #ea580c; --tasks: #94a3b8; --bound: #dc2626;
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--text);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+header { display: flex; align-items: baseline; gap: 14px; padding: 12px 24px;
+  background: #111827; color: #f9fafb; flex-wrap: wrap; }
+header h1 { font-size: 17px; margin: 0; font-weight: 600; letter-spacing: .02em; }
+header .meta { color: #9ca3af; font-size: 13px; }
+header .meta b { color: #e5e7eb; font-weight: 500; }
+#conn { margin-left: auto; font-size: 12px; color: #9ca3af; }
+#conn.down { color: #fca5a5; }
+main { padding: 14px 24px 24px; max-width: 1440px; margin: 0 auto; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(118px, 1fr)); gap: 10px;
+  margin-bottom: 14px; }
+.card { background: var(--card); border: 1px solid var(--border); border-radius: 8px;
+  padding: 7px 12px; }
+.card .label { color: var(--muted); font-size: 11px; text-transform: uppercase;
+  letter-spacing: .05em; white-space: nowrap; }
+.card .value { font-size: 21px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card .value small { font-size: 13px; color: var(--muted); font-weight: 500; }
+section { background: var(--card); border: 1px solid var(--border); border-radius: 8px;
+  padding: 12px 16px; margin-bottom: 14px; min-width: 0; overflow-x: auto; }
+section h2 { font-size: 14px; margin: 0; font-weight: 600; }
+.head { display: flex; align-items: center; gap: 16px; margin-bottom: 8px; flex-wrap: wrap; }
+.legend { display: flex; gap: 14px; font-size: 12px; color: var(--muted); flex-wrap: wrap; }
+.swatch { display: inline-block; width: 16px; height: 3px; vertical-align: middle;
+  margin-right: 5px; border-radius: 2px; }
+.swatch.dashed { height: 0; border-top: 2px dashed var(--bound); background: none; }
+.swatch.area { height: 10px; background: rgba(148, 163, 184, .35); border-top: 2px solid var(--tasks); }
+#readout { font-size: 12px; color: var(--muted); margin-left: auto; min-height: 18px;
+  font-variant-numeric: tabular-nums; }
+.chartbox { position: relative; }
+canvas { width: 100%; height: 300px; display: block; }
+form.bounds { display: flex; gap: 6px; align-items: center; font-size: 12px; color: var(--muted); }
+form.bounds input { width: 58px; padding: 3px 5px; border: 1px solid var(--border);
+  border-radius: 5px; font: inherit; color: var(--text); }
+form.bounds button { padding: 3px 10px; border: 1px solid #1d4ed8; background: var(--target);
+  color: #fff; border-radius: 5px; font: inherit; cursor: pointer; }
+#boundsMsg { font-size: 12px; }
+#boundsMsg.err { color: var(--bound); }
+.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 14px; }
+@media (max-width: 1100px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
+table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
+th { text-align: left; color: var(--muted); font-weight: 500; border-bottom: 1px solid var(--border);
+  padding: 4px 8px; white-space: nowrap; }
+td { border-bottom: 1px solid #f0f1f4; padding: 4px 8px; font-variant-numeric: tabular-nums;
+  vertical-align: top; }
+td.num, th.num { text-align: right; }
+td.why { color: #374151; }
+.empty { color: var(--muted); font-style: italic; padding: 8px; }
+.pill { font-size: 11px; padding: 1px 7px; border-radius: 10px; font-weight: 600; white-space: nowrap; }
+.BUSY { background: #ffedd5; color: #9a3412; }
+.IDLE { background: #dcfce7; color: #166534; }
+.PENDING_REMOVAL { background: #fee2e2; color: #991b1b; }
+.RUNNING { background: #dbeafe; color: #1e40af; }
+.SUCCEEDED { background: #dcfce7; color: #166534; }
+.FAILED { background: #fee2e2; color: #991b1b; }
+.act { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px;
+  white-space: nowrap; }
+.act.raise_target { color: #1d4ed8; } .act.lower_target { color: #7c3aed; }
+.act.remove { color: #b91c1c; } .act.not_adding, .act.keep { color: #6b7280; }
+.act.waiting, .act.lost { color: #b45309; }
+.rep { color: var(--muted); font-size: 11px; white-space: nowrap; }
+.bar { height: 6px; background: #e5e7eb; border-radius: 3px; overflow: hidden; min-width: 80px; }
+.bar > div { height: 100%; background: var(--live); }
+</style>
+</head>
+<body>
+<header>
+  <h1>tide</h1>
+  <span class="meta" id="app">application master</span>
+  <span class="meta" id="uptime"></span>
+  <span id="conn">connecting…</span>
+</header>
+<main>
+  <div class="cards" id="cards"></div>
+  <section>
+    <div class="head">
+      <h2>Executors over time</h2>
+      <div class="legend">
+        <span><i class="swatch" style="background:var(--target)"></i>target</span>
+        <span><i class="swatch" style="background:var(--live)"></i>live</span>
+        <span><i class="swatch" style="background:var(--busy)"></i>busy</span>
+        <span><i class="swatch area"></i>pending tasks (right axis)</span>
+        <span><i class="swatch dashed"></i>min / max executors</span>
+        <span><span id="points">0</span> points</span>
+      </div>
+      <span id="readout"></span>
+    </div>
+    <div class="chartbox"><canvas id="chart" data-points="0"></canvas></div>
+    <div class="head" style="margin: 10px 0 0">
+      <form class="bounds" id="boundsForm">
+        <span>Change bounds:</span>
+        <label>min <input name="min" type="number" min="0" inputmode="numeric"></label>
+        <label>initial <input name="initial" type="number" min="0" inputmode="numeric"></label>
+        <label>max <input name="max" type="number" min="1" inputmode="numeric"></label>
+        <button type="submit">Apply</button>
+        <span id="boundsMsg"></span>
+      </form>
+    </div>
+  </section>
+  <div class="grid2">
+    <section>
+      <div class="head"><h2>Executors</h2><span class="meta rep" id="execCount"></span></div>
+      <table id="executors">
+        <thead><tr><th>id</th><th>host</th><th>container</th><th>state</th><th class="num">tasks</th>
+          <th class="num">idle for</th><th>data</th><th>expires</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </section>
+    <section>
+      <div class="head"><h2>Allocation decisions</h2><span class="rep">newest first</span></div>
+      <table id="decisions">
+        <thead><tr><th>at</th><th>action</th><th class="num">target</th><th>why</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </section>
+  </div>
+  <section>
+    <div class="head"><h2>Jobs</h2></div>
+    <table id="jobs">
+      <thead><tr><th>id</th><th>name</th><th>state</th><th>progress</th><th class="num">tasks</th>
+        <th class="num">pending</th><th class="num">running</th><th class="num">succeeded</th>
+        <th class="num">failed attempts</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
+</main>
+<script>
+"use strict";
+const MAX_POINTS = 20000;
+const UNBOUNDED = 1e9;  // maxExecutors left at its default (INT_MAX) is "no limit"
+const view = { points: [], lastAt: -1, nowMs: 0, status: null, hover: null };
+
+function el(tag, attrs, children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v);
+  }
+  for (const child of children || []) node.append(child);
+  return node;
+}
+function fmtClock(ms) {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+  const mm = h > 0 ? String(m).padStart(2, "0") : String(m);
+  return (h > 0 ? h + ":" : "") + mm + ":" + String(sec).padStart(2, "0");
+}
+function fmtDur(ms) {
+  if (ms === null || ms === undefined || ms < 0) return "–";
+  if (ms < 1000) return ms + "ms";
+  if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + "s";
+  if (ms < 3600000) return Math.floor(ms / 60000) + "m " + String(Math.floor(ms / 1000) % 60).padStart(2, "0") + "s";
+  return Math.floor(ms / 3600000) + "h " + String(Math.floor(ms / 60000) % 60).padStart(2, "0") + "m";
+}
+function fmtMax(v) { return v >= UNBOUNDED ? "∞" : String(v); }
+async function getJson(path) {
+  const response = await fetch(path, { cache: "no-store" });
+  if (!response.ok) throw new Error(path + ": HTTP " + response.status);
+  return response.json();
+}
+
+function renderCards(s) {
+  const a = s.allocation, t = s.tasks;
+  const cards = [
+    ["target", a.target], ["live", a.live], ["busy", a.busy], ["idle", a.idle],
+    ["requested", a.pending], ["max needed", a.maxNeeded],
+    ["pending tasks", t.pending], ["running tasks", t.running],
+    ["tasks done", t.succeeded + (t.failed ? " ✗" + t.failed : "")],
+    ["bounds", a.min + " / " + a.initial + " / " + fmtMax(a.max)],
+    ["next step", a.initializing ? "initializing" : "+" + a.numExecutorsToAdd],
+  ];
+  const box = document.getElementById("cards");
+  box.replaceChildren(...cards.map(([label, value]) =>
+      el("div", { class: "card" }, [el("div", { class: "label", text: label }),
+                                    el("div", { class: "value", text: String(value) })])));
+  document.getElementById("app").innerHTML = "";
+  document.getElementById("app").append(el("b", { text: s.applicationId }), " attempt " +
+      s.attemptId.replace(/^.*_/, "") + " · " + s.state);
+  document.getElementById("uptime").textContent = "up " + fmtDur(s.uptimeMs);
+  const form = document.getElementById("boundsForm");
+  for (const name of ["min", "initial", "max"]) {
+    form.elements[name].placeholder = fmtMax(a[name]);
+  }
+}
+
+function renderExecutors(data) {
+  const body = document.querySelector("#executors tbody");
+  const rows = data.executors.map((e) => {
+    const holds = [e.holdsCachedData ? "cached" : "", e.holdsShuffleData ? "shuffle" : ""]
+        .filter(Boolean).join(", ") || "–";
+    const expires = e.expiresInMs === null ? "never (" + e.expiry + ")"
+        : "in " + fmtDur(e.expiresInMs) + (e.expiry ? " (" + e.expiry + ")" : "");
+    // Container ids repeat the application id: the tail is what tells them apart.
+    const container = e.container.replace(/^container_\d+_\d+_/, "…");
+    return el("tr", { "data-executor-id": e.id }, [
+      el("td", { text: e.id }), el("td", { text: e.host }),
+      el("td", { text: container, title: e.container }),
+      el("td", {}, [el("span", { class: "pill " + e.state, text: e.state.toLowerCase().replace("_", " ") })]),
+      el("td", { class: "num", text: e.runningTasks + "/" + e.cores }),
+      el("td", { class: "num", text: e.idleForMs >= 0 ? fmtDur(e.idleForMs) : "–" }),
+      el("td", { text: holds }), el("td", { class: "why", text: expires })]);
+  });
+  if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "8", class: "empty", text: "no executors" })]));
+  body.replaceChildren(...rows);
+  document.getElementById("execCount").textContent = data.executors.length + " live";
+}
+
+function renderDecisions(data) {
+  const body = document.querySelector("#decisions tbody");
+  const rows = data.decisions.map((d) => el("tr", {}, [
+    el("td", { class: "num", text: fmtClock(d.lastMs) }),
+    el("td", {}, [el("span", { class: "act " + d.action, text: d.action })]),
+    el("td", { class: "num", text: String(d.target) }),
+    el("td", { class: "why" }, [d.why, d.repeats > 1
+        ? el("span", { class: "rep", text: "  ×" + d.repeats + " since " + fmtClock(d.atMs) }) : ""])]));
+  if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "4", class: "empty", text: "no decisions yet" })]));
+  body.replaceChildren(...rows);
+}
+
+function renderJobs(s) {
+  const body = document.querySelector("#jobs tbody");
+  const rows = s.jobs.map((j) => el("tr", {}, [
+    el("td", { text: j.id }), el("td", { text: j.name }),
+    el("td", {}, [el("span", { class: "pill " + j.state, text: j.state.toLowerCase() })]),
+    el("td", {}, [el("div", { class: "bar" }, [el("div", { style: "width:" + (j.tasks ? 100 * j.succeeded / j.tasks : 0).toFixed(1) + "%" })])]),
+    el("td", { class: "num", text: String(j.tasks) }), el("td", { class: "num", text: String(j.pending) }),
+    el("td", { class: "num", text: String(j.running) }), el("td", { class: "num", text: String(j.succeeded) }),
+    el("td", { class: "num", text: String(j.failedAttempts) })]));
+  if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "9", class: "empty", text: "no jobs yet" })]));
+  body.replaceChildren(...rows);
+}
+
+function niceCeil(v) {
+  if (v <= 5) return Math.max(1, Math.ceil(v));
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+function ticks(max, count) {
+  const raw = max / count, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  let step = p;
+  for (const m of [1, 2, 2.5, 5, 10]) { if (m * p >= raw) { step = m * p; break; } }
+  if (step < 1 && max >= 1 && Number.isInteger(max)) step = 1;
+  const out = [];
+  for (let v = 0; v <= max + 1e-9; v += step) out.push(Math.round(v * 1000) / 1000);
+  return out;
+}
+
+function drawChart() {
+  const canvas = document.getElementById("chart");
+  const pts = view.points;
+  document.getElementById("points").textContent = String(pts.length);
+  canvas.dataset.points = String(pts.length);
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = "11px system-ui, sans-serif";
+  if (pts.length === 0) {
+    ctx.fillStyle = "#6b7280";
+    ctx.fillText("waiting for the first allocation tick…", 20, 30);
+    return;
+  }
+  const pad = { l: 40, r: 58, t: 10, b: 24 };
+  const pw = w - pad.l - pad.r, ph = h - pad.t - pad.b;
+  const t0 = pts[0].atMs;
+  const t1 = Math.max(view.nowMs, pts[pts.length - 1].atMs, t0 + 10000);
+  let dataMax = 1, taskMax = 1;
+  for (const p of pts) {
+    dataMax = Math.max(dataMax, p.target, p.live, p.busy, p.min);
+    taskMax = Math.max(taskMax, p.pendingTasks);
+  }
+  // A max bound far above the data would squash it: then it is only named, not drawn.
+  let scaleMax = dataMax;
+  for (const p of pts) if (p.max < UNBOUNDED && p.max <= 2 * dataMax + 4) scaleMax = Math.max(scaleMax, p.max);
+  const yMax = niceCeil(scaleMax * 1.08), tMax = niceCeil(taskMax * 1.05);
+  const x = (t) => pad.l + ((t - t0) / (t1 - t0)) * pw;
+  const y = (v) => pad.t + (1 - Math.min(v, yMax) / yMax) * ph;
+  const yt = (v) => pad.t + (1 - v / tMax) * ph;
+
+  // Grid and axes.
+  ctx.strokeStyle = "#eef0f3"; ctx.fillStyle = "#6b7280"; ctx.lineWidth = 1;
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (const v of ticks(yMax, 5)) {
+    ctx.beginPath(); ctx.moveTo(pad.l, Math.round(y(v)) + 0.5); ctx.lineTo(pad.l + pw, Math.round(y(v)) + 0.5); ctx.stroke();
+    ctx.fillText(String(v), pad.l - 6, y(v));
+  }
+  ctx.textAlign = "left"; ctx.fillStyle = "#94a3b8";
+  for (const v of ticks(tMax, 5)) ctx.fillText(v >= 10000 ? (v / 1000) + "k" : String(v), pad.l + pw + 6, yt(v));
+  ctx.fillStyle = "#6b7280"; ctx.textAlign = "center"; ctx.textBaseline = "top";
+  const span = t1 - t0;
+  let step = 1000;
+  for (const s of [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400]) {
+    step = s * 1000; if (span / step <= 8) break;
+  }
+  for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+    ctx.fillText(fmtClock(t), x(t), pad.t + ph + 6);
+    ctx.strokeStyle = "#f3f4f6"; ctx.beginPath(); ctx.moveTo(Math.round(x(t)) + 0.5, pad.t); ctx.lineTo(Math.round(x(t)) + 0.5, pad.t + ph); ctx.stroke();
+  }
+  ctx.strokeStyle = "#d1d5db";
+  ctx.beginPath(); ctx.moveTo(pad.l + 0.5, pad.t); ctx.lineTo(pad.l + 0.5, pad.t + ph); ctx.lineTo(pad.l + pw, pad.t + ph + 0.5); ctx.stroke();
+
+  // A value holds until the next point: step lines, carried on to now.
+  const stepPath = (key, yf) => {
+    ctx.beginPath();
+    ctx.moveTo(x(pts[0].atMs), yf(pts[0][key]));
+    for (let i = 1; i < pts.length; i++) {
+      ctx.lineTo(x(pts[i].atMs), yf(pts[i - 1][key]));
+      ctx.lineTo(x(pts[i].atMs), yf(pts[i][key]));
+    }
+    ctx.lineTo(x(t1), yf(pts[pts.length - 1][key]));
+  };
+  // Pending tasks: an area on the right axis, behind everything.
+  stepPath("pendingTasks", yt);
+  ctx.lineTo(x(t1), yt(0)); ctx.lineTo(x(pts[0].atMs), yt(0)); ctx.closePath();
+  ctx.fillStyle = "rgba(148, 163, 184, 0.22)"; ctx.fill();
+  stepPath("pendingTasks", yt); ctx.strokeStyle = "#94a3b8"; ctx.lineWidth = 1; ctx.stroke();
+
+  // Bounds.
+  const last = pts[pts.length - 1];
+  ctx.setLineDash([5, 4]); ctx.strokeStyle = "#dc2626"; ctx.lineWidth = 1.25;
+  stepPath("min", y); ctx.stroke();
+  const maxDrawn = last.max < UNBOUNDED && last.max <= yMax;
+  if (maxDrawn) { stepPath("max", y); ctx.stroke(); }
+  ctx.setLineDash([]);
+  ctx.fillStyle = "#dc2626"; ctx.textAlign = "right"; ctx.textBaseline = "bottom";
+  ctx.fillText("max " + fmtMax(last.max) + (maxDrawn ? "" : " (off scale)"), pad.l + pw - 4, maxDrawn ? y(last.max) - 2 : pad.t + 12);
+  // Below its line, unless that would run into the time axis.
+  const minBelow = y(last.min) + 16 < pad.t + ph;
+  ctx.textBaseline = minBelow ? "top" : "bottom";
+  ctx.fillText("min " + last.min, pad.l + pw - 4, minBelow ? y(last.min) + 2 : y(last.min) - 2);
+
+  const series = [["busy", "#ea580c", 1.5], ["live", "#16a34a", 2], ["target", "#2563eb", 2.25]];
+  for (const [key, color, width] of series) {
+    stepPath(key, y); ctx.strokeStyle = color; ctx.lineWidth = width; ctx.lineJoin = "round"; ctx.stroke();
+  }
+
+  if (view.hover !== null) {
+    const t = t0 + ((view.hover - pad.l) / pw) * (t1 - t0);
+    let p = pts[0];
+    for (const q of pts) { if (q.atMs <= t) p = q; else break; }
+    ctx.strokeStyle = "rgba(17,24,39,.35)"; ctx.lineWidth = 1;
+    ctx.beginPath(); ctx.moveTo(Math.round(view.hover) + 0.5, pad.t); ctx.lineTo(Math.round(view.hover) + 0.5, pad.t + ph); ctx.stroke();
+    document.getElementById("readout").textContent = "at " + fmtClock(t) + ": target " + p.target +
+        " · live " + p.live + " · busy " + p.busy + " · pending tasks " + p.pendingTasks +
+        " · bounds [" + p.min + ", " + fmtMax(p.max) + "]";
+  }
+}
+
+let failures = 0;
+async function refresh() {
+  try {
+    const since = view.lastAt >= 0 ? "?since=" + view.lastAt : "";
+    const [status, history, executors, decisions] = await Promise.all([
+      getJson("api/v1/status"), getJson("api/v1/allocation/history" + since),
+      getJson("api/v1/executors"), getJson("api/v1/allocation/decisions?limit=40")]);
+    view.status = status;
+    view.nowMs = history.nowMs;
+    if (history.points.length > 0) {
+      view.points.push(...history.points);
+      if (view.points.length > MAX_POINTS) view.points.splice(0, view.points.length - MAX_POINTS);
+      view.lastAt = view.points[view.points.length - 1].atMs;
+    }
+    renderCards(status);
+    renderExecutors(executors);
+    renderDecisions(decisions);
+    renderJobs(status);
+    drawChart();
+    failures = 0;
+    const conn = document.getElementById("conn");
+    conn.className = ""; conn.textContent = "live · updated " + new Date().toLocaleTimeString();
+  } catch (error) {
+    failures++;
+    const conn = document.getElementById("conn");
+    conn.className = "down";
+    conn.textContent = "not reachable (" + error.message + "); showing the last data";
+  } finally {
+    setTimeout(refresh, failures > 0 ? 3000 : 1000);
+  }
+}
+
+document.getElementById("chart").addEventListener("mousemove", (event) => {
+  view.hover = event.offsetX; drawChart();
+});
+document.getElementById("chart").addEventListener("mouseleave", () => {
+  view.hover = null; document.getElementById("readout").textContent = ""; drawChart();
+});
+window.addEventListener("resize", drawChart);
+document.getElementById("boundsForm").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const form = event.target, body = {};
+  for (const name of ["min", "initial", "max"]) {
+    if (form.elements[name].value !== "") body[name] = Number(form.elements[name].value);
+  }
+  const msg = document.getElementById("boundsMsg");
+  try {
+    const response = await fetch("api/v1/allocation/bounds", {
+      method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+    const answer = await response.json();
+    if (!response.ok) throw new Error(answer.error ? answer.error.message : "HTTP " + response.status);
+    msg.className = ""; msg.textContent = "now [" + answer.min + ", " + fmtMax(answer.max) + "]";
+    form.reset();
+  } catch (error) {
+    msg.className = "err"; msg.textContent = error.message;
+  }
+});
+refresh();
+</script>
+</body>
+</html>
+)tidepage";
+
+}  // namespace
+
+std::string_view statusPageHtml() {
+  return kPage;
+}
+
+}  // namespace tide::am

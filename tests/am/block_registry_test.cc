@@ -1,0 +1,89 @@
+// Where task outputs are: registration, loss with an executor, bytes by place.
+
+#include "am/block_registry.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace tide::am {
+namespace {
+
+using ::testing::ElementsAre;
+
+MapOutput output(const std::string& executor, const std::string& node,
+                 std::vector<rest::BlockOutput> blocks) {
+  return MapOutput{executor, node, std::move(blocks)};
+}
+
+TEST(BlockRegistryTest, RegistersOutputsAndReportsWhatIsMissing) {
+  BlockRegistry registry;
+  registry.registerOutput("job-1/map", 3, 0, output("e1", "n1", {{1, 10}, {0, 5}}));
+  registry.registerOutput("job-1/map", 3, 2, output("e2", "n2", {{0, 7}}));
+  EXPECT_TRUE(registry.hasStage("job-1/map"));
+  EXPECT_EQ(registry.numTasks("job-1/map"), 3);
+  EXPECT_THAT(registry.missingOutputs("job-1/map"), ElementsAre(1));
+  ASSERT_NE(registry.output("job-1/map", 0), nullptr);
+  // Blocks are kept by partition, whatever order they came in.
+  EXPECT_EQ(registry.output("job-1/map", 0)->partitionSize(0), 5);
+  EXPECT_EQ(registry.output("job-1/map", 0)->partitionSize(1), 10);
+  EXPECT_EQ(registry.output("job-1/map", 0)->partitionSize(2), std::nullopt);
+  EXPECT_EQ(registry.output("job-1/map", 1), nullptr);
+  EXPECT_EQ(registry.output("job-1/other", 0), nullptr);
+  // Out-of-range indices are ignored.
+  registry.registerOutput("job-1/map", 3, 7, output("e1", "n1", {}));
+  EXPECT_EQ(registry.numTasks("job-1/map"), 3);
+}
+
+TEST(BlockRegistryTest, ALostExecutorTakesItsOutputsOfEveryStage) {
+  BlockRegistry registry;
+  registry.registerOutput("job-1/a", 2, 0, output("e1", "n1", {{0, 1}}));
+  registry.registerOutput("job-1/a", 2, 1, output("e2", "n1", {{0, 1}}));
+  registry.registerOutput("job-1/b", 1, 0, output("e1", "n1", {{0, 1}}));
+  EXPECT_THAT(registry.stagesOn("e1"), ElementsAre("job-1/a", "job-1/b"));
+  const auto lost = registry.removeExecutor("e1");
+  ASSERT_EQ(lost.size(), 2u);
+  EXPECT_THAT(lost.at("job-1/a"), ElementsAre(0));
+  EXPECT_THAT(lost.at("job-1/b"), ElementsAre(0));
+  EXPECT_THAT(registry.missingOutputs("job-1/a"), ElementsAre(0));
+  EXPECT_TRUE(registry.stagesOn("e1").empty());
+  // A re-run replaces the lost output.
+  registry.registerOutput("job-1/a", 2, 0, output("e3", "n2", {{0, 1}}));
+  EXPECT_TRUE(registry.missingOutputs("job-1/a").empty());
+}
+
+TEST(BlockRegistryTest, BytesOfAPartitionByExecutorAndNode) {
+  BlockRegistry registry;
+  registry.registerOutput("s", 3, 0, output("e1", "n1", {{0, 100}, {1, 1}}));
+  registry.registerOutput("s", 3, 1, output("e2", "n1", {{0, 50}}));
+  registry.registerOutput("s", 3, 2, output("e3", "n2", {{1, 9}}));
+  EXPECT_EQ(registry.partitionBytesByExecutor("s", 0),
+            (std::map<std::string, int64_t>{{"e1", 100}, {"e2", 50}}));
+  EXPECT_EQ(registry.partitionBytesByNode("s", 0), (std::map<std::string, int64_t>{{"n1", 150}}));
+  EXPECT_EQ(registry.partitionBytesByNode("s", 1),
+            (std::map<std::string, int64_t>{{"n1", 1}, {"n2", 9}}));
+}
+
+TEST(BlockRegistryTest, DroppingAStageNamesItsHolders) {
+  BlockRegistry registry;
+  registry.registerOutput("s", 2, 0, output("e1", "n1", {{0, 1}}));
+  registry.registerOutput("s", 2, 1, output("e2", "n1", {{0, 1}}));
+  EXPECT_EQ(registry.dropStage("s"), (std::set<std::string>{"e1", "e2"}));
+  EXPECT_FALSE(registry.hasStage("s"));
+  EXPECT_TRUE(registry.dropStage("s").empty());
+}
+
+}  // namespace
+}  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+TEST(BlockRegistryTest, AnOutputWithoutBlocksIsNotLostWithItsExecutor) {
+  BlockRegistry registry;
+  registry.registerOutput("s", 1, 0, MapOutput{"e1", "n1", {}});
+  EXPECT_TRUE(registry.removeExecutor("e1").empty());
+  EXPECT_TRUE(registry.missingOutputs("s").empty());
+}
+
+}  // namespace
+}  // namespace tide::am

@@ -1,0 +1,38 @@
+// Locality-preferred container requests: of the containers still wanted, some are asked for on
+// the nodes where pending tasks' data is.
+
+#include <gtest/gtest.h>
+
+#include "am/container_allocator.h"
+
+namespace tide::am {
+namespace {
+
+using HostAsks = std::vector<std::pair<std::string, int>>;
+
+TEST(ContainerLocalityTest, MissingContainersGoWhereTheTasksData) {
+  ManualClock clock;
+  ContainerAllocator allocator(ContainerAllocatorConfig{}, clock);
+  allocator.setTarget(5);
+  // 5 tasks on n1 at 2 slots per executor: 3 containers there; 1 task on n2: 1 there.
+  allocator.setLocalityHints({{"n1", 5}, {"n2", 1}}, 2);
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.outstanding, 5);
+  EXPECT_EQ(ask.hostAsks, (HostAsks{{"n1", 3}, {"n2", 1}}));
+}
+
+TEST(ContainerLocalityTest, NeverMoreOnHostsThanAreWanted) {
+  ManualClock clock;
+  ContainerAllocator allocator(ContainerAllocatorConfig{}, clock);
+  allocator.setTarget(2);
+  allocator.setLocalityHints({{"n1", 10}, {"n2", 10}}, 1);
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.outstanding, 2);
+  EXPECT_EQ(ask.hostAsks, (HostAsks{{"n1", 2}}));
+  // Without hints, everything may go anywhere.
+  allocator.setLocalityHints({}, 1);
+  EXPECT_TRUE(allocator.nextAsk().hostAsks.empty());
+}
+
+}  // namespace
+}  // namespace tide::am

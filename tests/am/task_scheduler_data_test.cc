@@ -1,0 +1,395 @@
+// The scheduler's data rules: inputs of downstream tasks, lineage re-runs after lost outputs,
+// fetch failures that do not count, shuffle and cached data for the allocation policy,
+// locality in launches, FAIR pools and speculation. Time moves only when a test moves it.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "am/task_scheduler.h"
+
+namespace tide::am {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class DataListener : public SchedulerListener {
+ public:
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
+    events.push_back("submitted " + stageId + " " + std::to_string(numTasks));
+  }
+  void onStageCompleted(const std::string& stageId) override {
+    events.push_back("completed " + stageId);
+  }
+  void onTaskStart(const std::string&, const std::string&) override {}
+  void onTaskEnd(const std::string&, const std::string&, TaskOutcome) override {}
+  void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
+    events.push_back("job " + jobId + (succeeded ? " succeeded" : " failed"));
+    messages[jobId] = message;
+  }
+  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
+    events.push_back("speculative " + stageId);
+  }
+  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executor) override {
+    events.push_back("speculative start " + stageId + " " + executor);
+  }
+  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
+    events.push_back("shuffle " + executorId + " " + shuffleId);
+  }
+  void onShuffleReleased(const std::string& shuffleId) override {
+    events.push_back("shuffle released " + shuffleId);
+  }
+  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
+    events.push_back("cached " + executorId + " " + dataId);
+  }
+  void onBlocksUncached(const std::string& dataId) override {
+    events.push_back("uncached " + dataId);
+  }
+  std::vector<std::string> events;
+  std::map<std::string, std::string> messages;
+};
+
+rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions = {}) {
+  rest::TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.state = "FINISHED";
+  for (int64_t p : partitions) update.blocks.push_back(rest::BlockOutput{p, 100 + p});
+  return update;
+}
+
+rest::BlockInput block(const std::string& stage, int64_t mapIndex, const std::string& executor) {
+  rest::BlockInput input;
+  input.stageId = stage;
+  input.mapIndex = mapIndex;
+  input.executorId = executor;
+  return input;
+}
+
+rest::TaskStatusUpdate fetchFailed(int64_t taskId, const rest::BlockInput& input) {
+  rest::TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.state = "FETCH_FAILED";
+  update.reason = "fetch failed: connection refused";
+  update.failedInput = input;
+  return update;
+}
+
+const char* kMapReduce = R"({"name": "wc", "stages": [
+    {"id": "map", "tasks": 2, "command": ["m"]},
+    {"id": "reduce", "depends_on": ["map"], "tasks": 3, "command": ["r"]}]})";
+
+class SchedulerDataTest : public ::testing::Test {
+ protected:
+  TaskScheduler& scheduler() {
+    if (!scheduler_) scheduler_ = std::make_unique<TaskScheduler>(config, clock, listener, 7);
+    return *scheduler_;
+  }
+  std::vector<rest::TaskLaunch> offer(const std::string& executor, int slots,
+                                      const std::string& node = "") {
+    return scheduler().resourceOffers(
+        {WorkerOffer{executor, node.empty() ? "node-" + executor : node, slots}});
+  }
+  // Runs the map stage: task 0 on e1, task 1 on e2, each writing partitions 0..2.
+  void runMaps() {
+    auto first = offer("e1", 1);
+    auto second = offer("e2", 1);
+    ASSERT_EQ(first.size(), 1u);
+    ASSERT_EQ(second.size(), 1u);
+    ASSERT_TRUE(scheduler().statusUpdate(finished(first[0].taskId, {0, 1, 2}), "e1"));
+    ASSERT_TRUE(scheduler().statusUpdate(finished(second[0].taskId, {0, 2}), "e2"));
+  }
+  int stageReruns(const std::string& jobId, const std::string& stage) {
+    const JobSummary summary = scheduler().jobSummary(jobId).value();
+    for (const auto& s : summary.stages) {
+      if (s.id == stage) return s.reruns;
+    }
+    return -1;
+  }
+
+  SchedulerConfig config;
+  ManualClock clock{1000};
+  DataListener listener;
+
+ private:
+  std::unique_ptr<TaskScheduler> scheduler_;
+};
+
+TEST_F(SchedulerDataTest, ReduceTasksGetPartitionKOfEveryMapOutput) {
+  config.localityWaits = {0, 0, 0};
+  scheduler().submitJob(parseJob(kMapReduce));
+  runMaps();
+  EXPECT_THAT(listener.events, Contains("shuffle e1 job-1/map"));
+  EXPECT_THAT(listener.events, Contains("shuffle e2 job-1/map"));
+  auto launches = offer("e3", 3);
+  ASSERT_EQ(launches.size(), 3u);
+  std::map<int64_t, std::vector<rest::BlockInput>> inputs;
+  for (const auto& launch : launches) inputs[launch.index] = launch.inputs;
+  // Partition 1: only map 0 wrote one.
+  ASSERT_EQ(inputs[1].size(), 1u);
+  EXPECT_EQ(inputs[1][0].stageId, "map");
+  EXPECT_EQ(inputs[1][0].mapIndex, 0);
+  EXPECT_EQ(inputs[1][0].executorId, "e1");
+  EXPECT_EQ(inputs[1][0].path, "job-1/map/0/part-1");
+  EXPECT_EQ(inputs[1][0].size, 101);
+  ASSERT_EQ(inputs[2].size(), 2u);
+  EXPECT_EQ(inputs[2][1].executorId, "e2");
+  EXPECT_EQ(inputs[2][1].path, "job-1/map/1/part-2");
+}
+
+TEST_F(SchedulerDataTest, FinalStagesCollectIntoTheOutputAndShuffleIsReleasedAtJobEnd) {
+  config.localityWaits = {0, 0, 0};
+  Job job = parseJob(kMapReduce);
+  job.output = "/data/out";
+  scheduler().submitJob(job);
+  auto maps = offer("e1", 2);
+  for (const auto& launch : maps) EXPECT_EQ(launch.collectDir, "");
+  for (const auto& launch : maps) scheduler().statusUpdate(finished(launch.taskId, {0}), "e1");
+  auto reduces = offer("e1", 3);
+  ASSERT_EQ(reduces.size(), 3u);
+  for (const auto& launch : reduces) EXPECT_EQ(launch.collectDir, "/data/out");
+  for (const auto& launch : reduces) scheduler().statusUpdate(finished(launch.taskId, {0}), "e1");
+  EXPECT_THAT(listener.events, Contains("shuffle released job-1/map"));
+  EXPECT_THAT(listener.events, Contains("job job-1 succeeded"));
+  // Every stage's files go from the executors that ran it.
+  std::vector<std::string> drops;
+  for (const auto& drop : scheduler().takeBlocksToDrop()) {
+    drops.push_back(drop.executorId + " " + drop.prefix);
+  }
+  EXPECT_THAT(drops, ElementsAre("e1 job-1/map", "e1 job-1/reduce"));
+  EXPECT_THROW(
+      scheduler().submitJob(parseJob(
+          R"({"output": "relative", "stages": [{"id": "a", "tasks": 1, "command": ["x"]}]})")),
+      JobError);
+}
+
+TEST_F(SchedulerDataTest, ALostExecutorsOutputsAreMadeAgainBeforeTheReduceGoesOn) {
+  config.localityWaits = {0, 0, 0};
+  scheduler().submitJob(parseJob(kMapReduce));
+  runMaps();
+  auto reduce = offer("e3", 1);
+  ASSERT_EQ(reduce.size(), 1u);
+  listener.events.clear();
+  scheduler().executorLost("e1", "killed");
+  // Map task 0 runs again; the reduce stage waits for it.
+  EXPECT_THAT(listener.events, ElementsAre("submitted job-1/map 1"));
+  EXPECT_EQ(stageReruns("job-1", "map"), 1);
+  auto next = offer("e3", 2);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].stageId, "map");
+  EXPECT_EQ(next[0].index, 0);
+  EXPECT_EQ(next[0].attempt, 1);
+  // The running reduce task fails to fetch from e1: retried, not counted.
+  ASSERT_TRUE(scheduler().statusUpdate(fetchFailed(reduce[0].taskId, block("map", 0, "e1")), "e3"));
+  EXPECT_TRUE(offer("e4", 2).empty()) << "the reduce stage must wait for the map re-run";
+  ASSERT_TRUE(scheduler().statusUpdate(finished(next[0].taskId, {0, 1, 2}), "e3"));
+  auto reduces = offer("e4", 3);
+  ASSERT_EQ(reduces.size(), 3u);
+  for (const auto& launch : reduces) {
+    for (const auto& input : launch.inputs) {
+      EXPECT_NE(input.executorId, "e1");
+      if (input.mapIndex == 0) {
+        EXPECT_EQ(input.executorId, "e3");
+      }
+    }
+  }
+  for (const auto& launch : reduces) scheduler().statusUpdate(finished(launch.taskId), "e4");
+  auto summary = scheduler().jobSummary("job-1");
+  EXPECT_EQ(summary->state, JobState::kSucceeded) << summary->message;
+  for (const auto& failure : summary->recentFailures) EXPECT_FALSE(failure.countsTowardsFailures);
+}
+
+TEST_F(SchedulerDataTest, FetchFailuresDoNotCountTowardMaxFailures) {
+  config.localityWaits = {0, 0, 0};
+  config.maxTaskFailures = 1;  // a single counted failure would fail the job
+  config.maxStageReruns = 10;
+  scheduler().submitJob(parseJob(kMapReduce));
+  runMaps();
+  for (int round = 0; round < 3; ++round) {
+    auto reduce = offer("e3", 1);
+    ASSERT_EQ(reduce.size(), 1u) << "round " << round;
+    ASSERT_EQ(reduce[0].stageId, "reduce");
+    ASSERT_TRUE(
+        scheduler().statusUpdate(fetchFailed(reduce[0].taskId, block("map", 1, "e2")), "e3"));
+    // e2's outputs are taken as lost: map 1 runs again on e3.
+    auto map = offer("e3", 1);
+    ASSERT_EQ(map.size(), 1u);
+    EXPECT_EQ(map[0].stageId, "map");
+    EXPECT_EQ(map[0].index, 1);
+    ASSERT_TRUE(scheduler().statusUpdate(finished(map[0].taskId, {0, 1, 2}), "e3"));
+    // The re-run landed on e3; make e2 hold it again for the next round.
+    scheduler().executorLost("e3", "gone");
+    auto redo = offer("e2", 1);
+    ASSERT_EQ(redo.size(), 1u);
+    ASSERT_TRUE(scheduler().statusUpdate(finished(redo[0].taskId, {0, 1, 2}), "e2"));
+  }
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kRunning);
+}
+
+TEST_F(SchedulerDataTest, OutputsLostTooOftenFailTheJob) {
+  config.localityWaits = {0, 0, 0};
+  config.maxStageReruns = 1;
+  scheduler().submitJob(parseJob(kMapReduce));
+  runMaps();
+  scheduler().executorLost("e1", "first");
+  auto again = offer("e5", 1);
+  ASSERT_EQ(again.size(), 1u);
+  scheduler().statusUpdate(finished(again[0].taskId, {0}), "e5");
+  scheduler().executorLost("e5", "second");
+  auto summary = scheduler().jobSummary("job-1");
+  EXPECT_EQ(summary->state, JobState::kFailed);
+  EXPECT_THAT(summary->message, HasSubstr("lost its output 2 times"));
+}
+
+TEST_F(SchedulerDataTest, PersistedStagesAreCachedReadByLaterJobsAndUnpersisted) {
+  config.localityWaits = {0, 0, 0};
+  scheduler().submitJob(parseJob(R"({"stages": [
+      {"id": "words", "tasks": 1, "persist": true, "command": ["m"]}]})"));
+  auto map = offer("e1", 1);
+  scheduler().statusUpdate(finished(map[0].taskId, {0, 1}), "e1");
+  EXPECT_THAT(listener.events, Contains("cached e1 job-1/words"));
+  EXPECT_TRUE(scheduler().takeBlocksToDrop().empty()) << "persisted blocks are kept";
+  ASSERT_EQ(scheduler().cachedStages().size(), 1u);
+  EXPECT_EQ(scheduler().cachedStages()[0].bytes, 201);
+  EXPECT_THAT(scheduler().stagesHeldBy("e1"), ElementsAre("job-1/words"));
+
+  // A later job reads it by "<job>/<stage>"; the input dir is named the same.
+  scheduler().submitJob(parseJob(R"({"unpersist": ["job-1/words"], "stages": [
+      {"id": "count", "depends_on": ["job-1/words"], "tasks": 2, "command": ["r"]}]})"));
+  auto counts = offer("e2", 2);
+  ASSERT_EQ(counts.size(), 2u);
+  ASSERT_EQ(counts[1].inputs.size(), 1u);
+  EXPECT_EQ(counts[1].inputs[0].stageId, "job-1/words");
+  EXPECT_EQ(counts[1].inputs[0].path, "job-1/words/0/part-1");
+  for (const auto& launch : counts) scheduler().statusUpdate(finished(launch.taskId), "e2");
+  // Its unpersist is carried out when it ends.
+  EXPECT_THAT(listener.events, Contains("uncached job-1/words"));
+  EXPECT_TRUE(scheduler().cachedStages().empty());
+  bool dropped = false;
+  for (const auto& drop : scheduler().takeBlocksToDrop()) {
+    dropped = dropped || (drop.executorId == "e1" && drop.prefix == "job-1/words");
+  }
+  EXPECT_TRUE(dropped);
+  // Now it can no longer be read.
+  EXPECT_THROW(scheduler().submitJob(parseJob(R"({"stages": [
+      {"id": "c", "depends_on": ["job-1/words"], "tasks": 1, "command": ["r"]}]})")),
+               JobError);
+  EXPECT_THAT(scheduler().unpersist("job-1/words"), HasSubstr("no longer persisted"));
+  EXPECT_THAT(scheduler().unpersist("job-9/x"), HasSubstr("no stage"));
+}
+
+TEST_F(SchedulerDataTest, ReduceTasksWaitForTheExecutorHoldingTheirInput) {
+  config.localityWaits = {3000, 3000, 3000};
+  scheduler().submitJob(parseJob(R"({"stages": [
+      {"id": "src", "tasks": 1, "command": ["m"]},
+      {"id": "use", "depends_on": ["src"], "tasks": 2, "command": ["r"]}]})"));
+  auto src = offer("e1", 1, "n1");
+  scheduler().statusUpdate(finished(src[0].taskId, {0, 1}), "e1");
+  EXPECT_EQ(scheduler().pendingTasksByPreferredNode(), (std::map<std::string, int64_t>{{"n1", 2}}));
+  EXPECT_TRUE(offer("e2", 1, "n2").empty()) << "e2 on n2 holds none of the input";
+  auto local = offer("e1", 1, "n1");
+  ASSERT_EQ(local.size(), 1u);
+  auto nodeLocal = offer("e3", 1, "n1");
+  EXPECT_TRUE(nodeLocal.empty()) << "NODE_LOCAL only after locality.wait.process";
+  clock.advance(3000);
+  nodeLocal = offer("e3", 1, "n1");
+  ASSERT_EQ(nodeLocal.size(), 1u);
+  const auto stages = scheduler().jobSummary("job-1")->stages;
+  EXPECT_EQ(stages[1].launchesByLocality[static_cast<size_t>(TaskLocality::kProcessLocal)], 1);
+  EXPECT_EQ(stages[1].launchesByLocality[static_cast<size_t>(TaskLocality::kNodeLocal)], 1);
+}
+
+TEST_F(SchedulerDataTest, PreferredHostsFromTheJobFile) {
+  config.localityWaits = {1000, 1000, 1000};
+  scheduler().submitJob(parseJob(R"({"stages": [
+      {"id": "a", "tasks": 2, "preferred_hosts": ["n2"], "command": ["m"]}]})"));
+  EXPECT_TRUE(offer("e1", 2, "n1").empty());
+  EXPECT_EQ(offer("e2", 2, "n2").size(), 2u);
+}
+
+TEST_F(SchedulerDataTest, FairPoolsSplitSlotsByWeight) {
+  config.mode = SchedulingMode::kFair;
+  config.pools = {PoolConfig{"light", SchedulingMode::kFifo, 1, 0},
+                  PoolConfig{"heavy", SchedulingMode::kFifo, 3, 0}};
+  scheduler().submitJob(parseJob(
+      R"({"name": "l", "pool": "light", "stages": [{"id": "s", "tasks": 100, "builtin": "noop"}]})"));
+  scheduler().submitJob(parseJob(
+      R"({"name": "h", "pool": "heavy", "stages": [{"id": "s", "tasks": 100, "builtin": "noop"}]})"));
+  std::map<std::string, int> byJob;
+  for (int i = 0; i < 8; ++i) {
+    for (const auto& launch : offer("e" + std::to_string(i), 1)) ++byJob[launch.jobId];
+  }
+  EXPECT_EQ(byJob["job-1"], 2);
+  EXPECT_EQ(byJob["job-2"], 6);
+}
+
+TEST_F(SchedulerDataTest, FifoIsTheDefaultBetweenJobs) {
+  scheduler().submitJob(
+      parseJob(R"({"pool": "light", "stages": [{"id": "s", "tasks": 4, "builtin": "noop"}]})"));
+  scheduler().submitJob(
+      parseJob(R"({"pool": "heavy", "stages": [{"id": "s", "tasks": 4, "builtin": "noop"}]})"));
+  for (const auto& launch : offer("e1", 4)) EXPECT_EQ(launch.jobId, "job-1");
+}
+
+TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
+  config.speculation = true;
+  config.speculationQuantile = 0.5;
+  config.speculationMultiplier = 1.5;
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 4, "command": ["x"]}]})"));
+  auto launches = offer("e1", 4);
+  ASSERT_EQ(launches.size(), 4u);
+  clock.advance(1000);
+  scheduler().statusUpdate(finished(launches[1].taskId), "e1");
+  scheduler().statusUpdate(finished(launches[2].taskId), "e1");
+  clock.advance(1000);  // tasks 0 and 3 have run 2000 > 1.5 x 1000
+  EXPECT_EQ(scheduler().checkSpeculatableTasks(), 2);
+  clock.advance(config.speculationIntervalMs);
+  EXPECT_EQ(scheduler().checkSpeculatableTasks(), 0) << "marked once";
+  EXPECT_THAT(listener.events, Contains("speculative job-1/s"));
+  // Never on the executor running the first copy.
+  EXPECT_TRUE(offer("e1", 2).empty());
+  auto copies = offer("e2", 2);
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_TRUE(copies[0].speculative);
+  EXPECT_EQ(copies[0].attempt, 1);
+  EXPECT_THAT(listener.events, Contains("speculative start job-1/s e2"));
+  // The copy of task 0 wins; the original is killed.
+  const rest::TaskLaunch& copyOf0 = copies[0].index == 0 ? copies[0] : copies[1];
+  ASSERT_TRUE(scheduler().statusUpdate(finished(copyOf0.taskId), "e2"));
+  auto kills = scheduler().takeTasksToKill();
+  ASSERT_EQ(kills.size(), 1u);
+  EXPECT_EQ(kills[0].taskId, launches[0].taskId);
+  EXPECT_EQ(kills[0].executorId, "e1");
+  rest::TaskStatusUpdate killed;
+  killed.taskId = launches[0].taskId;
+  killed.state = "KILLED";
+  ASSERT_TRUE(scheduler().statusUpdate(killed, "e1"));
+  EXPECT_EQ(scheduler().pendingTaskCount(), 0) << "a killed loser is not run again";
+  EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].speculativeLaunches, 2);
+}
+
+TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
+  Properties props;
+  props.set("locality.wait", "2s");
+  props.set("locality.wait.node", "500ms");
+  props.set("scheduler.mode", "FAIR");
+  props.set("speculation", "true");
+  props.set("speculation.quantile", "0.9");
+  const SchedulerConfig config = SchedulerConfig::fromProperties(props);
+  EXPECT_EQ(config.localityWaits.process, 2000);
+  EXPECT_EQ(config.localityWaits.node, 500);
+  EXPECT_EQ(config.localityWaits.rack, 2000);
+  EXPECT_EQ(config.mode, SchedulingMode::kFair);
+  EXPECT_TRUE(config.speculation);
+  EXPECT_DOUBLE_EQ(config.speculationQuantile, 0.9);
+  props.set("speculation.quantile", "1.5");
+  EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
+}
+
+}  // namespace
+}  // namespace tide::am

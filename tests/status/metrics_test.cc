@@ -1,0 +1,238 @@
+// Unit tests of what the status endpoints are made of: the Prometheus metric types and their
+// text rendering, the allocation history ring and the decision log's merging of repeats.
+
+#include "am/metrics.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "am/allocation_history.h"
+#include "am/am_metrics.h"
+#include "am/decision_log.h"
+#include "prometheus_text.h"
+
+namespace tide::am {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_support::parsePrometheusText;
+
+TEST(MetricsRenderingTest, CounterAndGaugeFamiliesWithLabels) {
+  metrics::Registry registry;
+  auto& requests =
+      registry.counter("tide_rm_requests_total", "Calls to the RM", {"call", "outcome"});
+  auto& executors = registry.gauge("tide_executors", "Executors by state", {"state"});
+  requests.labels({"allocate", "ok"}).inc();
+  requests.labels({"allocate", "ok"}).inc(2);
+  requests.labels({"register", "error"}).inc();
+  executors.labels({"busy"}).set(3);
+  executors.labels({"idle"}).set(1.5);
+
+  EXPECT_EQ(registry.render(),
+            "# HELP tide_rm_requests_total Calls to the RM\n"
+            "# TYPE tide_rm_requests_total counter\n"
+            "tide_rm_requests_total{call=\"allocate\",outcome=\"ok\"} 3\n"
+            "tide_rm_requests_total{call=\"register\",outcome=\"error\"} 1\n"
+            "# HELP tide_executors Executors by state\n"
+            "# TYPE tide_executors gauge\n"
+            "tide_executors{state=\"busy\"} 3\n"
+            "tide_executors{state=\"idle\"} 1.5\n");
+}
+
+TEST(MetricsRenderingTest, HistogramBucketsAreCumulativeWithInfSumAndCount) {
+  metrics::Registry registry;
+  auto& durations = registry.histogram("tide_task_duration_seconds", "Task durations",
+                                       {0.25, 0.5, 1});
+  auto& h = durations.get();
+  h.observe(0.125);
+  h.observe(0.25);  // on a bound: counts in that bucket ("le")
+  h.observe(0.75);
+  h.observe(32);
+  EXPECT_EQ(registry.render(),
+            "# HELP tide_task_duration_seconds Task durations\n"
+            "# TYPE tide_task_duration_seconds histogram\n"
+            "tide_task_duration_seconds_bucket{le=\"0.25\"} 2\n"
+            "tide_task_duration_seconds_bucket{le=\"0.5\"} 2\n"
+            "tide_task_duration_seconds_bucket{le=\"1\"} 3\n"
+            "tide_task_duration_seconds_bucket{le=\"+Inf\"} 4\n"
+            "tide_task_duration_seconds_sum 33.125\n"
+            "tide_task_duration_seconds_count 4\n");
+}
+
+TEST(MetricsRenderingTest, LabelledHistogramPutsLeLast) {
+  metrics::Registry registry;
+  auto& latency = registry.histogram("tide_rm_request_duration_seconds", "RM latency", {0.5},
+                                     {"call"});
+  latency.labels({"allocate"}).observe(0.25);
+  const std::string text = registry.render();
+  EXPECT_THAT(text, HasSubstr("tide_rm_request_duration_seconds_bucket{call=\"allocate\","
+                              "le=\"0.5\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("tide_rm_request_duration_seconds_sum{call=\"allocate\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("tide_rm_request_duration_seconds_count{call=\"allocate\"} 1\n"));
+}
+
+TEST(MetricsRenderingTest, EscapesLabelValuesAndHelp) {
+  metrics::Registry registry;
+  auto& failures = registry.counter("tide_executor_failures_total", "Line one\nback\\slash",
+                                    {"cause"});
+  failures.labels({"say \"hi\"\\\n"}).inc();
+  EXPECT_EQ(registry.render(),
+            "# HELP tide_executor_failures_total Line one\\nback\\\\slash\n"
+            "# TYPE tide_executor_failures_total counter\n"
+            "tide_executor_failures_total{cause=\"say \\\"hi\\\"\\\\\\n\"} 1\n");
+}
+
+TEST(MetricsRenderingTest, ValuesUseShortestFormAndSpecialNames) {
+  EXPECT_EQ(metrics::formatMetricValue(0), "0");
+  EXPECT_EQ(metrics::formatMetricValue(42), "42");
+  EXPECT_EQ(metrics::formatMetricValue(0.1), "0.1");
+  EXPECT_EQ(metrics::formatMetricValue(1e-5), "1e-05");
+  EXPECT_EQ(metrics::formatMetricValue(2147483647), "2147483647");
+  EXPECT_EQ(metrics::formatMetricValue(1.0 / 0.0), "+Inf");
+  EXPECT_EQ(metrics::formatMetricValue(-1.0 / 0.0), "-Inf");
+}
+
+TEST(MetricsRenderingTest, RefusesWhatPrometheusWouldRefuse) {
+  metrics::Registry registry;
+  EXPECT_THROW(registry.gauge("tide-executors", "dash"), std::invalid_argument);
+  EXPECT_THROW(registry.gauge("2executors", "digit first"), std::invalid_argument);
+  EXPECT_THROW(registry.counter("tide_requests", "no _total"), std::invalid_argument);
+  EXPECT_THROW(registry.gauge("tide_x", "label", {"__reserved"}), std::invalid_argument);
+  EXPECT_THROW(registry.histogram("tide_h", "le label", {1}, {"le"}), std::invalid_argument);
+  EXPECT_THROW(registry.histogram("tide_h2", "unsorted", {2, 1}), std::invalid_argument);
+  registry.gauge("tide_once", "first");
+  EXPECT_THROW(registry.gauge("tide_once", "again"), std::invalid_argument);
+  auto& family = registry.gauge("tide_two", "two labels", {"a", "b"});
+  EXPECT_THROW(family.labels({"only one"}), std::invalid_argument);
+}
+
+TEST(MetricsRenderingTest, ConcurrentUpdatesAreNotLost) {
+  metrics::Registry registry;
+  auto& counter = registry.counter("tide_things_total", "things").get();
+  auto& histogram = registry.histogram("tide_seconds", "durations", {1}).get();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        counter.inc();
+        histogram.observe(0.5);
+      }
+    });
+  }
+  std::string rendered;
+  for (int i = 0; i < 20; ++i) rendered = registry.render();  // reads while they write
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(counter.value(), 40000);
+  const auto snapshot = histogram.snapshot();
+  EXPECT_EQ(snapshot.count, 40000u);
+  EXPECT_DOUBLE_EQ(snapshot.sum, 20000);
+}
+
+TEST(MetricsRenderingTest, TheAmsMetricsRenderAsValidExpositionWithEveryFamily) {
+  AmMetrics metrics;
+  metrics.rmRequests.labels({"allocate", "ok"}).inc();
+  metrics.taskDurationAll().observe(0.002);
+  metrics.executorFailures.labels({"memory"}).inc();
+  const auto parsed = parsePrometheusText(metrics.registry.render());
+  ASSERT_EQ(parsed.error, "");
+  for (const char* family :
+       {"tide_executors", "tide_allocation_target_executors",
+        "tide_allocation_max_needed_executors", "tide_tasks", "tide_tasks_completed_total",
+        "tide_task_duration_seconds", "tide_allocation_tick_duration_seconds",
+        "tide_executor_failures_total", "tide_rm_requests_total",
+        "tide_rm_request_duration_seconds"}) {
+    EXPECT_TRUE(parsed.types.count(family)) << family;
+  }
+  EXPECT_EQ(parsed.types.at("tide_task_duration_seconds"), "histogram");
+  EXPECT_EQ(parsed.types.at("tide_tasks_completed_total"), "counter");
+  EXPECT_EQ(parsed.at("tide_executors{state=\"pending_removal\"}"), 0);
+  EXPECT_EQ(parsed.at("tide_rm_requests_total{call=\"allocate\",outcome=\"ok\"}"), 1);
+  EXPECT_EQ(parsed.at("tide_task_duration_seconds_count"), 1);
+  EXPECT_EQ(parsed.at("tide_executor_failures_total{cause=\"memory\"}"), 1);
+}
+
+TEST(PrometheusTextReaderTest, RejectsMalformedLines) {
+  EXPECT_NE(parsePrometheusText("tide_x 1\n").error, "");  // no TYPE
+  EXPECT_NE(parsePrometheusText("# TYPE tide_x gauge\ntide_x{a=b} 1\n").error, "");
+  EXPECT_NE(parsePrometheusText("# TYPE tide_x gauge\ntide_x one\n").error, "");
+  EXPECT_EQ(parsePrometheusText("# TYPE tide_x gauge\ntide_x{a=\"b\"} 1e-05\n").error, "");
+}
+
+AllocationPoint pointAt(TimeMs at, int target, int live = 0) {
+  AllocationPoint p;
+  p.atMs = at;
+  p.target = target;
+  p.live = live;
+  return p;
+}
+
+TEST(AllocationHistoryTest, RecordsOnlyChangesAndAnswersSince) {
+  AllocationHistory history(100);
+  EXPECT_TRUE(history.record(pointAt(0, 1)));
+  EXPECT_FALSE(history.record(pointAt(100, 1)));  // nothing changed
+  EXPECT_TRUE(history.record(pointAt(200, 3)));
+  EXPECT_TRUE(history.record(pointAt(300, 3, 1)));
+  EXPECT_EQ(history.size(), 3u);
+  EXPECT_EQ(history.since(-1).size(), 3u);
+  const auto newer = history.since(200);
+  ASSERT_EQ(newer.size(), 1u);
+  EXPECT_EQ(newer[0].atMs, 300);
+  EXPECT_TRUE(history.since(300).empty());
+}
+
+TEST(AllocationHistoryTest, StaysBoundedKeepingTheStartAndTheRecentPastExact) {
+  AllocationHistory history(1000);
+  for (int i = 0; i < 100000; ++i) history.record(pointAt(i, i));
+  EXPECT_LE(history.size(), 1000u);
+  EXPECT_GT(history.thinned(), 0u);
+  const auto all = history.since(-1);
+  EXPECT_EQ(all.front().atMs, 0);  // where the series started
+  // The newest few hundred points are all there, one per change.
+  for (size_t i = all.size() - 300; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].atMs, 100000 - static_cast<TimeMs>(all.size() - i)) << i;
+  }
+  for (size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1].atMs, all[i].atMs);
+}
+
+TEST(DecisionLogTest, RepeatsMergeEvenWhenOtherStatesInterleave) {
+  DecisionLog log;
+  log.add(0, "allocation", "raise_target", 1, "added 1", "");
+  for (int tick = 1; tick <= 50; ++tick) {
+    log.add(tick * 100, "allocation", "not_adding", 8, "not adding: at maxExecutors=8",
+            "not_adding/");
+    log.add(tick * 100, "containers", "waiting", 8,
+            "waiting: 2 containers requested " + std::to_string(tick) + "s ago, none granted",
+            "waiting/5");
+  }
+  ASSERT_EQ(log.size(), 3u);
+  const auto newest = log.newest(10);
+  EXPECT_EQ(newest[0].action, "waiting");
+  EXPECT_EQ(newest[0].repeats, 50);
+  EXPECT_EQ(newest[0].why, "waiting: 2 containers requested 50s ago, none granted");
+  EXPECT_EQ(newest[0].atMs, 100);
+  EXPECT_EQ(newest[0].lastMs, 5000);
+  EXPECT_EQ(newest[1].action, "not_adding");
+  EXPECT_EQ(newest[1].repeats, 50);
+  EXPECT_EQ(newest[2].action, "raise_target");
+}
+
+TEST(DecisionLogTest, EventsWithoutKeyAreNeverMerged) {
+  DecisionLog log;
+  log.add(0, "allocation", "raise_target", 1, "added 1", "");
+  log.add(100, "allocation", "raise_target", 3, "added 2", "");
+  log.add(200, "allocation", "raise_target", 7, "added 4", "");
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log.newest(1)[0].target, 7);
+}
+
+TEST(DecisionLogTest, IsBounded) {
+  DecisionLog log(10);
+  for (int i = 0; i < 100; ++i) log.add(i, "allocation", "remove", 0, "removing", "");
+  EXPECT_EQ(log.size(), 10u);
+  EXPECT_EQ(log.newest(1)[0].atMs, 99);
+}
+
+}  // namespace
+}  // namespace tide::am

@@ -1,0 +1,560 @@
+// Watching and steering allocation end to end (issue 5's "must show"): real tide-rm, tide-nm,
+// tide-am and tide-executor processes on 127.0.0.1; every endpoint of the AM's status port
+// during a real job, bounds changed through PUT and SIGHUP, the decision log explaining a
+// scale-up, a cap at max, a wait for containers and an idle removal, /metrics as Prometheus
+// text, the status page in headless Chromium, and `tide status`. Every wait is bounded.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "../common/temp_dir.h"
+#include "../integration/integration_support.h"
+#include "deploy/am_submission.h"
+#include "deploy/embedded_cluster.h"
+#include "prometheus_text.h"
+
+namespace tide::deploy {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing_support::eventually;
+using testing_support::readFile;
+
+class StatusIntegrationTest : public ::testing::Test {
+ protected:
+  // Two node managers; `coresPerNode` one-core executors fit on each (the AM takes one core
+  // of one of them).
+  void startCluster(int coresPerNode = 5, int nodes = 2) {
+    EmbeddedClusterOptions options;
+    options.binDir = TIDE_BIN_DIR;
+    options.workDir = (dir.path() / "cluster").string();
+    options.nodes = nodes;
+    options.nmConf = {{"nm.cores", std::to_string(coresPerNode)},
+                      {"nm.memory", "4g"},
+                      {"nm.heartbeatInterval", "200ms"}};
+    options.rmConf = {{"rm.nodeExpiry", "5s"}};
+    cluster = std::make_unique<EmbeddedCluster>(options);
+    client = std::make_unique<ClusterClient>(cluster->rmAddress());
+  }
+
+  // Submits the AM in session mode with `job`; waits until its status API answers.
+  void submit(const std::string& jobJson, std::vector<std::pair<std::string, std::string>> conf,
+              std::optional<std::string> propertiesFile = std::nullopt) {
+    conf.insert(conf.end(), {{"executor.memory", "256m"},
+                             {"am.memory", "256m"},
+                             {"ui.port", "0"},
+                             {"network.timeout", "20s"},
+                             {"am.heartbeatInterval", "500ms"}});
+    Properties props;
+    if (propertiesFile) props.loadFile(*propertiesFile);
+    for (const auto& [key, value] : conf) props.set(key, value);
+    AmSubmission submission;
+    submission.jobFile = dir.writeFile("job.json", jobJson);
+    submission.jobName = "status-test";
+    submission.conf = conf;
+    submission.propertiesFile = propertiesFile;
+    submission.session = true;
+    submission.binDir = TIDE_BIN_DIR;
+    appId = submitApplicationMaster(*client, submission, props);
+    ASSERT_TRUE(eventually(
+        [&] {
+          auto report = client->application(appId);
+          if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
+            trackingUrl = report.trackingUrl;
+            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
+            return true;
+          }
+          return isFinal(report);
+        },
+        30s))
+        << "the AM did not start; RM log:\n"
+        << readFile(cluster->rmLogPath());
+    ASSERT_TRUE(am) << "the AM ended before it ran: " << client->application(appId).diagnostics
+                    << "\n"
+                    << amLog();
+  }
+
+  // The AM's stderr (its log), for failure messages.
+  std::string amLog() {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path(), ec)) {
+      const std::string path = entry.path().string();
+      if (entry.path().filename() == "stderr" && path.find("_000001") != std::string::npos) {
+        const std::string text = readFile(path);
+        return "AM log (" + path + "):\n" + text.substr(text.size() > 6000 ? text.size() - 6000 : 0);
+      }
+    }
+    return "(no AM log found)";
+  }
+
+  rapidjson::Document status() { return am->getJson("api/v1/status"); }
+  rest::HttpResponse get(const std::string& path) { return am->request("GET", path); }
+  rest::HttpResponse putBounds(const std::string& body) {
+    return am->request("PUT", "api/v1/allocation/bounds", body,
+                       {{"Content-Type", "application/json"}});
+  }
+
+  std::vector<std::string> decisionTexts(const std::string& action) {
+    auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+    std::vector<std::string> texts;
+    for (const auto& d : doc["decisions"].GetArray()) {
+      if (action.empty() || action == d["action"].GetString()) texts.push_back(d["why"].GetString());
+    }
+    return texts;
+  }
+  bool hasDecision(const std::string& action, const std::string& fragment) {
+    for (const auto& why : decisionTexts(action)) {
+      if (why.find(fragment) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::set<std::string> liveExecutorIds() {
+    std::set<std::string> ids;
+    for (const auto& e : am->getJson("api/v1/executors")["executors"].GetArray()) {
+      ids.insert(e["id"].GetString());
+    }
+    return ids;
+  }
+  std::string jobState(const std::string& jobId) {
+    return am->getJson("api/v1/jobs/" + jobId)["state"].GetString();
+  }
+
+  testing_support::CommandResult tide(std::vector<std::string> args, const std::string& logName) {
+    args.insert(args.begin(), std::string(TIDE_BIN_DIR) + "/tide");
+    return testing_support::runCommand(args, (dir.path() / logName).string(), 30s);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && am) std::cerr << amLog() << "\n";
+    if (client && !appId.empty()) {
+      try {
+        client->kill(appId);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+
+  testing_support::TempDir dir;
+  std::unique_ptr<EmbeddedCluster> cluster;
+  std::unique_ptr<ClusterClient> client;
+  std::unique_ptr<rest::HttpClient> am;
+  std::string appId;
+  std::string trackingUrl;
+};
+
+// 60 tasks of 300ms on at most 3 executors: a ramp 1 -> 3, a cap at max=3, then idle removal.
+const char* kRampJob = R"({"name": "ramp", "stages": [
+    {"id": "work", "tasks": 60, "builtin": "sleep", "sleep_ms": 300}]})";
+
+TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
+  startCluster();
+  submit(kRampJob, {{"dynamicAllocation.minExecutors", "0"},
+                    {"dynamicAllocation.maxExecutors", "3"},
+                    {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+                    {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "200ms"},
+                    {"dynamicAllocation.executorIdleTimeout", "2s"}});
+
+  // During the job: status fields present and consistent.
+  ASSERT_TRUE(eventually([&] { return status()["allocation"]["busy"].GetInt() > 0; }, 30s));
+  {
+    auto s = status();
+    EXPECT_EQ(std::string(s["applicationId"].GetString()), appId);
+    EXPECT_THAT(std::string(s["attemptId"].GetString()), HasSubstr("appattempt_"));
+    EXPECT_EQ(std::string(s["state"].GetString()), "RUNNING");
+    EXPECT_GT(s["uptimeMs"].GetInt64(), 0);
+    EXPECT_GT(s["pid"].GetInt64(), 0);
+    const auto& a = s["allocation"];
+    for (const char* field :
+         {"target", "live", "pending", "pendingRemoval", "busy", "idle", "min", "initial", "max",
+          "maxNeeded", "numExecutorsToAdd"}) {
+      ASSERT_TRUE(a.HasMember(field) && a[field].IsInt()) << field;
+    }
+    EXPECT_TRUE(a["initializing"].IsBool());
+    EXPECT_EQ(a["busy"].GetInt() + a["idle"].GetInt(), a["live"].GetInt());
+    EXPECT_EQ(a["min"].GetInt(), 0);
+    EXPECT_EQ(a["max"].GetInt(), 3);
+    EXPECT_LE(a["target"].GetInt(), 3);
+    EXPECT_LE(a["live"].GetInt(), 3);
+    const auto& t = s["tasks"];
+    for (const char* field : {"pending", "running", "succeeded", "failed"}) {
+      ASSERT_TRUE(t.HasMember(field) && t[field].IsInt64()) << field;
+    }
+    EXPECT_GT(t["running"].GetInt64(), 0);
+    ASSERT_EQ(s["jobs"].Size(), 1u);
+    EXPECT_EQ(std::string(s["jobs"][0]["id"].GetString()), "job-1");
+    EXPECT_EQ(s["jobs"][0]["tasks"].GetInt64(), 60);
+  }
+  // Executors: one row per live executor, with the fields the table shows.
+  {
+    auto doc = am->getJson("api/v1/executors");
+    ASSERT_GT(doc["executors"].Size(), 0u);
+    const auto& e = doc["executors"][0];
+    EXPECT_THAT(std::string(e["id"].GetString()), ::testing::StartsWith("e"));
+    EXPECT_NE(std::string(e["host"].GetString()), "");
+    EXPECT_THAT(std::string(e["container"].GetString()), HasSubstr("container_"));
+    EXPECT_THAT(std::string(e["state"].GetString()), ::testing::AnyOf("BUSY", "IDLE"));
+    EXPECT_EQ(e["cores"].GetInt(), 1);
+    EXPECT_TRUE(e["runningTasks"].IsInt());
+    EXPECT_TRUE(e["idleSinceMs"].IsInt64());
+    EXPECT_TRUE(e["holdsCachedData"].IsBool());
+    EXPECT_TRUE(e["holdsShuffleData"].IsBool());
+    EXPECT_TRUE(e["expiresInMs"].IsNull() || e["expiresInMs"].IsInt64());
+    EXPECT_TRUE(e["expiry"].IsString());
+  }
+  // The allocation history has points, and `since` returns only newer ones.
+  {
+    auto history = am->getJson("api/v1/allocation/history");
+    ASSERT_GT(history["points"].Size(), 1u);
+    const auto& first = history["points"][0];
+    for (const char* field : {"atMs", "target", "live", "busy", "pendingExecutors", "pendingTasks",
+                              "runningTasks", "min", "max"}) {
+      EXPECT_TRUE(first.HasMember(field)) << field;
+    }
+    const int64_t firstAt = first["atMs"].GetInt64();
+    auto newer = am->getJson("api/v1/allocation/history?since=" + std::to_string(firstAt));
+    // The job runs on, so more points may have come meanwhile.
+    EXPECT_GE(newer["points"].Size(), history["points"].Size() - 1);
+    for (const auto& p : newer["points"].GetArray()) EXPECT_GT(p["atMs"].GetInt64(), firstAt);
+    EXPECT_EQ(get("api/v1/allocation/history?since=soon").status, 400);
+  }
+
+  // The job ends; the decision log explains the ramp and the cap at max.
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  EXPECT_TRUE(hasDecision("raise_target", "added 1 (backlog of"));
+  EXPECT_TRUE(hasDecision("raise_target", "target 3 (maxExecutors)"));
+  EXPECT_TRUE(hasDecision("not_adding", "not adding: at maxExecutors=3"))
+      << ::testing::PrintToString(decisionTexts(""));
+  // Idle timeout 2s: the executors are removed, each with its reason.
+  EXPECT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() == 0; }, 15s));
+  EXPECT_TRUE(hasDecision("remove", "idle for 2"))
+      << ::testing::PrintToString(decisionTexts("remove"));
+  {
+    auto decisions = am->getJson("api/v1/allocation/decisions?limit=2");
+    EXPECT_EQ(decisions["decisions"].Size(), 2u);
+    EXPECT_EQ(get("api/v1/allocation/decisions?limit=-1").status, 400);
+  }
+
+  // Jobs: stages with task counts and durations.
+  {
+    auto job = am->getJson("api/v1/jobs/job-1");
+    EXPECT_EQ(job["succeeded"].GetInt64(), 60);
+    ASSERT_EQ(job["stages"].Size(), 1u);
+    const auto& stage = job["stages"][0];
+    EXPECT_EQ(stage["tasks"].GetInt64(), 60);
+    EXPECT_EQ(stage["succeeded"].GetInt64(), 60);
+    EXPECT_GE(stage["durationMs"].GetInt64(), 300);
+    EXPECT_GE(stage["taskDurationMs"]["min"].GetInt64(), 250);
+    EXPECT_TRUE(job["failures"].IsArray());
+    EXPECT_EQ(am->getJson("api/v1/jobs")["jobs"].Size(), 1u);
+    auto missing = get("api/v1/jobs/job-99");
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_THAT(missing.body, HasSubstr("\"error\""));
+  }
+
+  // /metrics: valid Prometheus text with every family, agreeing with the status.
+  {
+    auto response = get("metrics");
+    ASSERT_EQ(response.status, 200);
+    EXPECT_THAT(response.header("content-type"), HasSubstr("text/plain"));
+    const auto metrics = testing_support::parsePrometheusText(response.body);
+    ASSERT_EQ(metrics.error, "") << response.body;
+    for (const char* family :
+         {"tide_executors", "tide_allocation_target_executors",
+          "tide_allocation_max_needed_executors", "tide_tasks", "tide_tasks_completed_total",
+          "tide_task_duration_seconds", "tide_allocation_tick_duration_seconds",
+          "tide_executor_failures_total", "tide_rm_requests_total",
+          "tide_rm_request_duration_seconds"}) {
+      EXPECT_TRUE(metrics.types.count(family)) << family;
+    }
+    EXPECT_EQ(metrics.at("tide_tasks_completed_total{outcome=\"succeeded\"}"), 60);
+    EXPECT_GE(metrics.at("tide_task_duration_seconds_count"), 60);
+    EXPECT_GE(metrics.at("tide_task_duration_seconds_sum"), 60 * 0.25);
+    EXPECT_GT(metrics.at("tide_allocation_tick_duration_seconds_count"), 10);
+    EXPECT_GT(metrics.at("tide_rm_requests_total{call=\"allocate\",outcome=\"ok\"}"), 0);
+    EXPECT_EQ(metrics.at("tide_rm_requests_total{call=\"register\",outcome=\"ok\"}"), 1);
+    EXPECT_GE(metrics.at("tide_rm_requests_total{call=\"launch\",outcome=\"ok\"}"), 3);
+    EXPECT_GT(metrics.at("tide_rm_request_duration_seconds_count{call=\"allocate\"}"), 0);
+    EXPECT_TRUE(metrics.has("tide_executors{state=\"busy\"}"));
+    EXPECT_EQ(metrics.at("tide_tasks{state=\"pending\"}"), 0);
+  }
+
+  // The page, unknown paths, errors as JSON.
+  {
+    auto page = get("");
+    ASSERT_EQ(page.status, 200);
+    EXPECT_THAT(page.header("content-type"), HasSubstr("text/html"));
+    EXPECT_THAT(page.body, HasSubstr("<canvas id=\"chart\""));
+    EXPECT_THAT(page.body, ::testing::Not(HasSubstr("http://")))  // nothing from elsewhere
+        << "the page must not load anything from the network";
+    auto unknown = get("api/v1/nothing-here");
+    EXPECT_EQ(unknown.status, 404);
+    auto body = rest::parseJson(unknown.body);
+    EXPECT_EQ(body["error"]["code"].GetInt(), 404);
+  }
+
+  // `tide status`: by URL as JSON, and by application id through the RM.
+  {
+    auto json = tide({"status", trackingUrl, "--json"}, "status-json.log");
+    ASSERT_EQ(json.status, 0) << json.output;
+    auto doc = rest::parseJson(json.output);
+    EXPECT_EQ(std::string(doc["applicationId"].GetString()), appId);
+    EXPECT_TRUE(doc["allocation"].HasMember("target"));
+
+    auto view = tide({"status", appId, "--master", cluster->rmAddress()}, "status-view.log");
+    ASSERT_EQ(view.status, 0) << view.output;
+    EXPECT_THAT(view.output, HasSubstr(appId));
+    EXPECT_THAT(view.output, HasSubstr("executors  target 0  live 0"));
+    EXPECT_THAT(view.output, HasSubstr("max 3"));
+    EXPECT_THAT(view.output, HasSubstr("succeeded 60"));
+    EXPECT_THAT(view.output, HasSubstr("removing e"));  // the last decisions
+
+    auto bad = tide({"status", "no-such-thing"}, "status-bad.log");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_THAT(bad.output, HasSubstr("expected the AM's URL"));
+  }
+}
+
+// 400 sleeping tasks: a deep backlog that drives the target to max and keeps it there.
+const char* kLongJob = R"({"name": "long", "stages": [
+    {"id": "work", "tasks": 400, "builtin": "sleep", "sleep_ms": 300}]})";
+
+TEST_F(StatusIntegrationTest, PutBoundsMovesTheTargetWithinATickAndRejectsBadBounds) {
+  startCluster();
+  submit(kLongJob, {{"dynamicAllocation.maxExecutors", "8"},
+                    {"dynamicAllocation.schedulerBacklogTimeout", "100ms"},
+                    {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"}});
+  ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 8; }, 30s));
+
+  auto reply = putBounds(R"({"max": 2})");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  auto applied = rest::parseJson(reply.body);
+  EXPECT_EQ(applied["max"].GetInt(), 2);
+  EXPECT_EQ(applied["min"].GetInt(), 0);
+  EXPECT_LE(applied["initial"].GetInt(), 2);
+  // The policy clips its target at once; one tick is 100ms.
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto a = status()["allocation"].GetObject();
+        return a["target"].GetInt() <= 2 && a["max"].GetInt() == 2;
+      },
+      300ms));
+  EXPECT_TRUE(eventually([&] { return hasDecision("bounds_changed", "target 8 -> 2"); }, 1s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto m = testing_support::parsePrometheusText(get("metrics").body);
+        return m.at("tide_allocation_target_executors") <= 2 &&
+               m.at("tide_allocation_max_executors") == 2;
+      },
+      1s));
+
+  // Raising max lets it grow again, by the backlog rule.
+  ASSERT_EQ(putBounds(R"({"min": 1, "max": 4})").status, 200);
+  EXPECT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 4; }, 5s));
+  EXPECT_EQ(status()["allocation"]["min"].GetInt(), 1);
+
+  // Invalid bounds change nothing and name the field.
+  auto check400 = [&](const std::string& body, const std::string& field) {
+    auto response = putBounds(body);
+    EXPECT_EQ(response.status, 400) << body << " -> " << response.body;
+    auto error = rest::parseJson(response.body);
+    ASSERT_TRUE(error.IsObject() && error.HasMember("error")) << response.body;
+    EXPECT_EQ(std::string(error["error"]["field"].GetString()), field) << response.body;
+    EXPECT_THAT(std::string(error["error"]["message"].GetString()), HasSubstr(field));
+  };
+  check400(R"({"min": 5})", "min");  // min > max=4
+  check400(R"({"min": 2, "max": 1})", "min");
+  check400(R"({"initial": 9})", "initial");
+  check400(R"({"max": 0})", "max");
+  check400(R"({"max": -3})", "max");
+  check400(R"({"max": "eight"})", "max");
+  check400(R"({"max": 2.5})", "max");
+  check400(R"({"maxExecutors": 3})", "maxExecutors");
+  EXPECT_EQ(putBounds("{}").status, 400);
+  EXPECT_EQ(putBounds("not json").status, 400);
+  auto a = status()["allocation"].GetObject();
+  EXPECT_EQ(a["min"].GetInt(), 1);
+  EXPECT_EQ(a["max"].GetInt(), 4);
+  EXPECT_TRUE(hasDecision("bounds_rejected", "min=5 is greater than max=4"));
+}
+
+TEST_F(StatusIntegrationTest, SighupReappliesThePropertiesFileWithTheConfOverridesOnTop) {
+  startCluster();
+  const std::string file = dir.writeFile("tide.conf",
+                                         "dynamicAllocation.maxExecutors 8\n"
+                                         "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
+                                         "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
+                                         "dynamicAllocation.executorIdleTimeout 30s\n");
+  // A --conf value outranks the file, at start and on every reload.
+  submit(kLongJob, {{"dynamicAllocation.executorIdleTimeout", "45s"}}, file);
+  ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 8; }, 30s));
+  const pid_t amPid = static_cast<pid_t>(status()["pid"].GetInt64());
+  ASSERT_GT(amPid, 1);
+
+  dir.writeFile("tide.conf",
+                "dynamicAllocation.maxExecutors 3\n"
+                "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
+                "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
+                "dynamicAllocation.executorIdleTimeout 30s\n");
+  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto a = status()["allocation"].GetObject();
+        return a["max"].GetInt() == 3 && a["target"].GetInt() <= 3;
+      },
+      1s))
+      << amLog();
+
+  // An invalid file changes nothing, says why in the decision log, and the AM carries on.
+  dir.writeFile("tide.conf",
+                "dynamicAllocation.minExecutors 5\n"
+                "dynamicAllocation.maxExecutors 2\n");
+  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  EXPECT_TRUE(eventually(
+      [&] { return hasDecision("bounds_rejected", "dynamicAllocation.minExecutors"); }, 2s))
+      << ::testing::PrintToString(decisionTexts(""));
+  EXPECT_EQ(status()["allocation"]["max"].GetInt(), 3);
+  EXPECT_EQ(std::string(status()["state"].GetString()), "RUNNING");
+
+  dir.writeFile("tide.conf",
+                "dynamicAllocation.minExecutors 1\n"
+                "dynamicAllocation.maxExecutors 5\n");
+  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto a = status()["allocation"].GetObject();
+        return a["max"].GetInt() == 5 && a["min"].GetInt() == 1;
+      },
+      2s));
+}
+
+TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting) {
+  // One node with 3 cores: the AM and two executors; max 4 leaves two requests unanswered.
+  startCluster(/*coresPerNode=*/3, /*nodes=*/1);
+  submit(kLongJob, {{"dynamicAllocation.maxExecutors", "4"},
+                    {"dynamicAllocation.schedulerBacklogTimeout", "100ms"},
+                    {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"}});
+  ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 4; }, 30s));
+  // Reported once requests have waited 10s.
+  EXPECT_TRUE(eventually(
+      [&] { return hasDecision("waiting", "2 containers requested 1"); }, 20s))
+      << ::testing::PrintToString(decisionTexts(""));
+  EXPECT_TRUE(hasDecision("waiting", "ago, none granted"));
+  auto s = status();
+  EXPECT_EQ(s["allocation"]["live"].GetInt(), 2);
+  EXPECT_EQ(s["allocation"]["pending"].GetInt(), 2);
+  EXPECT_GE(s["containers"]["waitingMs"].GetInt64(), 10000);
+  auto metrics = testing_support::parsePrometheusText(get("metrics").body);
+  EXPECT_EQ(metrics.at("tide_executors{state=\"pending\"}"), 2);
+}
+
+// --- The status page in a real browser ---------------------------------------------------
+
+std::optional<std::string> findChromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
+      const std::string path = std::string(dir) + "/" + name;
+      if (::access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return std::nullopt;
+}
+
+TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiveExecutors) {
+  if (std::getenv("TIDE_SKIP_BROWSER_TESTS") != nullptr) {
+    GTEST_SKIP() << "TIDE_SKIP_BROWSER_TESTS is set";
+  }
+  const auto chromium = findChromium();
+  ASSERT_TRUE(chromium) << "chromium is not installed: the status page test needs a real "
+                           "browser. Install it with scripts/install-deps (Debian package "
+                           "'chromium'), or set TIDE_SKIP_BROWSER_TESTS=1 to skip this test";
+
+  startCluster();
+  submit(kLongJob, {{"dynamicAllocation.maxExecutors", "4"},
+                    {"dynamicAllocation.schedulerBacklogTimeout", "100ms"},
+                    {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"}});
+  ASSERT_TRUE(eventually(
+      [&] {
+        return status()["allocation"]["busy"].GetInt() >= 2 &&
+               am->getJson("api/v1/allocation/history")["points"].Size() >= 3;
+      },
+      30s));
+
+  // Runs chromium to its end with a fresh profile; its stdout goes to `outFile`.
+  auto runChromium = [&](const std::vector<std::string>& extra, const std::string& outFile,
+                         const std::string& tag) {
+    const std::string profile = (dir.path() / ("chromium-profile-" + tag)).string();
+    std::string command = "exec " + shellQuote(*chromium);
+    for (const char* flag :
+         {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+          "--disable-dev-shm-usage", "--virtual-time-budget=5000"}) {
+      command += std::string(" ") + flag;
+    }
+    command += " --user-data-dir=" + shellQuote(profile);
+    for (const auto& arg : extra) command += " " + shellQuote(arg);
+    command += " " + shellQuote(trackingUrl);
+    command += " > " + shellQuote(outFile) + " 2> " +
+               shellQuote((dir.path() / ("chromium-" + tag + ".log")).string());
+    auto result = testing_support::runCommand(
+        {"/bin/sh", "-c", command}, (dir.path() / ("chromium-sh-" + tag + ".log")).string(), 90s);
+    EXPECT_EQ(result.status, 0) << "chromium failed:\n"
+                                << readFile((dir.path() / ("chromium-" + tag + ".log")).string());
+  };
+
+  const std::set<std::string> before = liveExecutorIds();
+  const std::string domFile = (dir.path() / "dom.html").string();
+  runChromium({"--dump-dom"}, domFile, "dom");
+  const std::set<std::string> after = liveExecutorIds();
+  const std::string dom = readFile(domFile);
+  ASSERT_THAT(dom, HasSubstr("id=\"chart\"")) << dom.substr(0, 2000);
+
+  // The chart plotted the history's points.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex(R"re(<span id="points">(\d+)</span>)re")))
+      << dom.substr(0, 3000);
+  EXPECT_GT(std::stoi(m[1]), 0);
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex(R"re(data-points="(\d+)")re")));
+  EXPECT_GT(std::stoi(m[1]), 0);
+
+  // The executor table lists the live executors (the set may change while the page loads,
+  // so at least one executor live before or after must be there, and none that never was).
+  std::set<std::string> shown;
+  const std::regex row(R"re(data-executor-id="([^"]+)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), row); it != std::sregex_iterator();
+       ++it) {
+    shown.insert((*it)[1]);
+  }
+  std::set<std::string> live = before;
+  live.insert(after.begin(), after.end());
+  ASSERT_FALSE(shown.empty()) << dom.substr(0, 3000);
+  int matching = 0;
+  for (const auto& id : shown) {
+    if (live.count(id)) ++matching;
+  }
+  EXPECT_GT(matching, 0) << "page shows " << ::testing::PrintToString(shown) << ", live "
+                         << ::testing::PrintToString(live);
+  // The decision log made it too.
+  EXPECT_THAT(dom, HasSubstr("raise_target"));
+
+  // A screenshot for people (and CI artifacts) to look at.
+  const std::string screenshot = TIDE_STATUS_PAGE_SCREENSHOT;
+  std::filesystem::create_directories(std::filesystem::path(screenshot).parent_path());
+  std::filesystem::remove(screenshot);
+  runChromium({"--screenshot=" + screenshot, "--window-size=1280,900", "--hide-scrollbars"},
+              (dir.path() / "screenshot.out").string(), "shot");
+  EXPECT_TRUE(std::filesystem::exists(screenshot) && std::filesystem::file_size(screenshot) > 10000)
+      << screenshot;
+}
+
+}  // namespace
+}  // namespace tide::deploy
