@@ -28,9 +28,9 @@ void AllocationHistory::thinOlderHalf() {
 
 std::vector<AllocationPoint> AllocationHistory::since(TimeMs afterMs) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto first = std::upper_bound(
-      points_.begin(), points_.end(), afterMs,
-      [](TimeMs t, const AllocationPoint& point) { return t < point.atMs; });
+  auto first =
+      std::upper_bound(points_.begin(), points_.end(), afterMs,
+                       [](TimeMs t, const AllocationPoint& point) { return t < point.atMs; });
   return std::vector<AllocationPoint>(first, points_.end());
 }
 

@@ -15,8 +15,9 @@ namespace {
 constexpr DurationMs kReportWaitingAfter = 10000;
 
 std::string boundsText(const allocation::Bounds& b) {
-  return "min=" + std::to_string(b.minExecutors) + " initial=" +
-         std::to_string(b.initialExecutors) + " max=" + std::to_string(b.maxExecutors);
+  return "min=" + std::to_string(b.minExecutors) +
+         " initial=" + std::to_string(b.initialExecutors) +
+         " max=" + std::to_string(b.maxExecutors);
 }
 
 }  // namespace
@@ -40,7 +41,7 @@ void ApplicationMaster::observeTick(TimeMs now, double tickSeconds) {
   metrics_.tasksPending.set(static_cast<double>(pendingTasks));
   metrics_.tasksRunning.set(static_cast<double>(a.runningTasks));
   metrics_.uptimeSeconds.set(static_cast<double>(now - startedAt_) / 1000.0);
-  publishStatusSnapshot(now);
+  publishStatusSnapshot(now, /*wait=*/false);
 
   AllocationPoint point;
   point.atMs = now - startedAt_;
@@ -95,14 +96,14 @@ std::string ApplicationMaster::changeBounds(std::optional<int> minExecutors,
   }
   if (!warning.empty()) log_.warn() << source << ": " << warning;
   const allocation::Bounds now = allocation_.config().bounds;
-  log_.info() << source << ": executor bounds " << boundsText(current) << " -> "
-              << boundsText(now) << "; target now " << allocation_.snapshot().target;
+  log_.info() << source << ": executor bounds " << boundsText(current) << " -> " << boundsText(now)
+              << "; target now " << allocation_.snapshot().target;
   if (applied != nullptr) *applied = now;
   publishStatusSnapshot(clock_.nowMs());  // the new bounds show at once
   return "";
 }
 
-void ApplicationMaster::publishStatusSnapshot(TimeMs now) {
+void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
   auto snapshot = std::make_shared<StatusSnapshot>();
   snapshot->takenAt = now;
   snapshot->allocation = allocation_.snapshot();
@@ -134,7 +135,11 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now) {
     e.expiry = monitor.expiryOf(*tracker);
     snapshot->executors.push_back(std::move(e));
   }
-  statusSnapshot_.publish(std::move(snapshot));
+  if (wait) {
+    statusSnapshot_.publish(std::move(snapshot));
+  } else if (!statusSnapshot_.tryPublish(std::move(snapshot))) {
+    return;
+  }
   jobEndedSincePublish_ = false;
 }
 

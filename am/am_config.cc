@@ -12,6 +12,12 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   const int64_t port = props.getInt("ui.port");
   if (port < 0 || port > 65535) throw ConfigError(props.describe("ui.port") + ": not a port");
   config.uiPort = static_cast<int>(port);
+  const int64_t rate = props.getInt("ui.maxRequestsPerSecond");
+  if (rate < 0 || rate > 1000000) {
+    throw ConfigError(props.describe("ui.maxRequestsPerSecond") +
+                      ": expected 0 (no limit) to 1000000");
+  }
+  config.uiMaxRequestsPerSecond = static_cast<int>(rate);
   config.heartbeatInterval = props.getDuration("am.heartbeatInterval");
   config.initialAllocationInterval = props.getDuration("am.initialAllocationInterval");
   config.networkTimeout = props.getDuration("network.timeout");

@@ -19,8 +19,9 @@ struct AmConfig {
   allocation::AllocationConfig allocation;
   SchedulerConfig scheduler;
   ContainerAllocatorConfig containers;
-  std::string host = "127.0.0.1";  // am.host
-  int uiPort = 4040;               // ui.port; 0 = ephemeral
+  std::string host = "127.0.0.1";     // am.host
+  int uiPort = 4040;                  // ui.port; 0 = ephemeral
+  int uiMaxRequestsPerSecond = 1000;  // ui.maxRequestsPerSecond; 0 = no limit
   DurationMs heartbeatInterval = 3000;
   DurationMs initialAllocationInterval = 200;
   DurationMs networkTimeout = 120000;  // executors silent this long are lost

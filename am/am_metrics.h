@@ -4,6 +4,7 @@
 // the loops update. Gauges are refreshed once per allocation tick, counters and histograms
 // where the event happens, so that rendering /metrics never needs the AM's mutex.
 
+#include <map>
 #include <string>
 
 #include "am/metrics.h"
@@ -20,16 +21,16 @@ struct AmMetrics {
   metrics::Gauge& maxNeededExecutors;
   metrics::Gauge& minExecutors;
   metrics::Gauge& maxExecutors;
-  metrics::GaugeFamily& tasks;                // state: pending, running
-  metrics::CounterFamily& tasksCompleted;     // outcome: succeeded, failed, killed
-  metrics::Counter& tasksSucceeded;           // children of tasksCompleted, looked up once:
-  metrics::Counter& tasksFailed;              // a task's end costs one atomic add
+  metrics::GaugeFamily& tasks;             // state: pending, running
+  metrics::CounterFamily& tasksCompleted;  // outcome: succeeded, failed, killed
+  metrics::Counter& tasksSucceeded;        // children of tasksCompleted, looked up once:
+  metrics::Counter& tasksFailed;           // a task's end costs one atomic add
   metrics::Counter& tasksKilled;
-  metrics::HistogramFamily& taskDuration;     // seconds, per finished task
-  metrics::HistogramFamily& tickDuration;     // seconds, per allocation tick
-  metrics::CounterFamily& decisions;          // action: raise_target, remove, ...
-  metrics::CounterFamily& executorFailures;   // cause: exit, memory, launch, heartbeat, ...
-  metrics::CounterFamily& rmRequests;         // call, outcome: ok, error
+  metrics::HistogramFamily& taskDuration;       // seconds, per finished task
+  metrics::HistogramFamily& tickDuration;       // seconds, per allocation tick
+  metrics::CounterFamily& decisions;            // action: raise_target, remove, ...
+  metrics::CounterFamily& executorFailures;     // cause: exit, memory, launch, heartbeat, ...
+  metrics::CounterFamily& rmRequests;           // call, outcome: ok, error
   metrics::HistogramFamily& rmRequestDuration;  // call
   metrics::Gauge& uptimeSeconds;
 
@@ -45,7 +46,19 @@ struct AmMetrics {
   metrics::Histogram& tickDurationSeconds;
 
   metrics::Histogram& taskDurationAll() { return taskDurationSeconds; }
+  // The decisions counter of an action; from the allocation loop only (under the AM's
+  // mutex), so that only an action's first decision takes the family's mutex.
+  metrics::Counter& decisionCounter(const std::string& action) {
+    auto it = decisionCounters_.find(action);
+    if (it == decisionCounters_.end()) {
+      it = decisionCounters_.emplace(action, &decisions.labels({action})).first;
+    }
+    return *it->second;
+  }
   metrics::Histogram& tickDurationAll() { return tickDurationSeconds; }
+
+ private:
+  std::map<std::string, metrics::Counter*> decisionCounters_;
 };
 
 }  // namespace tide::am

@@ -6,7 +6,6 @@
 // poller hammering the port does not hold up executors' syncs. /metrics and the history have
 // their own synchronisation and never take mu_.
 
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <optional>
 
 #include "am/application_master.h"
+#include "am/request_pacer.h"
 #include "am/status_page.h"
 #include "common/config.h"
 #include "rest/json.h"
@@ -114,8 +114,8 @@ int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fall
     if (used == text.size() && value >= 0) return value;
   } catch (const std::exception&) {
   }
-  throw rest::RestError(400, std::string(name) + ": expected a non-negative integer, got '" +
-                                 text + "'");
+  throw rest::RestError(
+      400, std::string(name) + ": expected a non-negative integer, got '" + text + "'");
 }
 
 // The field an error from validateBounds is about: its first word ("min=5 is greater than
@@ -135,10 +135,7 @@ void serveAtLowPriority() {
   thread_local bool lowered = false;
   if (lowered) return;
   lowered = true;
-  sched_param param{};
-  if (::sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
-    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
-  }
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
 }
 
 void replyBadField(httplib::Response& res, int status, const std::string& field,
@@ -168,9 +165,20 @@ void ApplicationMaster::registerRoutes() {
          });
 
   rest::HttpServer& s = *server_;
+  // Handlers that take the AM's mutex, or a lock the loops take under it (decisions,
+  // history), run on the control thread at normal priority: see control_thread.h.
+  auto onControlThread = [this](rest::RouteHandler handler) -> rest::RouteHandler {
+    return
+        [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+          control_.run([&] { handler(req, res); });
+        };
+  };
   // Before any route (unknown paths too): every thread of this server serves at low priority.
-  s.native().set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  // They are paced, too: over ui.maxRequestsPerSecond a request waits its turn.
+  auto pacer = std::make_shared<RequestPacer>(config_.uiMaxRequestsPerSecond);
+  s.native().set_pre_routing_handler([pacer](const httplib::Request&, httplib::Response&) {
     serveAtLowPriority();
+    pacer->wait();
     return httplib::Server::HandlerResponse::Unhandled;
   });
   s.get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -186,74 +194,79 @@ void ApplicationMaster::registerRoutes() {
   s.get("/api/v1/executors", [this](const httplib::Request&, httplib::Response& res) {
     rest::replyJson(res, executorsJson());
   });
-  s.get("/api/v1/jobs", [this](const httplib::Request&, httplib::Response& res) {
-    rest::replyJson(res, jobsJson(std::nullopt));
-  });
-  s.get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    rest::replyJson(res, jobsJson(std::string(req.matches[1])));
-  });
-  s.post("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!config_.session) {
-      throw rest::RestError(409,
-                            "this application master runs one job; start it with --session "
-                            "to accept more");
-    }
-    std::string jobId;
-    try {
-      jobId = submitJob(parseJob(req.body));
-    } catch (const JobError& e) {
-      throw rest::RestError(400, e.what());
-    }
-    rest::replyJson(res, JsonWriter().startObject().field("id", jobId).endObject().str(), 201);
-  });
+  s.get("/api/v1/jobs", onControlThread([this](const httplib::Request&, httplib::Response& res) {
+          rest::replyJson(res, jobsJson(std::nullopt));
+        }));
+  s.get(R"(/api/v1/jobs/([^/]+))",
+        onControlThread([this](const httplib::Request& req, httplib::Response& res) {
+          rest::replyJson(res, jobsJson(std::string(req.matches[1])));
+        }));
+  s.post(
+      "/api/v1/jobs", onControlThread([this](const httplib::Request& req, httplib::Response& res) {
+        if (!config_.session) {
+          throw rest::RestError(409,
+                                "this application master runs one job; start it with --session "
+                                "to accept more");
+        }
+        std::string jobId;
+        try {
+          jobId = submitJob(parseJob(req.body));
+        } catch (const JobError& e) {
+          throw rest::RestError(400, e.what());
+        }
+        rest::replyJson(res, JsonWriter().startObject().field("id", jobId).endObject().str(), 201);
+      }));
   // Persisted stages: which are kept, and dropping one (its executors' files go, and they idle
   // out after executorIdleTimeout again).
-  s.get("/api/v1/cache", [this](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(mu_);
-    JsonWriter w;
-    w.startObject().key("stages").startArray();
-    for (const CachedStageSummary& stage : scheduler_->cachedStages()) {
-      w.startObject()
-          .field("id", stage.stageId)
-          .field("tasks", stage.numTasks)
-          .field("missing", stage.missing)
-          .field("bytes", stage.bytes)
-          .key("executors")
-          .startArray();
-      for (const std::string& executor : stage.executors) w.value(executor);
-      w.endArray().endObject();
-    }
-    w.endArray().endObject();
-    rest::replyJson(res, w.str());
-  });
-  s.del(R"(/api/v1/cache/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string stageId = req.matches[1];
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const std::string problem = scheduler_->unpersist(stageId);
-      if (!problem.empty()) {
-        throw rest::RestError(problem.rfind("no stage", 0) == 0 ? 404 : 409, problem);
-      }
-      log_.info() << "unpersisted " << stageId;
-    }
-    JsonWriter reply;
-    reply.startObject().field("unpersisted", stageId).endObject();
-    rest::replyJson(res, reply.str());
-  });
+  s.get("/api/v1/cache", onControlThread([this](const httplib::Request&, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu_);
+          JsonWriter w;
+          w.startObject().key("stages").startArray();
+          for (const CachedStageSummary& stage : scheduler_->cachedStages()) {
+            w.startObject()
+                .field("id", stage.stageId)
+                .field("tasks", stage.numTasks)
+                .field("missing", stage.missing)
+                .field("bytes", stage.bytes)
+                .key("executors")
+                .startArray();
+            for (const std::string& executor : stage.executors) w.value(executor);
+            w.endArray().endObject();
+          }
+          w.endArray().endObject();
+          rest::replyJson(res, w.str());
+        }));
+  s.del(R"(/api/v1/cache/(.+))",
+        onControlThread([this](const httplib::Request& req, httplib::Response& res) {
+          const std::string stageId = req.matches[1];
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            const std::string problem = scheduler_->unpersist(stageId);
+            if (!problem.empty()) {
+              throw rest::RestError(problem.rfind("no stage", 0) == 0 ? 404 : 409, problem);
+            }
+            log_.info() << "unpersisted " << stageId;
+          }
+          JsonWriter reply;
+          reply.startObject().field("unpersisted", stageId).endObject();
+          rest::replyJson(res, reply.str());
+        }));
   s.get("/api/v1/allocation/decisions",
-        [this](const httplib::Request& req, httplib::Response& res) {
+        onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           const int64_t limit = queryInteger(req, "limit", 100);
           rest::replyJson(res, decisionsJson(static_cast<size_t>(
                                    std::min<int64_t>(limit, kMaxDecisionsPerRequest))));
-        });
-  s.get("/api/v1/allocation/history", [this](const httplib::Request& req, httplib::Response& res) {
-    // Without `since`, the whole history; with it, only what came after (the page polls so).
-    const TimeMs since = req.has_param("since") ? queryInteger(req, "since", 0) : -1;
-    rest::replyJson(res, historyJson(since));
-  });
-  s.put("/api/v1/allocation/bounds", [this](const httplib::Request& req, httplib::Response& res) {
-    handleBoundsUpdate(req, res);
-  });
+        }));
+  s.get("/api/v1/allocation/history",
+        onControlThread([this](const httplib::Request& req, httplib::Response& res) {
+          // Without `since`, the whole history; with it, only what came after (the page polls so).
+          const TimeMs since = req.has_param("since") ? queryInteger(req, "since", 0) : -1;
+          rest::replyJson(res, historyJson(since));
+        }));
+  s.put("/api/v1/allocation/bounds",
+        onControlThread([this](const httplib::Request& req, httplib::Response& res) {
+          handleBoundsUpdate(req, res);
+        }));
 }
 
 void ApplicationMaster::handleBoundsUpdate(const httplib::Request& req, httplib::Response& res) {

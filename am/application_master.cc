@@ -150,6 +150,7 @@ int ApplicationMaster::start() {
     std::lock_guard<std::mutex> lock(mu_);
     recordDecision("allocation", "initial_target", allocation_.initialTarget(),
                    "initial target " + std::to_string(allocation_.initialTarget()), "initial");
+    publishStatusSnapshot(clock_.nowMs());
   }
   threads_.emplace_back([this] { allocationLoop(); });
   threads_.emplace_back([this] { heartbeatLoop(); });
@@ -236,8 +237,8 @@ void ApplicationMaster::allocationLoop() {
     detectSilentExecutors(now);
     // The scheduler looks for slow tasks at most every speculation.interval.
     if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
-    observeTick(now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart)
-                         .count());
+    observeTick(
+        now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart).count());
     const TimeMs next = now + config_.allocation.interval;
     stateChanged_.wait_for(lock,
                            std::chrono::milliseconds(std::max<TimeMs>(1, next - clock_.nowMs())),
@@ -254,7 +255,7 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
                            decision.action == allocation::Decision::Action::kKeep;
     recordDecision("allocation", action, decision.target, decision.why,
                    repeating ? action + "/" + decision.executor : "");
-    metrics_.decisions.labels({action}).inc();
+    metrics_.decisionCounter(action).inc();
     if (decision.action != allocation::Decision::Action::kNotAdding &&
         decision.action != allocation::Decision::Action::kKeep) {
       log_.info() << decision.why;

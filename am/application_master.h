@@ -25,6 +25,7 @@
 #include "am/am_config.h"
 #include "am/am_metrics.h"
 #include "am/container_allocator.h"
+#include "am/control_thread.h"
 #include "am/decision_log.h"
 #include "am/heartbeat_pacer.h"
 #include "am/resource_manager_client.h"
@@ -103,8 +104,9 @@ class ApplicationMaster {
   void applyTick(const allocation::TickResult& result, TimeMs now);
   // After a tick: the history point, the gauges, the allocator's waiting state, the status.
   void observeTick(TimeMs now, double tickSeconds);
-  // Copies what the status endpoints show into statusSnapshot_.
-  void publishStatusSnapshot(TimeMs now);
+  // Copies what the status endpoints show into statusSnapshot_. `wait`: even if a reader
+  // holds it (else skipped then, for the next tick).
+  void publishStatusSnapshot(TimeMs now, bool wait = true);
   void applyAllocatorActions(AllocatorActions& actions, TimeMs now);
   void releaseExecutor(const std::string& executorId, const std::string& why, TimeMs now);
   void forgetExecutor(const std::string& executorId, TimeMs now);
@@ -149,7 +151,7 @@ class ApplicationMaster {
   AllocationHistory history_;  // own mutex: read without mu_
   StatusSnapshotBox statusSnapshot_;
   bool jobEndedSincePublish_ = false;  // publish at once: "job done" and the status agree
-  TimeMs waitingSince_ = -1;   // outstanding requests reported as waiting since then
+  TimeMs waitingSince_ = -1;           // outstanding requests reported as waiting since then
   std::map<std::string, Executor> executors_;  // registered and not released
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
   std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
@@ -170,6 +172,8 @@ class ApplicationMaster {
   // dashboard, a load test) can then never hold the worker threads executors need.
   std::unique_ptr<rest::HttpServer> executorServer_;
   int executorPort_ = 0;
+  // Runs the status port's requests that take mu_ (its own threads serve at idle priority).
+  ControlThread control_;
   std::vector<std::thread> threads_;
 };
 

@@ -45,8 +45,7 @@ class BoundsReloader {
                  allocation::Bounds loaded);
   // For the file and --conf values of this command line (entries not from the file).
   static BoundsReloader fromCommandLine(const std::optional<std::string>& propertiesFile,
-                                        const Properties& commandLine,
-                                        allocation::Bounds loaded);
+                                        const Properties& commandLine, allocation::Bounds loaded);
   // Re-reads and applies; logs what happened. Returns "" when the bounds are as the file now
   // says (changed or not), else the error.
   std::string reload(ApplicationMaster& master);

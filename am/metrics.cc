@@ -254,8 +254,8 @@ GaugeFamily& Registry::gauge(const std::string& name, const std::string& help,
 HistogramFamily& Registry::histogram(const std::string& name, const std::string& help,
                                      std::vector<double> upperBounds,
                                      std::vector<std::string> labelNames) {
-  auto family = std::make_unique<HistogramFamily>(name, help, std::move(labelNames),
-                                                  std::move(upperBounds));
+  auto family =
+      std::make_unique<HistogramFamily>(name, help, std::move(labelNames), std::move(upperBounds));
   HistogramFamily& ref = *family;
   add(std::move(family));
   return ref;

@@ -289,7 +289,7 @@ function drawChart() {
   const pad = { l: 40, r: 58, t: 10, b: 24 };
   const pw = w - pad.l - pad.r, ph = h - pad.t - pad.b;
   const t0 = pts[0].atMs;
-  const t1 = Math.max(view.nowMs, pts[pts.length - 1].atMs, t0 + 10000);
+  const t1 = Math.max(view.nowMs, pts[pts.length - 1].atMs, t0 + 5000);
   let dataMax = 1, taskMax = 1;
   for (const p of pts) {
     dataMax = Math.max(dataMax, p.target, p.live, p.busy, p.min);

@@ -53,6 +53,14 @@ class StatusSnapshotBox {
     std::lock_guard<std::mutex> lock(mu_);
     latest_ = std::move(snapshot);
   }
+  // For the loop: never waits for a reader (readers run at idle priority and may sit
+  // preempted right here); false when one held the lock, and the next tick publishes.
+  bool tryPublish(std::shared_ptr<const StatusSnapshot> snapshot) {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    latest_ = std::move(snapshot);
+    return true;
+  }
   // Null until the first publication.
   std::shared_ptr<const StatusSnapshot> latest() const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -103,6 +103,9 @@ std::vector<KeyInfo> buildKeyTable() {
       key("network.timeout", K::kDuration, "120s", "Default timeout for network interactions",
           kSeconds),
       key("ui.port", K::kInt, "4040", "Port of the AM's status server (0: any free port)"),
+      key("ui.maxRequestsPerSecond", K::kInt, "1000",
+          "Requests per second the AM's status port answers at most; more wait their turn "
+          "(0: no limit)"),
       key("log.level", K::kString, "info", "Log level: trace, debug, info, warn or error", 1,
           {"trace", "debug", "info", "warn", "error"}),
       key("log.format", K::kString, "text", "Log format: text or json (one object per line)", 1,

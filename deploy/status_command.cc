@@ -115,9 +115,10 @@ class StatusView {
     out << "decisions (newest first)\n";
     for (const auto& decision : d["decisions"].GetArray()) {
       out << "  " << std::setw(6) << std::setfill(' ') << clock(decision["lastMs"].GetInt64())
-          << "  " << std::left << std::setw(14) << decision["action"].GetString() << std::right
-          << decision["why"].GetString();
-      if (decision["repeats"].GetInt64() > 1) out << "  (x" << decision["repeats"].GetInt64() << ")";
+          << "  " << std::left << std::setw(15) << decision["action"].GetString() << " "
+          << std::right << decision["why"].GetString();
+      if (decision["repeats"].GetInt64() > 1)
+        out << "  (x" << decision["repeats"].GetInt64() << ")";
       out << "\n";
     }
     return out.str();

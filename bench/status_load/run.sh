@@ -8,7 +8,7 @@
 #
 # Environment: ROUNDS (3) pairs of runs, the medians are compared; TASKS (20000);
 # BUILTIN (noop; or sleep for 1ms tasks); CONNECTIONS (64); SECONDS_OF_LOAD (10).
-# Needs wrk (Debian: apt-get install wrk), curl and python3.
+# Needs wrk (Debian: apt-get install wrk; scripts/install-deps has it) and python3.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,7 +20,7 @@ builtin="${BUILTIN:-noop}"
 connections="${CONNECTIONS:-64}"
 load_seconds="${SECONDS_OF_LOAD:-10}"
 
-for tool in wrk curl python3; do
+for tool in wrk python3; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is needed (apt-get install $tool)" >&2; exit 2; }
 done
 [ -x "$tide" ] || { echo "run.sh: no $tide; build first (cmake --build $build)" >&2; exit 2; }
@@ -65,7 +65,7 @@ run_job() {
   local tide_pid=$!
   if [ "$loaded" = 1 ]; then
     for _ in $(seq 1 200); do
-      curl -sf "http://127.0.0.1:$port/api/v1/status" >/dev/null 2>&1 && break
+      "$tide" status "http://127.0.0.1:$port/" --json >/dev/null 2>&1 && break
       sleep 0.05
     done
     # Two wrk processes of half the connections each, one per path.
@@ -100,7 +100,7 @@ m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (
 if m: errors += sum(int(g) for g in m.groups())
 m = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
 if m: errors += int(m.group(1))
-p99 = re.search(r"99%\s+(\S+)", text)
+p99 = re.search(r"^\s+99%\s+(\S+)", text, re.M)
 print(requests, errors, rate, p99.group(1) if p99 else "?")
 PY
 }

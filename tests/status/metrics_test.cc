@@ -8,9 +8,12 @@
 
 #include <thread>
 
+#include "../common/temp_dir.h"
 #include "am/allocation_history.h"
 #include "am/am_metrics.h"
+#include "am/bounds_reload.h"
 #include "am/decision_log.h"
+#include "common/config.h"
 #include "prometheus_text.h"
 
 namespace tide::am {
@@ -43,8 +46,8 @@ TEST(MetricsRenderingTest, CounterAndGaugeFamiliesWithLabels) {
 
 TEST(MetricsRenderingTest, HistogramBucketsAreCumulativeWithInfSumAndCount) {
   metrics::Registry registry;
-  auto& durations = registry.histogram("tide_task_duration_seconds", "Task durations",
-                                       {0.25, 0.5, 1});
+  auto& durations =
+      registry.histogram("tide_task_duration_seconds", "Task durations", {0.25, 0.5, 1});
   auto& h = durations.get();
   h.observe(0.125);
   h.observe(0.25);  // on a bound: counts in that bucket ("le")
@@ -63,8 +66,8 @@ TEST(MetricsRenderingTest, HistogramBucketsAreCumulativeWithInfSumAndCount) {
 
 TEST(MetricsRenderingTest, LabelledHistogramPutsLeLast) {
   metrics::Registry registry;
-  auto& latency = registry.histogram("tide_rm_request_duration_seconds", "RM latency", {0.5},
-                                     {"call"});
+  auto& latency =
+      registry.histogram("tide_rm_request_duration_seconds", "RM latency", {0.5}, {"call"});
   latency.labels({"allocate"}).observe(0.25);
   const std::string text = registry.render();
   EXPECT_THAT(text, HasSubstr("tide_rm_request_duration_seconds_bucket{call=\"allocate\","
@@ -75,8 +78,8 @@ TEST(MetricsRenderingTest, LabelledHistogramPutsLeLast) {
 
 TEST(MetricsRenderingTest, EscapesLabelValuesAndHelp) {
   metrics::Registry registry;
-  auto& failures = registry.counter("tide_executor_failures_total", "Line one\nback\\slash",
-                                    {"cause"});
+  auto& failures =
+      registry.counter("tide_executor_failures_total", "Line one\nback\\slash", {"cause"});
   failures.labels({"say \"hi\"\\\n"}).inc();
   EXPECT_EQ(registry.render(),
             "# HELP tide_executor_failures_total Line one\\nback\\\\slash\n"
@@ -232,6 +235,48 @@ TEST(DecisionLogTest, IsBounded) {
   for (int i = 0; i < 100; ++i) log.add(i, "allocation", "remove", 0, "removing", "");
   EXPECT_EQ(log.size(), 10u);
   EXPECT_EQ(log.newest(1)[0].atMs, 99);
+}
+
+TEST(BoundsReloadTest, TheFileIsReadWithTheConfOverridesOnTop) {
+  testing_support::TempDir dir;
+  const std::string file = dir.writeFile("tide.conf",
+                                         "dynamicAllocation.minExecutors 1\n"
+                                         "dynamicAllocation.maxExecutors 8\n");
+  std::vector<std::string> warnings;
+  allocation::Bounds bounds = loadBounds(file, {}, &warnings);
+  EXPECT_EQ(bounds.minExecutors, 1);
+  EXPECT_EQ(bounds.maxExecutors, 8);
+  bounds = loadBounds(file, {{"dynamicAllocation.maxExecutors", "3"}}, &warnings);
+  EXPECT_EQ(bounds.maxExecutors, 3);  // --conf outranks the file, on reload as at start
+}
+
+TEST(BoundsReloadTest, AnInvalidFileIsAnErrorNamingTheKeyAndFile) {
+  testing_support::TempDir dir;
+  const std::string file = dir.writeFile("bad.conf",
+                                         "dynamicAllocation.minExecutors 5\n"
+                                         "dynamicAllocation.maxExecutors 2\n");
+  std::vector<std::string> warnings;
+  try {
+    loadBounds(file, {}, &warnings);
+    FAIL() << "min > max was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("dynamicAllocation.minExecutors"));
+    EXPECT_THAT(e.what(), HasSubstr("bad.conf"));
+  }
+  const std::string typo = dir.writeFile("typo.conf", "dynamicAllocation.maxExecutors lots\n");
+  EXPECT_THROW(loadBounds(typo, {}, &warnings), ConfigError);
+  EXPECT_THROW(loadBounds((dir.path() / "missing.conf").string(), {}, &warnings), ConfigError);
+}
+
+TEST(BoundsReloadTest, OnlyTheFieldsThatChangedAreApplied) {
+  allocation::Bounds before{1, 2, 8};
+  EXPECT_TRUE(boundsChange(before, before).empty());
+  const BoundsChange change = boundsChange(before, {1, 2, 3});
+  EXPECT_FALSE(change.minExecutors);
+  EXPECT_FALSE(change.initialExecutors);
+  ASSERT_TRUE(change.maxExecutors);
+  EXPECT_EQ(*change.maxExecutors, 3);
+  EXPECT_EQ(change.describe(), "max=3");
 }
 
 }  // namespace

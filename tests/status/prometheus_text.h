@@ -14,8 +14,8 @@ namespace tide::testing_support {
 
 struct PrometheusText {
   std::map<std::string, std::string> types;  // family -> counter, gauge, histogram
-  std::map<std::string, double> samples;      // `name{labels}` as written -> value
-  std::string error;                          // the first problem, "" when it parsed
+  std::map<std::string, double> samples;     // `name{labels}` as written -> value
+  std::string error;                         // the first problem, "" when it parsed
 
   bool has(const std::string& series) const { return samples.count(series) != 0; }
   double at(const std::string& series) const {
@@ -40,7 +40,8 @@ inline PrometheusText parsePrometheusText(const std::string& text) {
     ++number;
     std::smatch m;
     auto fail = [&](const std::string& why) {
-      if (out.error.empty()) out.error = "line " + std::to_string(number) + ": " + why + ": " + line;
+      if (out.error.empty())
+        out.error = "line " + std::to_string(number) + ": " + why + ": " + line;
     };
     if (line.empty()) continue;
     if (line[0] == '#') {

@@ -90,7 +90,8 @@ class StatusIntegrationTest : public ::testing::Test {
       const std::string path = entry.path().string();
       if (entry.path().filename() == "stderr" && path.find("_000001") != std::string::npos) {
         const std::string text = readFile(path);
-        return "AM log (" + path + "):\n" + text.substr(text.size() > 6000 ? text.size() - 6000 : 0);
+        return "AM log (" + path + "):\n" +
+               text.substr(text.size() > 6000 ? text.size() - 6000 : 0);
       }
     }
     return "(no AM log found)";
@@ -107,7 +108,8 @@ class StatusIntegrationTest : public ::testing::Test {
     auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
     std::vector<std::string> texts;
     for (const auto& d : doc["decisions"].GetArray()) {
-      if (action.empty() || action == d["action"].GetString()) texts.push_back(d["why"].GetString());
+      if (action.empty() || action == d["action"].GetString())
+        texts.push_back(d["why"].GetString());
     }
     return texts;
   }
@@ -173,9 +175,8 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_GT(s["uptimeMs"].GetInt64(), 0);
     EXPECT_GT(s["pid"].GetInt64(), 0);
     const auto& a = s["allocation"];
-    for (const char* field :
-         {"target", "live", "pending", "pendingRemoval", "busy", "idle", "min", "initial", "max",
-          "maxNeeded", "numExecutorsToAdd"}) {
+    for (const char* field : {"target", "live", "pending", "pendingRemoval", "busy", "idle", "min",
+                              "initial", "max", "maxNeeded", "numExecutorsToAdd"}) {
       ASSERT_TRUE(a.HasMember(field) && a[field].IsInt()) << field;
     }
     EXPECT_TRUE(a["initializing"].IsBool());
@@ -389,11 +390,12 @@ TEST_F(StatusIntegrationTest, PutBoundsMovesTheTargetWithinATickAndRejectsBadBou
 
 TEST_F(StatusIntegrationTest, SighupReappliesThePropertiesFileWithTheConfOverridesOnTop) {
   startCluster();
-  const std::string file = dir.writeFile("tide.conf",
-                                         "dynamicAllocation.maxExecutors 8\n"
-                                         "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
-                                         "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
-                                         "dynamicAllocation.executorIdleTimeout 30s\n");
+  const std::string file =
+      dir.writeFile("tide.conf",
+                    "dynamicAllocation.maxExecutors 8\n"
+                    "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
+                    "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
+                    "dynamicAllocation.executorIdleTimeout 30s\n");
   // A --conf value outranks the file, at start and on every reload.
   submit(kLongJob, {{"dynamicAllocation.executorIdleTimeout", "45s"}}, file);
   ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 8; }, 30s));
@@ -445,8 +447,7 @@ TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting
                     {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"}});
   ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 4; }, 30s));
   // Reported once requests have waited 10s.
-  EXPECT_TRUE(eventually(
-      [&] { return hasDecision("waiting", "2 containers requested 1"); }, 20s))
+  EXPECT_TRUE(eventually([&] { return hasDecision("waiting", "2 containers requested 1"); }, 20s))
       << ::testing::PrintToString(decisionTexts(""));
   EXPECT_TRUE(hasDecision("waiting", "ago, none granted"));
   auto s = status();
