@@ -8,10 +8,7 @@
 
 #include <set>
 
-#include "../common/temp_dir.h"
-#include "deploy/am_submission.h"
-#include "deploy/embedded_cluster.h"
-#include "integration_support.h"
+#include "am_cluster_test.h"
 
 namespace tide::deploy {
 namespace {
@@ -21,102 +18,21 @@ using ::testing::HasSubstr;
 using testing_support::eventually;
 
 // Two node managers with room for the AM and eight one-core executors.
-class AmIntegrationTest : public ::testing::Test {
+class AmIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  void startCluster() {
-    EmbeddedClusterOptions options;
-    options.binDir = TIDE_BIN_DIR;
-    options.workDir = (dir.path() / "cluster").string();
-    options.nodes = 2;
-    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
-    options.rmConf = {{"rm.nodeExpiry", "5s"}};
-    cluster = std::make_unique<EmbeddedCluster>(options);
-    client = std::make_unique<ClusterClient>(cluster->rmAddress());
-  }
-
-  // Submits the AM with `job` and these settings; waits until its status API answers.
-  std::string submit(const std::string& jobJson,
-                     std::vector<std::pair<std::string, std::string>> conf, bool session) {
-    // Defaults first: a test's own value for the same key comes later and wins.
-    conf.insert(conf.begin(), {{"executor.memory", "256m"},
-                               {"am.memory", "256m"},
-                               {"ui.port", "0"},
-                               {"network.timeout", "20s"},
-                               {"am.heartbeatInterval", "1s"}});
-    Properties props;
-    for (const auto& [key, value] : conf) props.set(key, value);
-    AmSubmission submission;
-    submission.jobFile = dir.writeFile("job.json", jobJson);
-    submission.jobName = "test";
-    submission.conf = conf;
-    submission.session = session;
-    submission.binDir = TIDE_BIN_DIR;
-    appId = submitApplicationMaster(*client, submission, props);
-    EXPECT_TRUE(eventually(
-        [&] {
-          auto report = client->application(appId);
-          if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
-            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
-            return true;
-          }
-          return isFinal(report);
-        },
-        30s))
-        << "the AM did not start; RM log:\n"
-        << testing_support::readFile(cluster->rmLogPath());
-    return appId;
-  }
-
-  rapidjson::Document status() { return am->getJson("api/v1/status"); }
-
-  // An executor running tasks right now, with its process id.
-  bool busyExecutor(std::string* id, int64_t* pid) {
-    auto executors = am->getJson("api/v1/executors");
-    for (const auto& e : executors["executors"].GetArray()) {
-      if (e["runningTasks"].GetInt() > 0 && e["pid"].GetInt64() > 0) {
-        *id = e["id"].GetString();
-        *pid = e["pid"].GetInt64();
-        return true;
-      }
-    }
-    return false;
-  }
-
+  // The targets the policy raised to, oldest first.
   std::vector<int> raisedTargets() {
     auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
     std::vector<int> targets;
     const auto& decisions = doc["decisions"].GetArray();
     for (auto it = decisions.End(); it != decisions.Begin();) {
-      --it;  // newest first in the API; oldest first here
+      --it;  // newest first in the API
       if (std::string((*it)["action"].GetString()) == "raise_target") {
         targets.push_back((*it)["target"].GetInt());
       }
     }
     return targets;
   }
-
-  std::string jobState(const std::string& jobId) {
-    auto job = am->getJson("api/v1/jobs/" + jobId);
-    return job["state"].GetString();
-  }
-
-  rest::ApplicationReport waitForEnd(std::chrono::milliseconds timeout) {
-    rest::ApplicationReport report;
-    EXPECT_TRUE(eventually(
-        [&] {
-          report = client->application(appId);
-          return isFinal(report);
-        },
-        timeout))
-        << "the application did not end; state " << report.state;
-    return report;
-  }
-
-  testing_support::TempDir dir;
-  std::unique_ptr<EmbeddedCluster> cluster;
-  std::unique_ptr<ClusterClient> client;
-  std::unique_ptr<rest::HttpClient> am;
-  std::string appId;
 };
 
 const char* kSleepJob200 = R"({"name": "ramp", "stages": [

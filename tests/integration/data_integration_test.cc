@@ -13,10 +13,7 @@
 #include <set>
 #include <sstream>
 
-#include "../common/temp_dir.h"
-#include "deploy/am_submission.h"
-#include "deploy/embedded_cluster.h"
-#include "integration_support.h"
+#include "am_cluster_test.h"
 
 namespace tide::deploy {
 namespace {
@@ -68,99 +65,7 @@ std::string wordcountJob(const std::string& output, int reduceSleep, bool persis
          kWordcountDir + R"(/reduce.sh", "words", ")" + std::to_string(reduceSleep) + R"("]}]})";
 }
 
-class DataIntegrationTest : public ::testing::Test {
- protected:
-  void startCluster(int nodes = 2) {
-    EmbeddedClusterOptions options;
-    options.binDir = TIDE_BIN_DIR;
-    options.workDir = (dir.path() / "cluster").string();
-    options.nodes = nodes;
-    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
-    options.rmConf = {{"rm.nodeExpiry", "5s"}};
-    cluster = std::make_unique<EmbeddedCluster>(options);
-    client = std::make_unique<ClusterClient>(cluster->rmAddress());
-  }
-
-  void submit(const std::string& jobJson, std::vector<std::pair<std::string, std::string>> conf,
-              bool session) {
-    conf.insert(conf.end(), {{"executor.memory", "256m"},
-                             {"am.memory", "256m"},
-                             {"ui.port", "0"},
-                             {"network.timeout", "20s"},
-                             {"am.heartbeatInterval", "500ms"},
-                             {"dynamicAllocation.schedulerBacklogTimeout", "200ms"}});
-    Properties props;
-    for (const auto& [key, value] : conf) props.set(key, value);
-    AmSubmission submission;
-    submission.jobFile = dir.writeFile("job.json", jobJson);
-    submission.jobName = "test";
-    submission.conf = conf;
-    submission.session = session;
-    submission.binDir = TIDE_BIN_DIR;
-    appId = submitApplicationMaster(*client, submission, props);
-    ASSERT_TRUE(eventually(
-        [&] {
-          auto report = client->application(appId);
-          if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
-            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
-            return true;
-          }
-          return isFinal(report);
-        },
-        30s))
-        << "the AM did not start; RM log:\n"
-        << testing_support::readFile(cluster->rmLogPath());
-    ASSERT_TRUE(am) << "the AM ended before it served its status";
-  }
-
-  rapidjson::Document job(const std::string& jobId) { return am->getJson("api/v1/jobs/" + jobId); }
-  std::string jobState(const std::string& jobId) {
-    try {
-      return job(jobId)["state"].GetString();
-    } catch (const std::exception&) {
-      // Not submitted yet (the AM serves before it submits its job), or the AM has finished.
-      return isFinal(client->application(appId)) ? "GONE" : "RUNNING";
-    }
-  }
-  const rapidjson::Value* stage(const rapidjson::Document& doc, const std::string& id) {
-    for (const auto& s : doc["stages"].GetArray()) {
-      if (id == s["id"].GetString()) return &s;
-    }
-    return nullptr;
-  }
-  rapidjson::Document executors() { return am->getJson("api/v1/executors"); }
-  int liveExecutors() { return static_cast<int>(executors()["executors"].Size()); }
-
-  rest::ApplicationReport waitForEnd(std::chrono::milliseconds timeout) {
-    rest::ApplicationReport report;
-    EXPECT_TRUE(eventually(
-        [&] {
-          report = client->application(appId);
-          return isFinal(report);
-        },
-        timeout))
-        << "the application did not end; state " << report.state;
-    return report;
-  }
-
-  std::string amLog() {
-    std::string all;
-    for (const auto& entry : fs::recursive_directory_iterator(dir.path() / "cluster")) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_regular_file() && (name == "stderr" || name == "stdout") &&
-          entry.path().string().find("000001") != std::string::npos) {
-        all += testing_support::readFile(entry.path().string());
-      }
-    }
-    return all;
-  }
-
-  testing_support::TempDir dir;
-  std::unique_ptr<EmbeddedCluster> cluster;
-  std::unique_ptr<ClusterClient> client;
-  std::unique_ptr<rest::HttpClient> am;
-  std::string appId;
-};
+using DataIntegrationTest = testing_support::AmClusterTest;
 
 TEST_F(DataIntegrationTest, WordcountEqualsUniqCount) {
   startCluster();

@@ -15,10 +15,7 @@
 #include <regex>
 #include <set>
 
-#include "../common/temp_dir.h"
-#include "../integration/integration_support.h"
-#include "deploy/am_submission.h"
-#include "deploy/embedded_cluster.h"
+#include "../integration/am_cluster_test.h"
 #include "prometheus_text.h"
 
 namespace tide::deploy {
@@ -29,75 +26,14 @@ using ::testing::HasSubstr;
 using testing_support::eventually;
 using testing_support::readFile;
 
-class StatusIntegrationTest : public ::testing::Test {
+class StatusIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  // Two node managers; `coresPerNode` one-core executors fit on each (the AM takes one core
-  // of one of them).
-  void startCluster(int coresPerNode = 5, int nodes = 2) {
-    EmbeddedClusterOptions options;
-    options.binDir = TIDE_BIN_DIR;
-    options.workDir = (dir.path() / "cluster").string();
-    options.nodes = nodes;
-    options.nmConf = {{"nm.cores", std::to_string(coresPerNode)},
-                      {"nm.memory", "4g"},
-                      {"nm.heartbeatInterval", "200ms"}};
-    options.rmConf = {{"rm.nodeExpiry", "5s"}};
-    cluster = std::make_unique<EmbeddedCluster>(options);
-    client = std::make_unique<ClusterClient>(cluster->rmAddress());
-  }
-
-  // Submits the AM in session mode with `job`; waits until its status API answers.
-  void submit(const std::string& jobJson, std::vector<std::pair<std::string, std::string>> conf,
+  // The AM runs in session mode in every test here: it stays up after its job to be watched.
+  void submit(const std::string& jobJson, Conf conf,
               std::optional<std::string> propertiesFile = std::nullopt) {
-    conf.insert(conf.end(), {{"executor.memory", "256m"},
-                             {"am.memory", "256m"},
-                             {"ui.port", "0"},
-                             {"network.timeout", "20s"},
-                             {"am.heartbeatInterval", "500ms"}});
-    Properties props;
-    if (propertiesFile) props.loadFile(*propertiesFile);
-    for (const auto& [key, value] : conf) props.set(key, value);
-    AmSubmission submission;
-    submission.jobFile = dir.writeFile("job.json", jobJson);
-    submission.jobName = "status-test";
-    submission.conf = conf;
-    submission.propertiesFile = propertiesFile;
-    submission.session = true;
-    submission.binDir = TIDE_BIN_DIR;
-    appId = submitApplicationMaster(*client, submission, props);
-    ASSERT_TRUE(eventually(
-        [&] {
-          auto report = client->application(appId);
-          if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
-            trackingUrl = report.trackingUrl;
-            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
-            return true;
-          }
-          return isFinal(report);
-        },
-        30s))
-        << "the AM did not start; RM log:\n"
-        << readFile(cluster->rmLogPath());
-    ASSERT_TRUE(am) << "the AM ended before it ran: " << client->application(appId).diagnostics
-                    << "\n"
-                    << amLog();
+    AmClusterTest::submit(jobJson, std::move(conf), /*session=*/true, std::move(propertiesFile));
   }
 
-  // The AM's stderr (its log), for failure messages.
-  std::string amLog() {
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir.path(), ec)) {
-      const std::string path = entry.path().string();
-      if (entry.path().filename() == "stderr" && path.find("_000001") != std::string::npos) {
-        const std::string text = readFile(path);
-        return "AM log (" + path + "):\n" +
-               text.substr(text.size() > 6000 ? text.size() - 6000 : 0);
-      }
-    }
-    return "(no AM log found)";
-  }
-
-  rapidjson::Document status() { return am->getJson("api/v1/status"); }
   rest::HttpResponse get(const std::string& path) { return am->request("GET", path); }
   rest::HttpResponse putBounds(const std::string& body) {
     return am->request("PUT", "api/v1/allocation/bounds", body,
@@ -126,31 +62,11 @@ class StatusIntegrationTest : public ::testing::Test {
     }
     return ids;
   }
-  std::string jobState(const std::string& jobId) {
-    return am->getJson("api/v1/jobs/" + jobId)["state"].GetString();
-  }
 
   testing_support::CommandResult tide(std::vector<std::string> args, const std::string& logName) {
     args.insert(args.begin(), std::string(TIDE_BIN_DIR) + "/tide");
     return testing_support::runCommand(args, (dir.path() / logName).string(), 30s);
   }
-
-  void TearDown() override {
-    if (HasFailure() && am) std::cerr << amLog() << "\n";
-    if (client && !appId.empty()) {
-      try {
-        client->kill(appId);
-      } catch (const std::exception&) {
-      }
-    }
-  }
-
-  testing_support::TempDir dir;
-  std::unique_ptr<EmbeddedCluster> cluster;
-  std::unique_ptr<ClusterClient> client;
-  std::unique_ptr<rest::HttpClient> am;
-  std::string appId;
-  std::string trackingUrl;
 };
 
 // 60 tasks of 300ms on at most 3 executors: a ramp 1 -> 3, a cap at max=3, then idle removal.
@@ -441,7 +357,7 @@ TEST_F(StatusIntegrationTest, SighupReappliesThePropertiesFileWithTheConfOverrid
 
 TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting) {
   // One node with 3 cores: the AM and two executors; max 4 leaves two requests unanswered.
-  startCluster(/*coresPerNode=*/3, /*nodes=*/1);
+  startCluster(/*nodes=*/1, /*coresPerNode=*/3);
   submit(kLongJob, {{"dynamicAllocation.maxExecutors", "4"},
                     {"dynamicAllocation.schedulerBacklogTimeout", "100ms"},
                     {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"}});
