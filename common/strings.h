@@ -12,6 +12,18 @@
 
 namespace tide {
 
+// Lower-case hex of raw bytes: secrets, tokens and digests on the wire.
+inline std::string hexEncode(const unsigned char* bytes, size_t length) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(length * 2);
+  for (size_t i = 0; i < length; ++i) {
+    text += kDigits[bytes[i] >> 4];
+    text += kDigits[bytes[i] & 0x0f];
+  }
+  return text;
+}
+
 inline bool isSpace(char c) {
   return std::isspace(static_cast<unsigned char>(c)) != 0;
 }

@@ -11,6 +11,7 @@
 #include "am/am_config.h"
 #include "am/job.h"
 #include "rest/http_client.h"
+#include "rest/messages/node.h"
 
 namespace tide::deploy {
 
@@ -53,7 +54,7 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
   app.applicationName = submission.jobName;
   app.command = command;
   // The secret reaches the AM through its container's environment, never a command line.
-  app.environment = {{"TIDE_APP_SECRET", newSecret()}};
+  app.environment = {{"TIDE_APP_SECRET", rest::newRandomSecret()}};
   app.resource = {props.getSizeBytes("am.memory") / (1024 * 1024),
                   static_cast<int>(props.getInt("am.cores"))};
   if (props.has("am.maxAttempts"))

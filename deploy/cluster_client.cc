@@ -1,6 +1,5 @@
 #include "deploy/cluster_client.h"
 
-#include <fstream>
 #include <stdexcept>
 
 namespace tide::deploy {
@@ -40,21 +39,6 @@ std::string shellQuote(const std::string& word) {
     }
   }
   return quoted + "'";
-}
-
-std::string newSecret() {
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  unsigned char bytes[32];
-  if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
-    throw std::runtime_error("cannot read /dev/urandom for the application secret");
-  }
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char b : bytes) {
-    hex += kHex[b >> 4];
-    hex += kHex[b & 15];
-  }
-  return hex;
 }
 
 bool isFinal(const rest::ApplicationReport& report) {

@@ -28,8 +28,6 @@ class ClusterClient {
 
 // Quotes one word for /bin/sh.
 std::string shellQuote(const std::string& word);
-// 32 random bytes from the kernel, hex-encoded: the per-application secret.
-std::string newSecret();
 // Whether the application has ended: FINISHED (whatever its final status), FAILED or KILLED.
 bool isFinal(const rest::ApplicationReport& report);
 

@@ -10,6 +10,7 @@
 
 #include "am/slurm_client.h"
 #include "deploy/cluster_client.h"
+#include "rest/messages/node.h"
 
 namespace tide::deploy {
 namespace {
@@ -91,7 +92,7 @@ int64_t submitApplicationMasterToSlurm(am::SlurmRestClient& slurm, const AmSubmi
     if (const char* value = std::getenv(name)) spec.environment.emplace_back(name, value);
   }
   // Secrets travel in the job's environment, never in its script or on a command line.
-  spec.environment.emplace_back("TIDE_APP_SECRET", newSecret());
+  spec.environment.emplace_back("TIDE_APP_SECRET", rest::newRandomSecret());
   if (settings.connection.tokenFile.empty()) {
     if (const char* token = std::getenv("SLURM_JWT"); token != nullptr && *token != '\0') {
       spec.environment.emplace_back("SLURM_JWT", token);

@@ -1,11 +1,10 @@
 #include "deploy/rm/cluster_state.h"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/strings.h"
 #include "deploy/rm/placement.h"
 #include "deploy/rm/rm_error.h"
 
@@ -17,17 +16,6 @@ namespace final_status = rest::final_status;
 namespace exit_status = rest::exit_status;
 
 constexpr char kAnyNode[] = "*";
-
-std::string hex(const unsigned char* bytes, size_t length) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(length * 2);
-  for (size_t i = 0; i < length; ++i) {
-    text += kDigits[bytes[i] >> 4];
-    text += kDigits[bytes[i] & 0x0f];
-  }
-  return text;
-}
 
 // YARN pads the numbers in its ids to a minimum width (they may grow past it).
 std::string padded(int64_t value, int width) {
@@ -44,13 +32,7 @@ bool isFinal(const std::string& state) {
 }  // namespace
 
 SecretGenerator systemSecretGenerator() {
-  return [] {
-    unsigned char bytes[32];
-    if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
-      throw std::runtime_error("cannot draw random bytes for a secret (OpenSSL RAND_bytes)");
-    }
-    return hex(bytes, sizeof(bytes));
-  };
+  return [] { return rest::newRandomSecret(); };
 }
 
 SecretGenerator seededSecretGenerator(uint64_t seed) {
@@ -61,7 +43,7 @@ SecretGenerator seededSecretGenerator(uint64_t seed) {
       uint64_t word = (*rng)();
       for (size_t j = 0; j < 8; ++j) bytes[i + j] = static_cast<unsigned char>(word >> (8 * j));
     }
-    return hex(bytes, sizeof(bytes));
+    return hexEncode(bytes, sizeof(bytes));
   };
 }
 

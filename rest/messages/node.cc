@@ -3,9 +3,11 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include <stdexcept>
 
+#include "common/strings.h"
 #include "rest/json.h"
 
 namespace tide::rest {
@@ -76,17 +78,6 @@ ContainerStatus readContainerStatus(const JsonObjectReader& reader) {
   return status;
 }
 
-std::string hex(const unsigned char* bytes, size_t length) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string text;
-  text.reserve(length * 2);
-  for (size_t i = 0; i < length; ++i) {
-    text += kDigits[bytes[i] >> 4];
-    text += kDigits[bytes[i] & 0x0f];
-  }
-  return text;
-}
-
 }  // namespace
 
 std::string containerToken(const std::string& nodeSecret, const std::string& containerId) {
@@ -97,7 +88,15 @@ std::string containerToken(const std::string& nodeSecret, const std::string& con
            reinterpret_cast<const unsigned char*>(containerId.data()), containerId.size(), digest,
            &digestLength);
   if (result == nullptr) throw std::runtime_error("containerToken: HMAC-SHA256 failed");
-  return hex(digest, digestLength);
+  return hexEncode(digest, digestLength);
+}
+
+std::string newRandomSecret() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    throw std::runtime_error("cannot draw random bytes for a secret (OpenSSL RAND_bytes)");
+  }
+  return hexEncode(bytes, sizeof(bytes));
 }
 
 bool secretsEqual(const std::string& a, const std::string& b) {

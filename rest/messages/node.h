@@ -95,6 +95,9 @@ struct ContainerReport {
 // The token the RM issues for a container on a node: hex HMAC-SHA256 of the container id
 // under the node's secret. The NM checks it without asking the RM.
 std::string containerToken(const std::string& nodeSecret, const std::string& containerId);
+// 32 random bytes from OpenSSL's generator, hex-encoded: node secrets, AM tokens and
+// application secrets. Throws std::runtime_error when no randomness can be had.
+std::string newRandomSecret();
 // Constant-time comparison for tokens and secrets.
 bool secretsEqual(const std::string& a, const std::string& b);
 
