@@ -116,18 +116,9 @@ int ApplicationMaster::start() {
                                                    : config_.allocation.executorInstances;
   options.threadCount = static_cast<size_t>(std::clamp(executors + 8, 16, 256));
   options.maxRequestBodyBytes = 64 << 20;  // a sync from a busy executor carries many updates
-  const std::string secret = identity_.appSecret;
-  // Executors prove they belong to this application; the status pages are open (loopback).
-  options.auth = [secret](const httplib::Request& req) -> std::optional<std::string> {
-    if (req.path.rfind("/api/v1/executors/", 0) != 0 || req.method == "GET") return std::nullopt;
-    const std::string expected = "Bearer " + secret;
-    auto header = req.get_header_value("Authorization");
-    if (header.size() == expected.size() &&
-        std::equal(header.begin(), header.end(), expected.begin())) {
-      return std::nullopt;
-    }
-    return std::string("missing or wrong application secret");
-  };
+  // Executors prove they belong to this application; this port serves only them (the
+  // status pages are on ui.port).
+  options.auth = rest::bearerTokenAuth(identity_.appSecret);
   options.log = [this](const std::string& line) { log_.info() << line; };
   executorServer_ = std::make_unique<rest::HttpServer>(options);
 
