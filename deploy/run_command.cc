@@ -26,6 +26,26 @@ void onInterrupt(int) {
   interruptedFlag = true;
 }
 
+// Ctrl-C (and `signals`) no longer end this process: they ask for the application to be
+// killed, and the command goes on following it to its end.
+void interceptInterrupts(std::initializer_list<int> signals) {
+  struct sigaction action {};
+  action.sa_handler = onInterrupt;
+  for (int sig : signals) sigaction(sig, &action, nullptr);
+}
+
+// Follows the application to its end, with a progress line on a terminal, and says how it
+// ended.
+rest::ApplicationReport followAndReport(ClusterClient& client, const std::string& appId) {
+  FollowOptions follow;
+  follow.progress = isatty(STDERR_FILENO) != 0;
+  follow.interrupted = [] { return interruptedFlag.load(); };
+  const rest::ApplicationReport report = followApplication(client, appId, follow);
+  std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
+            << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
+  return report;
+}
+
 std::string absolute(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -92,17 +112,8 @@ int runRunCommand(int argc, char** argv) {
         const std::string appId = submitApplicationMaster(client, submission, props);
         std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
 
-        struct sigaction action {};
-        action.sa_handler = onInterrupt;
-        sigaction(SIGINT, &action, nullptr);
-        sigaction(SIGTERM, &action, nullptr);
-        FollowOptions follow;
-        follow.progress = isatty(STDERR_FILENO) != 0;
-        follow.interrupted = [] { return interruptedFlag.load(); };
-        const rest::ApplicationReport report = followApplication(client, appId, follow);
-        std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
-                  << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
-        const int status = exitStatusOf(report);
+        interceptInterrupts({SIGINT, SIGTERM});
+        const int status = exitStatusOf(followAndReport(client, appId));
         if (status != 0) std::cerr << "tide: logs are in " << workDir << "\n";
         cluster.stop();
         if (status == 0 && !cli.option("work-dir")) std::filesystem::remove_all(workDir);
@@ -143,9 +154,7 @@ int runSubmitCommand(int argc, char** argv) {
         submission.session = cli.flag("session");
         submission.binDir = selfDirectory();
         if (slurmUrl) {
-          struct sigaction action {};
-          action.sa_handler = onInterrupt;
-          sigaction(SIGINT, &action, nullptr);
+          interceptInterrupts({SIGINT});
           return runSlurmSubmit(*slurmUrl, submission, props, cli.flag("wait"),
                                 [] { return interruptedFlag.load(); });
         }
@@ -153,16 +162,8 @@ int runSubmitCommand(int argc, char** argv) {
         const std::string appId = submitApplicationMaster(client, submission, props);
         std::cout << appId << std::endl;
         if (!cli.flag("wait")) return 0;
-        struct sigaction action {};
-        action.sa_handler = onInterrupt;
-        sigaction(SIGINT, &action, nullptr);
-        FollowOptions follow;
-        follow.progress = isatty(STDERR_FILENO) != 0;
-        follow.interrupted = [] { return interruptedFlag.load(); };
-        const rest::ApplicationReport report = followApplication(client, appId, follow);
-        std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
-                  << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
-        return exitStatusOf(report);
+        interceptInterrupts({SIGINT});
+        return exitStatusOf(followAndReport(client, appId));
       },
       "tide submit");
 }
