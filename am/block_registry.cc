@@ -93,29 +93,16 @@ std::vector<std::string> BlockRegistry::stagesOn(const std::string& executorId) 
   return stages;
 }
 
-std::map<std::string, int64_t> BlockRegistry::partitionBytesByExecutor(const std::string& stageId,
-                                                                       int64_t partition) const {
+std::map<std::string, int64_t> BlockRegistry::partitionBytesBy(std::string MapOutput::*place,
+                                                               const std::string& stageId,
+                                                               int64_t partition) const {
   std::map<std::string, int64_t> bytes;
   auto it = stages_.find(stageId);
   if (it == stages_.end()) return bytes;
   for (const std::optional<MapOutput>& output : it->second) {
     if (!output) continue;
     if (std::optional<int64_t> size = output->partitionSize(partition)) {
-      bytes[output->executorId] += *size;
-    }
-  }
-  return bytes;
-}
-
-std::map<std::string, int64_t> BlockRegistry::partitionBytesByNode(const std::string& stageId,
-                                                                   int64_t partition) const {
-  std::map<std::string, int64_t> bytes;
-  auto it = stages_.find(stageId);
-  if (it == stages_.end()) return bytes;
-  for (const std::optional<MapOutput>& output : it->second) {
-    if (!output) continue;
-    if (std::optional<int64_t> size = output->partitionSize(partition)) {
-      bytes[output->node] += *size;
+      bytes[(*output).*place] += *size;
     }
   }
   return bytes;

@@ -49,11 +49,20 @@ class BlockRegistry {
   std::vector<std::string> stagesOn(const std::string& executorId) const;
   // Bytes of `partition` over a stage's outputs, per executor and per node.
   std::map<std::string, int64_t> partitionBytesByExecutor(const std::string& stageId,
-                                                          int64_t partition) const;
+                                                          int64_t partition) const {
+    return partitionBytesBy(&MapOutput::executorId, stageId, partition);
+  }
   std::map<std::string, int64_t> partitionBytesByNode(const std::string& stageId,
-                                                      int64_t partition) const;
+                                                      int64_t partition) const {
+    return partitionBytesBy(&MapOutput::node, stageId, partition);
+  }
 
  private:
+  // Bytes of `partition` summed by the output's place (its executor or its node).
+  std::map<std::string, int64_t> partitionBytesBy(std::string MapOutput::*place,
+                                                  const std::string& stageId,
+                                                  int64_t partition) const;
+
   std::map<std::string, std::vector<std::optional<MapOutput>>> stages_;
 };
 
