@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/common/temp_dir.h"
+#include "tests/executor/executor_test_support.h"
 
 namespace tide::executor {
 namespace {
@@ -21,6 +22,9 @@ using rest::TaskLaunch;
 using rest::TaskStatusUpdate;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
+using testing::pollUntil;
+using testing::processGone;
+using testing::readFile;
 
 constexpr milliseconds kBound{10000};
 
@@ -44,33 +48,9 @@ TaskLaunch builtinTask(int64_t taskId, const std::string& kind, int64_t sleepMs 
   return launch;
 }
 
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Gone: no such process, or a zombie nobody reaps (orphans go to a PID 1 that may not reap).
-bool processGone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  const size_t afterName = line.rfind(')');
-  return afterName != std::string::npos && line.size() > afterName + 2 &&
-         line[afterName + 2] == 'Z';
-}
-
-// Polls `condition` until it holds or the bound passes.
 template <typename Condition>
 bool eventually(Condition condition, milliseconds bound = kBound) {
-  const auto deadline = steady_clock::now() + bound;
-  while (!condition()) {
-    if (steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return pollUntil(condition, bound);
 }
 
 class TaskRunnerTest : public ::testing::Test {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/common/temp_dir.h"
+#include "tests/executor/executor_test_support.h"
 #include "tests/executor/fake_am.h"
 
 namespace tide::executor {
@@ -29,34 +30,15 @@ using rest::TaskLaunch;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::FakeAm;
+using testing::pollUntil;
+using testing::processGone;
+using testing::readFile;
 
 constexpr milliseconds kBound{20000};
 
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-bool processGone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  const size_t afterName = line.rfind(')');
-  return afterName != std::string::npos && line.size() > afterName + 2 &&
-         line[afterName + 2] == 'Z';
-}
-
 template <typename Condition>
 bool eventually(Condition condition, milliseconds bound = kBound) {
-  const auto deadline = steady_clock::now() + bound;
-  while (!condition()) {
-    if (steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return pollUntil(condition, bound);
 }
 
 // One tide-executor process in its own work dir, its stderr in executor.log there. Killed
