@@ -4,7 +4,7 @@
 // set from pending and running tasks. Job ends are not the policy's business.
 
 #include "allocation/executor_allocation_manager.h"
-#include "am/scheduler_listener.h"
+#include "am/scheduler/scheduler_listener.h"
 
 namespace tide::am {
 

@@ -125,7 +125,7 @@ int ApplicationMaster::start() {
   rest::HttpServerOptions status;
   status.bindAddress = config_.host;
   status.port = config_.uiPort;
-  status.threadCount = 4;  // readers take turns; see am_status.cc
+  status.threadCount = 4;  // readers take turns; see status_endpoints.cc
   status.log = options.log;
   server_ = std::make_unique<rest::HttpServer>(status);
   registerRoutes();

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <memory>
 
-#include "am/am_metrics.h"
-#include "am/resource_manager_client.h"
+#include "am/status/metrics.h"
+#include "am/containers/resource_manager_client.h"
 
 namespace tide::am {
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "am/am_config.h"
-#include "am/job.h"
+#include "am/config.h"
+#include "am/scheduler/job.h"
 #include "rest/http_client.h"
 #include "rest/messages/node.h"
 

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <thread>
 
-#include "am/slurm_client.h"
+#include "am/slurm/slurm_client.h"
 #include "deploy/cluster_client.h"
 #include "rest/messages/node.h"
 

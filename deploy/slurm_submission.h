@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "am/slurm_rest_client.h"
+#include "am/slurm/rest_client.h"
 #include "common/config.h"
 #include "deploy/am_submission.h"
 

@@ -1,6 +1,6 @@
 // Where task outputs are: registration, loss with an executor, bytes by place.
 
-#include "am/block_registry.h"
+#include "am/scheduler/block_registry.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "am/container_allocator.h"
+#include "am/containers/container_allocator.h"
 
 namespace tide::am {
 namespace {

@@ -1,6 +1,6 @@
 // Job files: the happy path, and every malformed case rejected with the field named.
 
-#include "am/job.h"
+#include "am/scheduler/job.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

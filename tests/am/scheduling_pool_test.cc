@@ -1,6 +1,6 @@
 // FAIR pools: Spark's FairSchedulingAlgorithm order and the two allocation file formats.
 
-#include "am/scheduling_pool.h"
+#include "am/scheduler/scheduling_pool.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Spark's checkSpeculatableTasks thresholds.
 
-#include "am/speculation.h"
+#include "am/scheduler/speculation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

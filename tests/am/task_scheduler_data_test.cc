@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "am/task_scheduler.h"
+#include "am/scheduler/task_scheduler.h"
 
 namespace tide::am {
 namespace {

@@ -2,7 +2,7 @@
 // TaskSchedulerImplSuite / TaskSetManagerSuite. Time moves only when a test moves it; the offer
 // shuffle is seeded.
 
-#include "am/task_scheduler.h"
+#include "am/scheduler/task_scheduler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

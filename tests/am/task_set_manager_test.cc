@@ -1,6 +1,6 @@
 // One stage's task bookkeeping: lazy indices, re-queue to the front, the success bitmap.
 
-#include "am/task_set_manager.h"
+#include "am/scheduler/task_set_manager.h"
 
 #include <gtest/gtest.h>
 

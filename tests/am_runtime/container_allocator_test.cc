@@ -1,4 +1,4 @@
-#include "am/container_allocator.h"
+#include "am/containers/container_allocator.h"
 
 #include <gtest/gtest.h>
 

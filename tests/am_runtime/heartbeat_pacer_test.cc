@@ -1,4 +1,4 @@
-#include "am/heartbeat_pacer.h"
+#include "am/containers/heartbeat_pacer.h"
 
 #include <gtest/gtest.h>
 

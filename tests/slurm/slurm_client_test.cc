@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "../common/temp_dir.h"
-#include "am/slurm_client.h"
+#include "am/slurm/slurm_client.h"
 #include "fake_slurmrestd.h"
 
 namespace tide::am {

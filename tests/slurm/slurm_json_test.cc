@@ -13,8 +13,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "am/container_allocator.h"
-#include "am/slurm_json.h"
+#include "am/containers/container_allocator.h"
+#include "am/slurm/json.h"
 #include "rest/json.h"
 
 namespace tide::am {

@@ -1,7 +1,7 @@
 // Unit tests of what the status endpoints are made of: the Prometheus metric types and their
 // text rendering, the allocation history ring and the decision log's merging of repeats.
 
-#include "am/metrics.h"
+#include "common/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "../common/temp_dir.h"
-#include "am/allocation_history.h"
-#include "am/am_metrics.h"
+#include "am/status/allocation_history.h"
+#include "am/status/metrics.h"
 #include "am/bounds_reload.h"
-#include "am/decision_log.h"
+#include "am/status/decision_log.h"
 #include "common/config.h"
 #include "prometheus_text.h"
 

@@ -1,4 +1,4 @@
-#include "am/task_set_manager.h"
+#include "am/scheduler/task_set_manager.h"
 
 #include <algorithm>
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "am/resource_manager_client.h"
+#include "am/containers/resource_manager_client.h"
 #include "rest/http_client.h"
 
 namespace tide::am {

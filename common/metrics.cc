@@ -1,4 +1,4 @@
-#include "am/metrics.h"
+#include "common/metrics.h"
 
 #include <algorithm>
 #include <charconv>

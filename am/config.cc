@@ -1,4 +1,4 @@
-#include "am/am_config.h"
+#include "am/config.h"
 
 #include "common/config.h"
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "allocation/allocation_config.h"
-#include "am/container_allocator.h"
-#include "am/task_scheduler.h"
+#include "am/containers/container_allocator.h"
+#include "am/scheduler/task_scheduler.h"
 #include "common/clock.h"
 
 namespace tide {

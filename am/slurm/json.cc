@@ -1,4 +1,4 @@
-#include "am/slurm_json.h"
+#include "am/slurm/json.h"
 
 #include <cctype>
 #include <stdexcept>

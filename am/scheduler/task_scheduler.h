@@ -27,11 +27,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "am/block_registry.h"
-#include "am/job.h"
-#include "am/scheduler_listener.h"
-#include "am/scheduling_pool.h"
-#include "am/task_set_manager.h"
+#include "am/scheduler/block_registry.h"
+#include "am/scheduler/job.h"
+#include "am/scheduler/scheduler_listener.h"
+#include "am/scheduler/scheduling_pool.h"
+#include "am/scheduler/task_set_manager.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "rest/messages/executor.h"

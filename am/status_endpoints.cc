@@ -14,8 +14,8 @@
 #include <optional>
 
 #include "am/application_master.h"
-#include "am/request_pacer.h"
-#include "am/status_page.h"
+#include "am/status/request_pacer.h"
+#include "am/status/status_page.h"
 #include "common/config.h"
 #include "rest/json.h"
 

@@ -1,4 +1,4 @@
-#include "am/slurm_rest_client.h"
+#include "am/slurm/rest_client.h"
 
 #include <pwd.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "am/speculation.h"
+#include "am/scheduler/speculation.h"
 
 #include <algorithm>
 #include <cmath>

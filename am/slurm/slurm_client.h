@@ -7,7 +7,7 @@
 // secret, through the job's environment (never the script text). One GET .../jobs per
 // heartbeat tells the state of all of them: a PENDING job is a pending container request, a
 // RUNNING one a granted container (reported once, with its executor id), a final state a
-// completed container whose exit status is classified like tide-rm's (slurm_json.h). The ask's
+// completed container whose exit status is classified like tide-rm's (am/slurm/json.h). The ask's
 // `outstanding` is reconciled against the PENDING jobs: more are submitted, or the newest
 // PENDING ones cancelled; a running executor is only cancelled when the AM releases it.
 // unregister cancels every job the AM started and waits (bounded) until none is left.
@@ -20,8 +20,8 @@
 #include <set>
 #include <string>
 
-#include "am/resource_manager_client.h"
-#include "am/slurm_rest_client.h"
+#include "am/containers/resource_manager_client.h"
+#include "am/slurm/rest_client.h"
 #include "common/logging.h"
 
 namespace tide {

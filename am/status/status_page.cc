@@ -1,4 +1,4 @@
-#include "am/status_page.h"
+#include "am/status/status_page.h"
 
 namespace tide::am {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "allocation/executor_allocation_manager.h"
-#include "am/container_allocator.h"
-#include "am/task_scheduler.h"
+#include "am/containers/container_allocator.h"
+#include "am/scheduler/task_scheduler.h"
 #include "common/clock.h"
 
 namespace tide::am {

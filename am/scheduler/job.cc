@@ -1,4 +1,4 @@
-#include "am/job.h"
+#include "am/scheduler/job.h"
 
 #include <algorithm>
 #include <cerrno>

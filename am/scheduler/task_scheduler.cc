@@ -1,9 +1,9 @@
-#include "am/task_scheduler.h"
+#include "am/scheduler/task_scheduler.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "am/speculation.h"
+#include "am/scheduler/speculation.h"
 
 namespace tide::am {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "am/metrics.h"
+#include "common/metrics.h"
 
 namespace tide::am {
 

@@ -1,4 +1,4 @@
-#include "am/slurm_client.h"
+#include "am/slurm/slurm_client.h"
 
 #include <algorithm>
 #include <cstdlib>

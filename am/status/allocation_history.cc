@@ -1,4 +1,4 @@
-#include "am/allocation_history.h"
+#include "am/status/allocation_history.h"
 
 #include <algorithm>
 

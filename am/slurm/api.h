@@ -2,7 +2,7 @@
 
 // The slurmrestd endpoints tide uses, for one OpenAPI plugin version. Every path and version
 // string lives here, so supporting a newer plugin (v0.0.39 moved and reshaped some of them)
-// means adding it in this one place, plus its JSON differences in slurm_json.cc.
+// means adding it in this one place, plus its JSON differences in am/slurm/json.cc.
 //
 //   GET    /slurm/{v}/ping             slurmctld reachable and the token accepted
 //   POST   /slurm/{v}/job/submit       {"job": {...properties}, "script": "..."} -> job_id

@@ -1,4 +1,4 @@
-#include "am/am_metrics.h"
+#include "am/status/metrics.h"
 
 namespace tide::am {
 

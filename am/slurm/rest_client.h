@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "am/slurm_api.h"
-#include "am/slurm_json.h"
+#include "am/slurm/api.h"
+#include "am/slurm/json.h"
 #include "rest/http_client.h"
 
 namespace tide {

@@ -1,4 +1,4 @@
-#include "am/tide_rm_client.h"
+#include "am/containers/tide_rm_client.h"
 
 #include <cstdlib>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "am/block_registry.h"
+#include "am/scheduler/block_registry.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "am/scheduling_pool.h"
+#include "am/scheduler/scheduling_pool.h"
 
 #include <algorithm>
 #include <fstream>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "am/resource_manager_client.h"
+#include "am/containers/resource_manager_client.h"
 #include "common/clock.h"
 
 namespace tide::am {
