@@ -7,8 +7,8 @@
 #include <chrono>
 #include <memory>
 
-#include "am/status/metrics.h"
 #include "am/containers/resource_manager_client.h"
+#include "am/status/metrics.h"
 
 namespace tide::am {
 

@@ -10,12 +10,12 @@
 #include <iostream>
 #include <thread>
 
-#include "am/config.h"
 #include "am/application_master.h"
 #include "am/bounds_reload.h"
+#include "am/config.h"
+#include "am/containers/tide_rm_client.h"
 #include "am/scheduler/job.h"
 #include "am/slurm/slurm_client.h"
-#include "am/containers/tide_rm_client.h"
 #include "common/child_process.h"
 #include "common/command_line.h"
 #include "common/config.h"

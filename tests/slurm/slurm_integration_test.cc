@@ -18,8 +18,8 @@
 
 #include "../common/temp_dir.h"
 #include "../integration/integration_support.h"
-#include "am/slurm/slurm_client.h"
 #include "am/slurm/rest_client.h"
+#include "am/slurm/slurm_client.h"
 #include "deploy/slurm_submission.h"
 
 namespace tide::deploy {
