@@ -4,9 +4,11 @@
 #include <chrono>
 #include <sstream>
 
+#include "am/control_auth.h"
 #include "am/instrumented_rm_client.h"
 #include "common/config.h"
 #include "rest/json.h"
+#include "rest/messages/credentials.h"
 
 namespace tide::am {
 
@@ -127,6 +129,9 @@ int ApplicationMaster::start() {
   status.port = config_.uiPort;
   status.threadCount = 4;  // readers take turns; see status_endpoints.cc
   status.log = options.log;
+  // Writes (and with ui.auth=all, reads) need the application's control token.
+  status.auth = controlAuth(rest::controlTokenOf(identity_.appSecret), config_.uiAuth);
+  status.authExemptPaths = controlAuthExemptPaths();
   server_ = std::make_unique<rest::HttpServer>(status);
   registerRoutes();
   executorPort_ = executorServer_->start();

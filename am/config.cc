@@ -1,5 +1,6 @@
 #include "am/config.h"
 
+#include "am/control_auth.h"
 #include "common/config.h"
 
 namespace tide::am {
@@ -18,6 +19,7 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
                       ": expected 0 (no limit) to 1000000");
   }
   config.uiMaxRequestsPerSecond = static_cast<int>(rate);
+  config.uiAuth = uiAuthFromProperties(props);
   config.heartbeatInterval = props.getDuration("am.heartbeatInterval");
   config.initialAllocationInterval = props.getDuration("am.initialAllocationInterval");
   config.networkTimeout = props.getDuration("network.timeout");

@@ -14,6 +14,9 @@ class Properties;
 
 namespace tide::am {
 
+// What of the status port needs the application's control token (ui.auth; am/control_auth.h).
+enum class UiAuth { kWrites, kAll };
+
 // Everything the ApplicationMaster reads from its configuration, checked once at start.
 struct AmConfig {
   allocation::AllocationConfig allocation;
@@ -22,6 +25,7 @@ struct AmConfig {
   std::string host = "127.0.0.1";     // am.host
   int uiPort = 4040;                  // ui.port; 0 = ephemeral
   int uiMaxRequestsPerSecond = 1000;  // ui.maxRequestsPerSecond; 0 = no limit
+  UiAuth uiAuth = UiAuth::kWrites;    // ui.auth
   DurationMs heartbeatInterval = 3000;
   DurationMs initialAllocationInterval = 200;
   DurationMs networkTimeout = 120000;  // executors silent this long are lost

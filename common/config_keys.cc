@@ -106,6 +106,10 @@ std::vector<KeyInfo> buildKeyTable() {
       key("ui.maxRequestsPerSecond", K::kInt, "1000",
           "Requests per second the AM's status port answers at most; more wait their turn "
           "(0: no limit)"),
+      key("ui.auth", K::kString, "writes",
+          "What of the AM's status port needs the application's control token: writes (every "
+          "request that changes something) or all (reads and /metrics too)",
+          1, {"writes", "all"}),
       key("log.level", K::kString, "info", "Log level: trace, debug, info, warn or error", 1,
           {"trace", "debug", "info", "warn", "error"}),
       key("log.format", K::kString, "text", "Log format: text or json (one object per line)", 1,
@@ -121,6 +125,16 @@ std::vector<KeyInfo> buildKeyTable() {
       key("rm.amLivenessExpiry", K::kDuration, "60s",
           "Time without heartbeat after which an AM is considered lost", kMs),
       key("rm.maxAppAttempts", K::kInt, "2", "Attempts to run an application's AM"),
+      key("rm.authentication", K::kString, "secret",
+          "How tide-rm authenticates callers: secret (tokens derived from rm.secretFile) or none "
+          "(anyone who can connect may do anything: a closed test network only)",
+          1, {"secret", "none"}),
+      key("rm.secretFile", K::kString, "",
+          "The cluster secret (mode 0600; created by tide-rm when missing); tide-nm and the tide "
+          "commands derive their credentials from it (default: ~/.tide/rm.secret)"),
+      key("rm.tokenFile", K::kString, "",
+          "A file holding the token the tide commands send to tide-rm (instead of "
+          "TIDE_RM_TOKEN or the secret file)"),
 
       // Node manager (tide-nm).
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),

@@ -11,6 +11,7 @@
 #include "am/config.h"
 #include "am/scheduler/job.h"
 #include "rest/http_client.h"
+#include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 
 namespace tide::deploy {
@@ -37,7 +38,7 @@ std::vector<std::pair<std::string, std::string>> commandLineConf(const Propertie
 }
 
 std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& submission,
-                                    const Properties& props) {
+                                    const Properties& props, std::string* controlToken) {
   const rest::NewApplicationResponse created = cluster.newApplication();
   std::string command = "exec " + shellQuote(submission.binDir + "/tide-am") + " --job " +
                         shellQuote(submission.jobFile);
@@ -54,7 +55,9 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
   app.applicationName = submission.jobName;
   app.command = command;
   // The secret reaches the AM through its container's environment, never a command line.
-  app.environment = {{"TIDE_APP_SECRET", rest::newRandomSecret()}};
+  const std::string secret = rest::newRandomSecret();
+  app.environment = {{"TIDE_APP_SECRET", secret}};
+  if (controlToken != nullptr) *controlToken = rest::controlTokenOf(secret);
   app.resource = {props.getSizeBytes("am.memory") / (1024 * 1024),
                   static_cast<int>(props.getInt("am.cores"))};
   if (props.has("am.maxAttempts"))
@@ -66,12 +69,14 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
 namespace {
 
 // "120/200 tasks  executors 7 live / 8 target  12.3s", from the AM's status API.
-std::optional<std::string> progressLine(const std::string& trackingUrl, double elapsedSeconds) {
+std::optional<std::string> progressLine(const std::string& trackingUrl, double elapsedSeconds,
+                                        const std::string& token) {
   if (trackingUrl.empty()) return std::nullopt;
   try {
     rest::HttpClientOptions options;
     options.requestTimeout = std::chrono::milliseconds(1000);
     options.retry.maxAttempts = 1;
+    if (!token.empty()) options.defaultHeaders.push_back({"Authorization", "Bearer " + token});
     rest::HttpClient client(trackingUrl, options);
     auto status = client.getJson("api/v1/status");
     const auto& tasks = status["tasks"];
@@ -95,6 +100,7 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
   const auto started = std::chrono::steady_clock::now();
   bool killed = false;
   std::string lastLine;
+  bool pageShown = false;
   while (true) {
     if (!killed && options.interrupted && options.interrupted()) {
       killed = true;
@@ -110,10 +116,17 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
       if (options.progress && !lastLine.empty()) std::cerr << "\n";
       return report;
     }
+    if (!pageShown && !options.controlToken.empty() && !report.trackingUrl.empty()) {
+      pageShown = true;
+      if (!lastLine.empty()) std::cerr << "\n";
+      lastLine.clear();
+      std::cerr << "tide: status page "
+                << pageUrlWithToken(report.trackingUrl, options.controlToken) << "\n";
+    }
     if (options.progress) {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (auto line = progressLine(report.trackingUrl, elapsed)) {
+      if (auto line = progressLine(report.trackingUrl, elapsed, options.statusToken)) {
         std::cerr << "\r\033[K" << *line << std::flush;
         lastLine = *line;
       }

@@ -31,13 +31,18 @@ void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
 // The --conf pairs given on this command line (not those from the file), to pass on.
 std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props);
 
-// Submits the AM; returns the application id.
+// Submits the AM; returns the application id. `controlToken` (when given) receives the
+// application's control token, derived from the secret made here.
 std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& submission,
-                                    const Properties& props);
+                                    const Properties& props, std::string* controlToken = nullptr);
 
 struct FollowOptions {
   bool progress = false;              // a live line on stderr (for a terminal)
   std::function<bool()> interrupted;  // true once: the app is killed, then followed to its end
+  // When set, the AM's page URL with this control token is printed (stderr) once known.
+  std::string controlToken;
+  // Sent with the progress line's reads of the AM (needed with ui.auth=all).
+  std::string statusToken;
 };
 
 // Follows the application until it ends; returns its last report.

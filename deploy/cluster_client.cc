@@ -2,10 +2,29 @@
 
 #include <stdexcept>
 
+#include "rest/json.h"
+
 namespace tide::deploy {
 
-ClusterClient::ClusterClient(const std::string& rmAddress)
-    : address_(rmAddress), http_(rmAddress) {}
+namespace {
+
+rest::HttpClientOptions withToken(const std::optional<std::string>& token) {
+  rest::HttpClientOptions options;
+  if (token && !token->empty())
+    options.defaultHeaders.push_back({"Authorization", "Bearer " + *token});
+  return options;
+}
+
+}  // namespace
+
+ClusterClient::ClusterClient(const std::string& rmAddress, const std::optional<std::string>& token)
+    : address_(rmAddress), http_(rmAddress, withToken(token)) {}
+
+std::string ClusterClient::controlToken(const std::string& applicationId) {
+  const rapidjson::Document answer =
+      http_.getJson("/ws/v1/cluster/apps/" + applicationId + "/control-token");
+  return rest::JsonObjectReader(answer).requireString("controlToken");
+}
 
 rest::NewApplicationResponse ClusterClient::newApplication() {
   return rest::newApplicationResponseFromJson(
@@ -39,6 +58,12 @@ std::string shellQuote(const std::string& word) {
     }
   }
   return quoted + "'";
+}
+
+std::string pageUrlWithToken(const std::string& trackingUrl, const std::string& controlToken) {
+  std::string url = trackingUrl;
+  if (url.empty() || url.back() != '/') url += '/';
+  return url + "?token=" + controlToken;
 }
 
 bool isFinal(const rest::ApplicationReport& report) {

@@ -3,6 +3,7 @@
 // The client side of tide-rm's YARN-shaped cluster API, as `tide run`, `tide submit` and
 // `tide status` use it.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,17 @@ namespace tide::deploy {
 
 class ClusterClient {
  public:
-  explicit ClusterClient(const std::string& rmAddress);
+  // `token` is sent as "Authorization: Bearer" on every request (see rmClientToken() in
+  // rest/messages/credentials.h); nullopt sends none.
+  explicit ClusterClient(const std::string& rmAddress,
+                         const std::optional<std::string>& token = std::nullopt);
   rest::NewApplicationResponse newApplication();
   void submit(const rest::ApplicationSubmission& submission);
   rest::ApplicationReport application(const std::string& applicationId);
   void kill(const std::string& applicationId);
   rest::ClusterMetrics metrics();
+  // The application's control token (GET /ws/v1/cluster/apps/{id}/control-token).
+  std::string controlToken(const std::string& applicationId);
   const std::string& address() const { return address_; }
 
  private:
@@ -30,5 +36,7 @@ class ClusterClient {
 std::string shellQuote(const std::string& word);
 // Whether the application has ended: FINISHED (whatever its final status), FAILED or KILLED.
 bool isFinal(const rest::ApplicationReport& report);
+// The AM's page with its control token, as Jupyter prints it: "http://host:port/?token=T".
+std::string pageUrlWithToken(const std::string& trackingUrl, const std::string& controlToken);
 
 }  // namespace tide::deploy

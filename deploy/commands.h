@@ -9,5 +9,6 @@ int runSimulateCommand(int argc, char** argv);
 int runRunCommand(int argc, char** argv);
 int runSubmitCommand(int argc, char** argv);
 int runStatusCommand(int argc, char** argv);
+int runTokenCommand(int argc, char** argv);
 
 }  // namespace tide::deploy

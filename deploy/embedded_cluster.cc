@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "deploy/cluster_client.h"
+#include "rest/messages/credentials.h"
 
 namespace tide::deploy {
 namespace {
@@ -52,8 +53,12 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   std::filesystem::create_directories(options_.workDir);
   const std::string rmPortFile = options_.workDir + "/rm.port";
   std::filesystem::remove(rmPortFile);
-  std::vector<std::pair<std::string, std::string>> rmConf = {{"rm.host", "127.0.0.1"},
-                                                             {"rm.port", "0"}};
+  secretFile_ = options_.workDir + "/rm.secret";
+  for (const auto& [key, value] : options_.rmConf) {
+    if (key == "rm.secretFile" || key == "spark.rm.secretFile") secretFile_ = value;
+  }
+  std::vector<std::pair<std::string, std::string>> rmConf = {
+      {"rm.host", "127.0.0.1"}, {"rm.port", "0"}, {"rm.secretFile", secretFile_}};
   rmConf.insert(rmConf.end(), options_.rmConf.begin(), options_.rmConf.end());
   ChildSpec rmSpec;
   rmSpec.argv = withConf({options_.binDir + "/tide-rm", "--port-file", rmPortFile}, rmConf);
@@ -61,11 +66,13 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   rm_ = std::make_unique<ChildProcess>(rmSpec);
   rmPort_ = waitForPortFile(rmPortFile, *rm_, rmLogPath(), options_.startTimeout);
   rmAddress_ = "http://127.0.0.1:" + std::to_string(rmPort_);
+  // Written (mode 0600) before the RM listens; absent only with rm.authentication=none.
+  if (std::filesystem::exists(secretFile_)) adminToken_ = rest::readSecretFile(secretFile_);
 
   for (int i = 0; i < options_.nodes; ++i) startNodeManager(static_cast<size_t>(i));
 
   // Ready when every node has registered with the RM.
-  ClusterClient client(rmAddress_);
+  ClusterClient client(rmAddress_, adminToken_);
   const auto deadline = std::chrono::steady_clock::now() + options_.startTimeout;
   while (true) {
     try {
@@ -91,6 +98,7 @@ void EmbeddedCluster::startNodeManager(size_t index) {
                                                            {"nm.host", "127.0.0.1"},
                                                            {"nm.port", "0"},
                                                            {"nm.workDir", dir + "/work"}};
+  if (!adminToken_.empty()) conf.emplace_back("rm.secretFile", secretFile_);
   conf.insert(conf.end(), options_.nmConf.begin(), options_.nmConf.end());
   ChildSpec spec;
   spec.argv = withConf({options_.binDir + "/tide-nm", "--port-file", portFile}, conf);

@@ -2,7 +2,8 @@
 
 // A resource manager and node managers started as child processes on this machine: what
 // `tide run` stands on, and what the integration tests start. Everything listens on
-// 127.0.0.1 with ephemeral ports; everything is stopped when the object goes.
+// 127.0.0.1 with ephemeral ports; everything is stopped when the object goes. The RM creates
+// its cluster secret in the work directory and the NMs read it from there.
 
 #include <chrono>
 #include <memory>
@@ -32,6 +33,10 @@ class EmbeddedCluster {
   ~EmbeddedCluster();
 
   const std::string& rmAddress() const { return rmAddress_; }
+  // The cluster secret file (<workDir>/rm.secret unless rm.secretFile is in rmConf) and its
+  // content, the admin token: what this process's clients of the RM send.
+  const std::string& secretFile() const { return secretFile_; }
+  const std::string& adminToken() const { return adminToken_; }
   int rmPort() const { return rmPort_; }
   ChildProcess& resourceManager() { return *rm_; }
   ChildProcess& nodeManager(size_t i) { return *nms_.at(i); }
@@ -51,6 +56,8 @@ class EmbeddedCluster {
   std::vector<int> nmPorts_;
   std::string rmAddress_;
   int rmPort_ = 0;
+  std::string secretFile_;
+  std::string adminToken_;
 };
 
 // Waits until `file` holds a port number (a component writes it once it listens) or the

@@ -17,6 +17,7 @@
 #include "deploy/commands.h"
 #include "deploy/embedded_cluster.h"
 #include "deploy/slurm_submission.h"
+#include "rest/messages/credentials.h"
 
 namespace tide::deploy {
 namespace {
@@ -36,8 +37,11 @@ void interceptInterrupts(std::initializer_list<int> signals) {
 
 // Follows the application to its end, with a progress line on a terminal, and says how it
 // ended.
-rest::ApplicationReport followAndReport(ClusterClient& client, const std::string& appId) {
+rest::ApplicationReport followAndReport(ClusterClient& client, const std::string& appId,
+                                        const std::string& controlToken) {
   FollowOptions follow;
+  follow.controlToken = controlToken;
+  follow.statusToken = controlToken;
   follow.progress = isatty(STDERR_FILENO) != 0;
   follow.interrupted = [] { return interruptedFlag.load(); };
   const rest::ApplicationReport report = followApplication(client, appId, follow);
@@ -108,12 +112,13 @@ int runRunCommand(int argc, char** argv) {
         submission.conf = commandLineConf(props);
         if (auto report = cli.option("report")) submission.reportFile = absolute(*report);
         submission.binDir = selfDirectory();
-        ClusterClient client(cluster.rmAddress());
-        const std::string appId = submitApplicationMaster(client, submission, props);
+        ClusterClient client(cluster.rmAddress(), cluster.adminToken());
+        std::string controlToken;
+        const std::string appId = submitApplicationMaster(client, submission, props, &controlToken);
         std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
 
         interceptInterrupts({SIGINT, SIGTERM});
-        const int status = exitStatusOf(followAndReport(client, appId));
+        const int status = exitStatusOf(followAndReport(client, appId, controlToken));
         if (status != 0) std::cerr << "tide: logs are in " << workDir << "\n";
         cluster.stop();
         if (status == 0 && !cli.option("work-dir")) std::filesystem::remove_all(workDir);
@@ -158,12 +163,17 @@ int runSubmitCommand(int argc, char** argv) {
           return runSlurmSubmit(*slurmUrl, submission, props, cli.flag("wait"),
                                 [] { return interruptedFlag.load(); });
         }
-        ClusterClient client(*master);
-        const std::string appId = submitApplicationMaster(client, submission, props);
+        ClusterClient client(*master, rest::rmClientToken(props));
+        std::string controlToken;
+        const std::string appId = submitApplicationMaster(client, submission, props, &controlToken);
         std::cout << appId << std::endl;
-        if (!cli.flag("wait")) return 0;
+        if (!cli.flag("wait")) {
+          std::cerr << "tide: `tide status " << appId << " --master " << *master
+                    << "` prints its status page's URL with the control token\n";
+          return 0;
+        }
         interceptInterrupts({SIGINT});
-        return exitStatusOf(followAndReport(client, appId));
+        return exitStatusOf(followAndReport(client, appId, controlToken));
       },
       "tide submit");
 }

@@ -10,6 +10,7 @@
 
 #include "am/slurm/slurm_client.h"
 #include "deploy/cluster_client.h"
+#include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 
 namespace tide::deploy {
@@ -54,7 +55,7 @@ std::string slurmApplicationId(int64_t jobId) {
 }
 
 int64_t submitApplicationMasterToSlurm(am::SlurmRestClient& slurm, const AmSubmission& submission,
-                                       const Properties& props) {
+                                       const Properties& props, std::string* controlToken) {
   const am::SlurmBackendSettings settings = am::SlurmBackendSettings::fromProperties(props);
   std::string command = "exec " + shellQuote(submission.binDir + "/tide-am") + " --job " +
                         shellQuote(submission.jobFile);
@@ -92,7 +93,9 @@ int64_t submitApplicationMasterToSlurm(am::SlurmRestClient& slurm, const AmSubmi
     if (const char* value = std::getenv(name)) spec.environment.emplace_back(name, value);
   }
   // Secrets travel in the job's environment, never in its script or on a command line.
-  spec.environment.emplace_back("TIDE_APP_SECRET", rest::newRandomSecret());
+  const std::string secret = rest::newRandomSecret();
+  spec.environment.emplace_back("TIDE_APP_SECRET", secret);
+  if (controlToken != nullptr) *controlToken = rest::controlTokenOf(secret);
   if (settings.connection.tokenFile.empty()) {
     if (const char* token = std::getenv("SLURM_JWT"); token != nullptr && *token != '\0') {
       spec.environment.emplace_back("SLURM_JWT", token);
@@ -143,7 +146,11 @@ int followSlurmApplicationMaster(am::SlurmRestClient& slurm, int64_t jobId,
       }
       if (job->comment != lastComment && job->phase() != am::SlurmJobPhase::kEnded &&
           job->comment.rfind("http", 0) == 0) {
-        std::cerr << "tide: status at " << job->comment << "\n";
+        std::cerr << "tide: status at "
+                  << (options.controlToken.empty()
+                          ? job->comment
+                          : pageUrlWithToken(job->comment, options.controlToken))
+                  << "\n";
       }
       lastComment = job->comment;
       if (job->phase() == am::SlurmJobPhase::kEnded) {
@@ -180,8 +187,9 @@ int runSlurmSubmit(const std::string& slurmUrl, const AmSubmission& submission, 
   am::SlurmRestClient slurm(am::SlurmConnection::fromProperties(props),
                             [](const std::string& line) { std::cerr << "tide: " << line << "\n"; });
   int64_t jobId = 0;
+  std::string controlToken;
   try {
-    jobId = submitApplicationMasterToSlurm(slurm, submission, props);
+    jobId = submitApplicationMasterToSlurm(slurm, submission, props, &controlToken);
   } catch (const am::SlurmRejected& e) {
     std::cerr << "tide: " << e.what() << "\n";
     return 1;
@@ -190,6 +198,7 @@ int runSlurmSubmit(const std::string& slurmUrl, const AmSubmission& submission, 
   if (!wait) return 0;
   SlurmFollowOptions follow;
   follow.interrupted = interrupted;
+  follow.controlToken = controlToken;
   return followSlurmApplicationMaster(slurm, jobId, follow);
 }
 

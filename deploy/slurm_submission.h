@@ -28,12 +28,15 @@ std::string slurmApplicationId(int64_t jobId);
 // Submits the AM as a Slurm job through `slurm` (props: the slurm.* keys, am.cores,
 // am.memory). Returns the job id. Throws am::SlurmRejected with Slurm's message, or
 // am::SlurmUnavailable.
+// `controlToken` (when given) receives the application's control token.
 int64_t submitApplicationMasterToSlurm(am::SlurmRestClient& slurm, const AmSubmission& submission,
-                                       const Properties& props);
+                                       const Properties& props,
+                                       std::string* controlToken = nullptr);
 
 struct SlurmFollowOptions {
   std::function<bool()> interrupted;  // true once: the AM's job is cancelled, then followed
   std::chrono::milliseconds pollInterval{1000};
+  std::string controlToken;  // printed in the page URL once the AM has one
 };
 
 // Follows the AM's job until it ends, telling its state changes on stderr. Returns the exit

@@ -19,6 +19,7 @@
 #include "deploy/commands.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
+#include "rest/messages/credentials.h"
 
 namespace tide::deploy {
 namespace {
@@ -60,18 +61,21 @@ std::string maxText(int max) {
 }
 
 // Where the AM's status API is: the URL itself, or the tracking URL the RM has for the app.
+// The control token, when known, is sent on every read (ui.auth=all needs it).
 struct Target {
   std::string amUrl;
   std::optional<std::string> applicationId;
+  std::string controlToken;
 };
 
 class StatusView {
  public:
-  StatusView(std::string amUrl) : amUrl_(std::move(amUrl)) {
+  StatusView(std::string amUrl, const std::string& token) : amUrl_(std::move(amUrl)) {
     rest::HttpClientOptions options;
     options.connectTimeout = std::chrono::milliseconds(2000);
     options.requestTimeout = std::chrono::milliseconds(5000);
     options.retry.maxAttempts = 2;
+    if (!token.empty()) options.defaultHeaders.push_back({"Authorization", "Bearer " + token});
     client_ = std::make_unique<rest::HttpClient>(amUrl_, options);
   }
 
@@ -129,14 +133,19 @@ class StatusView {
   std::unique_ptr<rest::HttpClient> client_;
 };
 
-Target resolve(const std::string& what, const std::string& master) {
-  if (isUrl(what)) return {what, std::nullopt};
+Target resolve(const std::string& what, const std::string& master, const Properties& props) {
+  if (isUrl(what)) {
+    // A page URL as printed (http://host:port/?token=T): the token goes in a header instead.
+    const size_t query = what.find("?token=");
+    if (query == std::string::npos) return {what, std::nullopt, ""};
+    return {what.substr(0, query), std::nullopt, what.substr(query + 7)};
+  }
   if (what.rfind("application_", 0) != 0) {
     throw ConfigError("'" + what +
                       "': expected the AM's URL (http://HOST:PORT/) or an application id "
                       "(application_...)");
   }
-  ClusterClient cluster(master);
+  ClusterClient cluster(master, rest::rmClientToken(props));
   const rest::ApplicationReport report = cluster.application(what);
   if (isFinal(report)) {
     throw std::runtime_error(what + " has ended: " + report.state + " (" + report.finalStatus +
@@ -146,14 +155,20 @@ Target resolve(const std::string& what, const std::string& master) {
     throw std::runtime_error(what + " is " + report.state +
                              ": its application master has not registered a status URL yet");
   }
-  return {report.trackingUrl, what};
+  std::string controlToken;
+  try {
+    controlToken = cluster.controlToken(what);
+  } catch (const std::exception& e) {
+    std::cerr << "tide status: no control token for " << what << " (" << e.what() << ")\n";
+  }
+  return {report.trackingUrl, what, controlToken};
 }
 
 // Whether the application is still on: for an app id the RM says; for a URL, the AM answering.
-bool applicationEnded(const Target& target, const std::string& master) {
+bool applicationEnded(const Target& target, const std::string& master, const Properties& props) {
   if (!target.applicationId) return false;
   try {
-    ClusterClient cluster(master);
+    ClusterClient cluster(master, rest::rmClientToken(props));
     return isFinal(cluster.application(*target.applicationId));
   } catch (const std::exception&) {
     return false;  // the RM briefly unreachable is not the application's end
@@ -178,8 +193,13 @@ int runStatusCommand(int argc, char** argv) {
         if (!cli.parse(argc, argv)) return 0;
         const std::string master = cli.option("master").value_or("http://127.0.0.1:8088");
         if (!isUrl(master)) throw ConfigError("--master " + master + ": expected http://HOST:PORT");
-        const Target target = resolve(*cli.positional("TARGET"), master);
-        StatusView view(target.amUrl);
+        const Target target = resolve(*cli.positional("TARGET"), master, cli.properties());
+        if (target.applicationId && !target.controlToken.empty()) {
+          // Once, on stderr: the page with the token that lets it change the bounds.
+          std::cerr << "tide status: page " << pageUrlWithToken(target.amUrl, target.controlToken)
+                    << "\n";
+        }
+        StatusView view(target.amUrl, target.controlToken);
         const bool json = cli.flag("json");
         if (!cli.flag("watch")) {
           std::cout << (json ? view.statusText() + "\n" : view.render()) << std::flush;
@@ -198,7 +218,8 @@ int runStatusCommand(int argc, char** argv) {
             frame = json ? view.statusText() + "\n" : view.render();
           } catch (const rest::HttpError& e) {
             // The AM goes away when its application ends: that ends the watch, quietly.
-            if (shownOnce && (e.isTransportError() || applicationEnded(target, master))) {
+            if (shownOnce &&
+                (e.isTransportError() || applicationEnded(target, master, cli.properties()))) {
               std::cerr << "tide status: the application master at " << target.amUrl
                         << " is gone (the application ended)\n";
               return 0;
@@ -212,7 +233,7 @@ int runStatusCommand(int argc, char** argv) {
           }
           std::cout << frame << std::flush;
           shownOnce = true;
-          if (applicationEnded(target, master)) return 0;
+          if (applicationEnded(target, master, cli.properties())) return 0;
           // Sleep in small steps so that Ctrl-C ends the watch at once.
           for (int i = 0; i < 20 && !statusInterrupted; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -150,6 +150,24 @@ td.why { color: #374151; }
 const MAX_POINTS = 20000;
 const UNBOUNDED = 1e9;  // maxExecutors left at its default (INT_MAX) is "no limit"
 const view = { points: [], lastAt: -1, nowMs: 0, status: null, hover: null };
+// The control token comes once in this page's URL (?token=..., as `tide run`, `tide submit`
+// and `tide status` print it); it is kept in this tab's sessionStorage, taken out of the
+// address bar (and so out of the history), and sent as a bearer header on every request.
+const TOKEN = (() => {
+  const url = new URL(window.location.href);
+  const given = url.searchParams.get("token");
+  if (given) {
+    sessionStorage.setItem("tideControlToken", given);
+    url.searchParams.delete("token");
+    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem("tideControlToken") || "";
+})();
+function authHeaders(extra) {
+  const headers = Object.assign({}, extra || {});
+  if (TOKEN) headers["Authorization"] = "Bearer " + TOKEN;
+  return headers;
+}
 
 function el(tag, attrs, children) {
   const node = document.createElement(tag);
@@ -176,7 +194,7 @@ function fmtDur(ms) {
 }
 function fmtMax(v) { return v >= UNBOUNDED ? "∞" : String(v); }
 async function getJson(path) {
-  const response = await fetch(path, { cache: "no-store" });
+  const response = await fetch(path, { cache: "no-store", headers: authHeaders() });
   if (!response.ok) throw new Error(path + ": HTTP " + response.status);
   return response.json();
 }
@@ -420,7 +438,8 @@ document.getElementById("boundsForm").addEventListener("submit", async (event) =
   const msg = document.getElementById("boundsMsg");
   try {
     const response = await fetch("api/v1/allocation/bounds", {
-      method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      method: "PUT", headers: authHeaders({ "Content-Type": "application/json" }),
+      body: JSON.stringify(body) });
     const answer = await response.json();
     if (!response.ok) throw new Error(answer.error ? answer.error.message : "HTTP " + response.status);
     msg.className = ""; msg.textContent = "now [" + answer.min + ", " + fmtMax(answer.max) + "]";

@@ -16,6 +16,7 @@
 #include "deploy/nm/node_identity.h"
 #include "deploy/nm/node_manager_server.h"
 #include "deploy/nm/node_status_updater.h"
+#include "rest/messages/credentials.h"
 
 namespace {
 
@@ -107,6 +108,14 @@ int run(CommandLine& cli) {
   updaterOptions.capability = config.capability;
   updaterOptions.heartbeatInterval = config.heartbeatInterval;
   updaterOptions.defaultHeartbeatInterval = config.defaultHeartbeatInterval;
+  if (auto credential = rest::rmNodeCredential(cli.properties())) {
+    updaterOptions.registrationCredential = *credential;
+  } else {
+    log.warn() << "no credential for the resource manager: neither rm.tokenFile nor a readable "
+               << rest::clusterSecretFile(cli.properties())
+               << " (--conf rm.secretFile=PATH); registration works only with a tide-rm run "
+                  "with rm.authentication=none";
+  }
   NodeStatusUpdater updater(updaterOptions, containers, identity);
   updater.start();
 

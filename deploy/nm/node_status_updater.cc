@@ -77,9 +77,12 @@ DurationMs NodeStatusUpdater::registerNode() {
   registration.host = options_.host;
   registration.port = options_.port;
   registration.capability = options_.capability;
+  rest::HttpHeaders headers = {{"Content-Type", "application/json"}};
+  if (!options_.registrationCredential.empty()) {
+    headers.push_back({"Authorization", "Bearer " + options_.registrationCredential});
+  }
   const rest::HttpResponse response =
-      client_->request("POST", "/ws/v1/nm/register", rest::toJson(registration),
-                       {{"Content-Type", "application/json"}});
+      client_->request("POST", "/ws/v1/nm/register", rest::toJson(registration), headers);
   if (!response.ok()) {
     return retryDelay("registration",
                       "HTTP " + std::to_string(response.status) + ": " + response.body);

@@ -37,6 +37,9 @@ struct NodeStatusUpdaterOptions {
   DurationMs initialRetryDelay = 500;  // after the first failure; doubles up to maxRetryDelay
   DurationMs maxRetryDelay = 10000;
   std::chrono::milliseconds requestTimeout{10000};
+  // Sent as "Authorization: Bearer" when registering: the node credential derived from the
+  // cluster secret (rest/messages/credentials.h); empty = none (rm.authentication=none).
+  std::string registrationCredential;
 };
 
 class NodeStatusUpdater {

@@ -967,6 +967,14 @@ std::string ClusterState::amToken(const std::string& attemptId) const {
   return requireAttempt(attemptId).token;
 }
 
+std::string ClusterState::applicationSecret(const std::string& applicationId) const {
+  const Application& app = requireApplication(applicationId);
+  for (const auto& [name, value] : app.submission.environment) {
+    if (name == "TIDE_APP_SECRET") return value;
+  }
+  return "";
+}
+
 std::string ClusterState::nodeSecret(const std::string& nodeId) const {
   auto found = nodes_.find(nodeId);
   return found == nodes_.end() ? "" : found->second->secret;

@@ -159,6 +159,9 @@ class ClusterState {
   const std::deque<ContainerOutcome>& completedContainers() const { return completed_; }
   std::string amToken(const std::string& attemptId) const;
   std::string nodeSecret(const std::string& nodeId) const;
+  // The TIDE_APP_SECRET the application was submitted with ("" when none); throws RmError
+  // 404 for an unknown application.
+  std::string applicationSecret(const std::string& applicationId) const;
   // Epoch milliseconds now, as reports show them.
   int64_t epochNowMs() const;
 

@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "deploy/rm/rm_config.h"
 #include "deploy/rm/rm_server.h"
+#include "rest/messages/credentials.h"
 
 namespace {
 
@@ -49,6 +50,25 @@ int main(int argc, char** argv) {
         options.config = tide::rm::RmConfig::fromProperties(cli.properties());
         options.placementSeed = std::random_device{}();
         options.version = "tide-rm " TIDE_VERSION;
+        if (options.config.authenticate) {
+          bool created = false;
+          try {
+            options.clusterSecret =
+                tide::rest::loadOrCreateClusterSecret(options.config.secretFile, &created);
+          } catch (const std::runtime_error& error) {
+            throw tide::ConfigError(std::string("rm.secretFile: ") + error.what());
+          }
+          // The path only: the content is the admin token.
+          log.info() << (created ? "created the cluster secret " : "cluster secret from ")
+                     << options.config.secretFile
+                     << (created ? " (mode 0600): tide-nm and the tide commands need it "
+                                   "(--conf rm.secretFile=PATH)"
+                                 : "");
+        } else {
+          log.warn() << "rm.authentication=none: anyone who can connect to this resource "
+                        "manager may submit applications (which run commands), kill them and "
+                        "register nodes; use it only on a closed test network";
+        }
 
         // SIGINT and SIGTERM are taken synchronously below; blocked before any thread starts,
         // so every thread inherits the mask and none of them gets the signal instead.

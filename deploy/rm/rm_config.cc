@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
+#include "rest/messages/credentials.h"
+
 namespace tide::rm {
 
 RmConfig RmConfig::fromProperties(const Properties& properties) {
@@ -26,6 +29,12 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
     throw ConfigError(properties.describe("rm.maxAppAttempts") + ": must be between 1 and 1000");
   }
   config.maxAppAttempts = static_cast<int>(attempts);
+  const std::string authentication = toLower(properties.getString("rm.authentication"));
+  if (authentication != "secret" && authentication != "none") {
+    throw ConfigError(properties.describe("rm.authentication") + ": expected secret or none");
+  }
+  config.authenticate = authentication == "secret";
+  config.secretFile = rest::clusterSecretFile(properties);
   return config;
 }
 

@@ -22,9 +22,15 @@ struct RmConfig {
   DurationMs amLivenessExpiryMs = 60000;
   // Upper bound on any application's attempts; an application may ask for fewer.
   int maxAppAttempts = 2;
+  // rm.authentication=secret: every caller proves itself with a credential derived from the
+  // cluster secret (rest/messages/credentials.h); false (none) lets anyone do anything.
+  bool authenticate = true;
+  // rm.secretFile, resolved (~/.tide/rm.secret when not set).
+  std::string secretFile;
 
-  // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry and
-  // rm.maxAppAttempts; throws ConfigError naming the key for values out of range.
+  // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
+  // rm.maxAppAttempts, rm.authentication and rm.secretFile; throws ConfigError naming the key for
+  // values out of range.
   static RmConfig fromProperties(const Properties& properties);
 
   // What the RM tells node managers: often enough that a couple of lost heartbeats do not

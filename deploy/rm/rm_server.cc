@@ -10,6 +10,7 @@
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
+#include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 
 namespace tide::rm {
@@ -17,25 +18,53 @@ namespace {
 
 constexpr char kContainerTokenHeader[] = "X-Tide-Container-Token";
 
+// The token of "Authorization: Bearer <token>", or "" when there is none.
+std::string bearerToken(const httplib::Request& req) {
+  return rest::bearerTokenOf(req.get_header_value("Authorization"));
+}
+
+// Who may call what, decided before any handler runs (rest/messages/credentials.h):
+// - /ws/v1/am/{attempt}/...: the attempt's AM token, checked by the handlers;
+// - /ws/v1/nm/{node}/heartbeat: the node secret the RM gave that node at registration,
+//   checked by the handler (a node the RM does not know is only told to register);
+// - POST /ws/v1/nm/register: the node credential (or the admin token);
+// - everything else (the client API): a client token or the admin token.
+rest::AuthHook clusterAuth(std::string secret) {
+  return [secret = std::move(secret)](const httplib::Request& req) -> std::optional<std::string> {
+    const std::string& path = req.path;
+    if (path.rfind("/ws/v1/am/", 0) == 0) return std::nullopt;
+    const bool nodeApi = path.rfind("/ws/v1/nm/", 0) == 0;
+    if (nodeApi && path != "/ws/v1/nm/register") return std::nullopt;
+    const std::string token = bearerToken(req);
+    const rest::RmCredential credential = rest::classifyRmToken(secret, token);
+    if (credential == rest::RmCredential::kAdmin) return std::nullopt;
+    if (nodeApi) {
+      if (credential == rest::RmCredential::kNode) return std::nullopt;
+      return std::string(token.empty() ? "missing" : "invalid") +
+             " node credential: tide-nm registers with 'Authorization: Bearer <node "
+             "credential>', derived from the cluster secret (--conf rm.secretFile=PATH)";
+    }
+    if (credential == rest::RmCredential::kClient) return std::nullopt;
+    return std::string(token.empty() ? "missing" : "invalid") +
+           " credential: tide-rm needs 'Authorization: Bearer <token>' (the cluster secret "
+           "file's content or a client token; the tide commands read --conf rm.secretFile, "
+           "--conf rm.tokenFile or TIDE_RM_TOKEN)";
+  };
+}
+
 rest::HttpServerOptions serverOptions(const ResourceManagerServerOptions& options) {
   rest::HttpServerOptions http;
   http.bindAddress = options.config.host;
   http.port = options.config.port;
   http.threadCount = options.serverThreads;
   http.log = [](const std::string& line) { Logger("http").info() << line; };
+  if (options.config.authenticate) http.auth = clusterAuth(options.clusterSecret);
   return http;
 }
 
-// The token of "Authorization: Bearer <token>", or "" when there is none.
-std::string bearerToken(const httplib::Request& req) {
-  if (!req.has_header("Authorization")) return "";
-  const std::string value = req.get_header_value("Authorization");
-  constexpr std::string_view kScheme = "Bearer ";
-  if (value.size() <= kScheme.size() ||
-      !equalsIgnoreCase(value.substr(0, kScheme.size()), kScheme)) {
-    return "";
-  }
-  return std::string(trim(std::string_view(value).substr(kScheme.size())));
+ResourceManagerServerOptions withSecret(ResourceManagerServerOptions options) {
+  if (options.clusterSecret.empty()) options.clusterSecret = rest::newRandomSecret();
+  return options;
 }
 
 // ClusterState speaks RmError; the HTTP server answers RestError with a JSON error body.
@@ -57,7 +86,7 @@ int64_t systemNowMs() {
 }  // namespace
 
 ResourceManagerServer::ResourceManagerServer(ResourceManagerServerOptions options)
-    : options_(std::move(options)), server_(serverOptions(options_)) {
+    : options_(withSecret(std::move(options))), server_(serverOptions(options_)) {
   if (options_.clock == nullptr) {
     ownedClock_ = std::make_unique<SteadyClock>();
     clock_ = ownedClock_.get();
@@ -155,6 +184,23 @@ void ResourceManagerServer::addRoutes() {
       rest::replyJson(res, toJson(rest::AppStateMessage{report.state}));
     });
   });
+  // The application's control token (rest/messages/credentials.h), for whoever may manage
+  // applications here: what `tide status` puts in the page URL it prints.
+  server_.get(
+      R"(/ws/v1/cluster/apps/([^/]+)/control-token)", [this](const Request& req, Response& res) {
+        const std::string id = req.matches[1];
+        translatingErrors([&] {
+          const std::string secret =
+              withState([&](ClusterState& s) { return s.applicationSecret(id); });
+          if (secret.empty()) {
+            throw rest::RestError(404, id + " was submitted without TIDE_APP_SECRET: it has no "
+                                            "control token");
+          }
+          rest::JsonWriter w;
+          w.startObject().field("controlToken", rest::controlTokenOf(secret)).endObject();
+          rest::replyJson(res, w.str());
+        });
+      });
   server_.put(R"(/ws/v1/cluster/apps/([^/]+)/state)", [this](const Request& req, Response& res) {
     const std::string id = req.matches[1];
     const rapidjson::Document body = rest::parseJson(req.body);

@@ -34,6 +34,9 @@ struct ResourceManagerServerOptions {
   // Kept-alive connections (one per node manager and AM) each hold a server thread.
   size_t serverThreads = 64;
   std::string version = "tide-rm";
+  // The cluster secret every client token and node credential derives from (config.
+  // authenticate); empty = a fresh random one, for in-process use (see clusterSecret()).
+  std::string clusterSecret;
 };
 
 class ResourceManagerServer {
@@ -50,6 +53,8 @@ class ResourceManagerServer {
   int port() const { return server_.port(); }
   // "http://host:port": what AMs get as TIDE_RM_ADDRESS.
   std::string baseUrl() const { return server_.baseUrl(); }
+  // The cluster secret, which is also the admin token.
+  const std::string& clusterSecret() const { return options_.clusterSecret; }
 
   // Runs `body` on the state under the lock, then carries out the network work it queued.
   // For tests and the bench, which set up nodes in-process.

@@ -34,7 +34,7 @@ class AmClusterTest : public ::testing::Test {
                       {"nm.heartbeatInterval", "200ms"}};
     options.rmConf = {{"rm.nodeExpiry", "5s"}};
     cluster = std::make_unique<deploy::EmbeddedCluster>(options);
-    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress());
+    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken());
   }
 
   // Submits the AM with `jobJson` and waits until its status API answers. Small containers
@@ -57,13 +57,16 @@ class AmClusterTest : public ::testing::Test {
     submission.propertiesFile = propertiesFile;
     submission.session = session;
     submission.binDir = TIDE_BIN_DIR;
-    appId = deploy::submitApplicationMaster(*client, submission, props);
+    appId = deploy::submitApplicationMaster(*client, submission, props, &controlToken);
     ASSERT_TRUE(eventually(
         [&] {
           auto report = client->application(appId);
           if (report.state == "RUNNING" && !report.trackingUrl.empty()) {
             trackingUrl = report.trackingUrl;
-            am = std::make_unique<rest::HttpClient>(report.trackingUrl);
+            // The AM's control token goes with every call (writes need it).
+            rest::HttpClientOptions withToken;
+            withToken.defaultHeaders = {{"Authorization", "Bearer " + controlToken}};
+            am = std::make_unique<rest::HttpClient>(report.trackingUrl, withToken);
             return true;
           }
           return deploy::isFinal(report);
@@ -153,6 +156,7 @@ class AmClusterTest : public ::testing::Test {
   std::unique_ptr<rest::HttpClient> am;
   std::string appId;
   std::string trackingUrl;
+  std::string controlToken;  // the application's, from its submission
 };
 
 }  // namespace tide::testing_support

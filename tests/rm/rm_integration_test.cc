@@ -17,6 +17,7 @@
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
+#include "rest/messages/credentials.h"
 #include "tests/common/temp_dir.h"
 #include "tests/rm/child_processes.h"
 
@@ -78,7 +79,9 @@ class RmIntegrationTest : public ::testing::Test {
   }
 
   void startCluster(std::vector<std::string> rmConfs, int nodes = 3) {
-    std::vector<std::string> rmArgs{bin("tide-rm"), "--conf", "rm.port=0"};
+    secretFile_ = (dir_.path() / "rm.secret").string();
+    std::vector<std::string> rmArgs{bin("tide-rm"), "--conf", "rm.port=0", "--conf",
+                                    "rm.secretFile=" + secretFile_};
     for (const std::string& conf : rmConfs) {
       rmArgs.push_back("--conf");
       rmArgs.push_back(conf);
@@ -89,7 +92,9 @@ class RmIntegrationTest : public ::testing::Test {
     ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / "rm.port") > 0; }))
         << processes_.logs();
     rmUrl_ = "http://127.0.0.1:" + std::to_string(readPort(dir_.path() / "rm.port"));
-    rm_ = std::make_unique<rest::HttpClient>(rmUrl_);
+    rest::HttpClientOptions admin;
+    admin.defaultHeaders = {{"Authorization", "Bearer " + rest::readSecretFile(secretFile_)}};
+    rm_ = std::make_unique<rest::HttpClient>(rmUrl_, admin);
 
     for (int i = 0; i < nodes; ++i) {
       const std::string name = "nm" + std::to_string(i);
@@ -98,7 +103,8 @@ class RmIntegrationTest : public ::testing::Test {
           {bin("tide-nm"), "--conf", "nm.port=0", "--conf", "nm.host=127.0.0.1", "--conf",
            "nm.rm=" + rmUrl_, "--conf", "nm.cores=2", "--conf", "nm.memory=2g", "--conf",
            "nm.heartbeatInterval=200ms", "--conf", "nm.workDir=" + (dir_.path() / name).string(),
-           "--port-file", (dir_.path() / (name + ".port")).string()},
+           "--conf", "rm.secretFile=" + secretFile_, "--port-file",
+           (dir_.path() / (name + ".port")).string()},
           (dir_.path() / (name + ".log")).string());
       ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / (name + ".port")) > 0; }))
           << processes_.logs();
@@ -212,6 +218,7 @@ class RmIntegrationTest : public ::testing::Test {
   testing_support::TempDir dir_;
   testing::ChildProcesses processes_;
   std::string rmUrl_;
+  std::string secretFile_;
   std::unique_ptr<rest::HttpClient> rm_;
   std::map<std::string, pid_t> nodeManagers_;  // node id -> pid
 };

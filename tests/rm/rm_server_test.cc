@@ -94,6 +94,15 @@ class RmServerTest : public ::testing::Test {
   rest::HttpResponse call(const std::string& method, const std::string& path,
                           const std::string& body = "", rest::HttpHeaders headers = {}) {
     headers.push_back({"Content-Type", "application/json"});
+    // The client API and node registration take the admin token (the cluster secret); the
+    // AM protocol and heartbeats carry their own credentials.
+    const bool ownCredential =
+        path.rfind("/ws/v1/am/", 0) == 0 || path.find("/heartbeat") != std::string::npos;
+    bool hasAuthorization = false;
+    for (const auto& [name, value] : headers) hasAuthorization |= name == "Authorization";
+    if (!ownCredential && !hasAuthorization) {
+      headers.push_back({"Authorization", "Bearer " + server_->clusterSecret()});
+    }
     return client_->request(method, path, body, headers);
   }
 

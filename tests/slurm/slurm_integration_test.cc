@@ -21,6 +21,7 @@
 #include "am/slurm/rest_client.h"
 #include "am/slurm/slurm_client.h"
 #include "deploy/slurm_submission.h"
+#include "rest/messages/credentials.h"
 
 namespace tide::deploy {
 namespace {
@@ -320,8 +321,10 @@ TEST_F(SlurmIntegrationTest, PendingExecutorJobsAreCancelledWhenTheTargetDrops) 
       << readFile(amLog);
 
   // Lower max to 2 through the status API.
-  auto response = amApi->request("PUT", "api/v1/allocation/bounds", R"({"max": 2})",
-                                 {{"Content-Type", "application/json"}});
+  auto response = amApi->request(
+      "PUT", "api/v1/allocation/bounds", R"({"max": 2})",
+      {{"Content-Type", "application/json"},
+       {"Authorization", "Bearer " + rest::controlTokenOf("secret-" + applicationId)}});
   ASSERT_TRUE(response.ok()) << response.status << " " << response.body;
 
   ASSERT_TRUE(eventually(

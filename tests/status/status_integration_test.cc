@@ -227,7 +227,9 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_EQ(std::string(doc["applicationId"].GetString()), appId);
     EXPECT_TRUE(doc["allocation"].HasMember("target"));
 
-    auto view = tide({"status", appId, "--master", cluster->rmAddress()}, "status-view.log");
+    auto view = tide({"status", appId, "--master", cluster->rmAddress(), "--conf",
+                      "rm.secretFile=" + cluster->secretFile()},
+                     "status-view.log");
     ASSERT_EQ(view.status, 0) << view.output;
     EXPECT_THAT(view.output, HasSubstr(appId));
     EXPECT_THAT(view.output, HasSubstr("executors  target 0  live 0"));
