@@ -3,6 +3,7 @@
 // what it defends, and checks both the refusal and that nothing changed.
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -162,6 +163,51 @@ TEST_F(AuthIntegrationTest, UiAuthAllGuardsReadsAndMetrics) {
   const auto page = amCall("GET", "", "", {});
   EXPECT_EQ(page.status, 200);
   EXPECT_THAT(page.body, HasSubstr("sessionStorage"));
+}
+
+std::optional<std::string> findChromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
+      const std::string path = std::string(dir) + "/" + name;
+      if (::access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return std::nullopt;
+}
+
+// The page gets its token once in its URL (Jupyter's ?token=) and sends it on its requests: in
+// a real browser, with ui.auth=all, it shows the application only when given the token.
+TEST_F(AuthIntegrationTest, PageUsesTheTokenFromItsUrl) {
+  if (std::getenv("TIDE_SKIP_BROWSER_TESTS") != nullptr) {
+    GTEST_SKIP() << "TIDE_SKIP_BROWSER_TESTS is set";
+  }
+  const auto chromium = findChromium();
+  ASSERT_TRUE(chromium) << "chromium is not installed (scripts/install-deps), or set "
+                           "TIDE_SKIP_BROWSER_TESTS=1 to skip this test";
+  startSession({{"ui.auth", "all"}});
+  auto dumpDom = [&](const std::string& url, const std::string& tag) {
+    const std::string out = (dir.path() / ("dom-" + tag + ".html")).string();
+    std::string command = "exec " + shellQuote(*chromium);
+    for (const char* flag :
+         {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+          "--disable-dev-shm-usage", "--virtual-time-budget=3000", "--dump-dom"}) {
+      command += std::string(" ") + flag;
+    }
+    command += " --user-data-dir=" + shellQuote((dir.path() / ("profile-" + tag)).string());
+    command += " " + shellQuote(url) + " > " + shellQuote(out) + " 2> " +
+               shellQuote((dir.path() / ("chromium-" + tag + ".log")).string());
+    const auto result = testing_support::runCommand(
+        {"/bin/sh", "-c", command}, (dir.path() / ("sh-" + tag + ".log")).string(), 90s);
+    EXPECT_EQ(result.status, 0) << readFile((dir.path() / ("chromium-" + tag + ".log")).string());
+    return readFile(out);
+  };
+  const std::string withToken = dumpDom(pageUrlWithToken(trackingUrl, controlToken), "token");
+  EXPECT_THAT(withToken, HasSubstr("<b>" + appId + "</b>")) << withToken.substr(0, 3000);
+  EXPECT_THAT(withToken, Not(HasSubstr("HTTP 401")));
+  const std::string without = dumpDom(trackingUrl, "none");
+  EXPECT_THAT(without, Not(HasSubstr("<b>" + appId + "</b>")));
+  EXPECT_THAT(without, HasSubstr("HTTP 401")) << without.substr(0, 3000);
 }
 
 // Attack: POST /ws/v1/cluster/apps runs any command on a node without a credential.
