@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "am_cluster_test.h"
 #include "rest/messages/credentials.h"
@@ -354,6 +356,52 @@ TEST_F(AuthIntegrationTest, SecretsStayOutOfPsLogsAndStatus) {
   for (const auto& [what, value] : secrets) {
     EXPECT_EQ(answers.find(value), std::string::npos) << what << " in a status answer";
   }
+}
+
+// The listening TCP sockets of process `pid` as "ADDR:PORT" in /proc/net/tcp's hex notation
+// (0100007F is 127.0.0.1, 00000000 is every interface).
+std::vector<std::string> listeningSockets(pid_t pid) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(fds, ec)) {
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<std::string> listening;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::istringstream lines(readFile("/proc/" + std::to_string(pid) + table));
+    std::string line;
+    std::getline(lines, line);  // header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state == "0A" && inodes.count(inode) != 0) listening.push_back(local);
+    }
+  }
+  return listening;
+}
+
+// Every server binds the host it is configured with (127.0.0.1 here), not every interface:
+// tide-rm, tide-nm, and both ports of the AM. (The executor's block server is issue 17's
+// remaining listener.)
+TEST_F(AuthIntegrationTest, EveryListenerBindsTheConfiguredHost) {
+  startSession();
+  std::map<std::string, pid_t> processes = {
+      {"tide-rm", cluster->resourceManager().pid()},
+      {"tide-nm", cluster->nodeManager(0).pid()},
+      {"tide-am", testing_support::findProcess("tide-am", "TIDE_APPLICATION_ID", appId)}};
+  for (const auto& [name, pid] : processes) {
+    ASSERT_GT(pid, 0) << name;
+    const std::vector<std::string> sockets = listeningSockets(pid);
+    EXPECT_FALSE(sockets.empty()) << name << " listens nowhere";
+    for (const std::string& local : sockets) {
+      EXPECT_EQ(local.substr(0, 9), "0100007F:") << name << " listens on " << local;
+    }
+  }
+  EXPECT_EQ(listeningSockets(processes["tide-am"]).size(), 2u) << "the status and executor ports";
 }
 
 // rm.authentication=none is for a closed test network: it says so at start, and lets anyone in.
