@@ -7,7 +7,8 @@
 
 #include <string>
 
-#include "../common/temp_dir.h"
+#include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::am {
 namespace {
@@ -27,12 +28,7 @@ constexpr const char* kThumbnails = R"({"name": "thumbnails",
 
 // The message of the JobError that parsing `json` throws, or "" when it parses.
 std::string parseError(const std::string& json) {
-  try {
-    parseJob(json);
-  } catch (const JobError& e) {
-    return e.what();
-  }
-  return "";
+  return testing_support::messageOf<JobError>([&] { parseJob(json); });
 }
 
 // A job with one stage whose fields are `stageFields` (JSON members without braces).

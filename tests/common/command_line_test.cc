@@ -2,25 +2,16 @@
 #include <gtest/gtest.h>
 
 #include "common/command_line.h"
-#include "tests/common/temp_dir.h"
+#include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing_support::expectedMessageOf;
 using testing_support::TempDir;
-
-template <typename Body>
-std::string configErrorOf(Body body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError thrown";
-  return "";
-}
 
 CommandLine runCommandLine() {
   CommandLine cli("tide run", "Runs a job on an embedded cluster.");
@@ -95,46 +86,53 @@ TEST(CommandLine, DoubleDashEndsOptions) {
 
 TEST(CommandLine, UsageErrorsNameTheCulprit) {
   CommandLine cli = runCommandLine();
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"--conf", "executor.cores", "job"});
             }),
             "--conf 'executor.cores' is not of the form key=value");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"job", "--conf"});
             }),
             "option --conf needs a value (key=value)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"job", "-c"});
             }),
             "option -c needs a value (key=value)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"job", "--nodes"});
             }),
             "option --nodes needs a value (N)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"job", "--properties-file"});
             }),
             "option --properties-file needs a value (FILE)");
-  EXPECT_THAT(configErrorOf([&] { cli.parse({"job", "--conf", "=5"}); }), HasSubstr("no key"));
-  EXPECT_THAT(configErrorOf([&] {
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
+                cli.parse({"job", "--conf", "=5"});
+              }),
+              HasSubstr("no key"));
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
                 cli.parse({"job", "--conf", "executor.cores="});
               }),
               HasSubstr("no value"));
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"--frobnicate", "job"});
             }),
             "unknown option '--frobnicate' (see --help)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"--frobnicate=1", "job"});
             }),
             "unknown option '--frobnicate' (see --help)");
-  EXPECT_EQ(configErrorOf([&] { cli.parse({"-x", "job"}); }), "unknown option '-x' (see --help)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
+              cli.parse({"-x", "job"});
+            }),
+            "unknown option '-x' (see --help)");
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"--verbose=yes", "job"});
             }),
             "flag --verbose does not take a value");
-  EXPECT_EQ(configErrorOf([&] { cli.parse({}); }), "missing argument JOB (see --help)");
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { cli.parse({}); }),
+            "missing argument JOB (see --help)");
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"a", "b", "c"});
             }),
             "unexpected argument 'c' (see --help)");
@@ -143,12 +141,12 @@ TEST(CommandLine, UsageErrorsNameTheCulprit) {
 TEST(CommandLine, BadValuesAndFilesFailAtParse) {
   TempDir dir;
   CommandLine cli = runCommandLine();
-  EXPECT_EQ(configErrorOf([&] {
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
               cli.parse({"job", "--conf", "executor.cores=many"});
             }),
             "invalid value 'many' for executor.cores (--conf): expected an integer");
   const std::string missing = (dir.path() / "nope.conf").string();
-  EXPECT_THAT(configErrorOf([&] {
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
                 cli.parse({"job", "--properties-file", missing});
               }),
               HasSubstr(missing));

@@ -4,26 +4,16 @@
 #include <set>
 
 #include "common/config.h"
-#include "tests/common/temp_dir.h"
+#include "tests/support/errors.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing_support::expectedMessageOf;
 using testing_support::TempDir;
-
-// The message of the ConfigError `body` throws; fails the test when it throws none.
-template <typename Body>
-std::string configErrorOf(Body body) {
-  try {
-    body();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no ConfigError thrown";
-  return "";
-}
 
 TEST(KeyTable, DefaultsParseByTheirKind) {
   const Properties defaults;
@@ -138,12 +128,12 @@ TEST(Properties, KeyWithoutValueNamesFileAndLine) {
   TempDir dir;
   const std::string file = dir.writeFile("bad.conf", "executor.cores 2\n\nexecutor.memory\n");
   Properties p;
-  const std::string message = configErrorOf([&] { p.loadFile(file); });
+  const std::string message = expectedMessageOf<ConfigError>([&] { p.loadFile(file); });
   EXPECT_THAT(message, HasSubstr(file + ":3"));
   EXPECT_THAT(message, HasSubstr("'executor.memory' has no value"));
-  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.writeFile("b.conf", "x=\n")); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.loadFile(dir.writeFile("b.conf", "x=\n")); }),
               HasSubstr("b.conf:1"));
-  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.writeFile("c.conf", "= 5\n")); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.loadFile(dir.writeFile("c.conf", "= 5\n")); }),
               HasSubstr("c.conf:1: line has a value but no key"));
 }
 
@@ -151,9 +141,10 @@ TEST(Properties, UnreadableFileNamesIt) {
   TempDir dir;
   Properties p;
   const std::string missing = (dir.path() / "missing.conf").string();
-  EXPECT_THAT(configErrorOf([&] { p.loadFile(missing); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.loadFile(missing); }),
               HasSubstr("cannot read properties file '" + missing + "'"));
-  EXPECT_THAT(configErrorOf([&] { p.loadFile(dir.path().string()); }), HasSubstr("directory"));
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.loadFile(dir.path().string()); }),
+              HasSubstr("directory"));
 }
 
 TEST(Properties, SparkPrefixIsAnAlias) {
@@ -212,39 +203,42 @@ TEST(Properties, TypedGetterErrorsNameKeyValueAndOrigin) {
                                          "dynamicAllocation.maxExecutors abc\n");
   Properties p;
   p.loadFile(file);
-  EXPECT_EQ(configErrorOf([&] { p.getInt("dynamicAllocation.maxExecutors"); }),
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getInt("dynamicAllocation.maxExecutors"); }),
             "invalid value 'abc' for dynamicAllocation.maxExecutors (" + file +
                 ":4): expected an integer");
 
   p.set("executor.cores", "99999999999999999999");
-  EXPECT_EQ(configErrorOf([&] { p.getInt("executor.cores"); }),
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getInt("executor.cores"); }),
             "invalid value '99999999999999999999' for executor.cores (--conf): integer out of "
             "range");
   p.set("executor.cores", "4x");
-  EXPECT_THAT(configErrorOf([&] { p.getInt("executor.cores"); }), HasSubstr("expected an integer"));
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getInt("executor.cores"); }),
+              HasSubstr("expected an integer"));
   p.set("executor.cores", "-3");
   EXPECT_EQ(p.getInt("executor.cores"), -3);  // range checks belong to the consumer
 
   p.set("speculation", "maybe");
-  EXPECT_EQ(configErrorOf([&] { p.getBool("speculation"); }),
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getBool("speculation"); }),
             "invalid value 'maybe' for speculation (--conf): expected true or false");
 
   p.set("dynamicAllocation.executorAllocationRatio", "half");
-  EXPECT_THAT(configErrorOf([&] { p.getDouble("dynamicAllocation.executorAllocationRatio"); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>(
+                  [&] { p.getDouble("dynamicAllocation.executorAllocationRatio"); }),
               HasSubstr("'half' for dynamicAllocation.executorAllocationRatio (--conf): expected "
                         "a number"));
 
   p.set("dynamicAllocation.executorIdleTimeout", "-5s", Origin{"runtime", 0});
-  EXPECT_THAT(configErrorOf([&] { p.getDuration("dynamicAllocation.executorIdleTimeout"); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>(
+                  [&] { p.getDuration("dynamicAllocation.executorIdleTimeout"); }),
               HasSubstr("invalid value '-5s' for dynamicAllocation.executorIdleTimeout "
                         "(runtime): expected a duration"));
 
   p.set("executor.memory", "lots");
-  EXPECT_THAT(configErrorOf([&] { p.getSizeBytes("executor.memory"); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getSizeBytes("executor.memory"); }),
               HasSubstr("invalid value 'lots' for executor.memory (--conf): expected a size"));
 
   p.set("scheduler.mode", "random");
-  EXPECT_EQ(configErrorOf([&] { p.getString("scheduler.mode"); }),
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getString("scheduler.mode"); }),
             "invalid value 'random' for scheduler.mode (--conf): expected FIFO or FAIR");
   p.set("scheduler.mode", "fair");
   EXPECT_EQ(p.getString("scheduler.mode"), "FAIR");
@@ -264,7 +258,7 @@ TEST(Properties, BoolSpellings) {
 
 TEST(Properties, MissingValueWithoutDefault) {
   Properties p;
-  EXPECT_THAT(configErrorOf([&] { p.getString("nm.workDir"); }),
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getString("nm.workDir"); }),
               HasSubstr("missing value for nm.workDir"));
   EXPECT_FALSE(p.getOptionalString("nm.workDir"));
   p.set("nm.workDir", "/var/lib/tide");
@@ -284,7 +278,8 @@ TEST(Properties, ValidateReportsTheFirstBadKnownKeyOnly) {
   p.set("executor.cores", "2");
   EXPECT_NO_THROW(p.validate());
   p.set("locality.wait", "soon");
-  EXPECT_THAT(configErrorOf([&] { p.validate(); }), HasSubstr("'soon' for locality.wait"));
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.validate(); }),
+              HasSubstr("'soon' for locality.wait"));
 }
 
 TEST(Properties, DescribeAndSerialise) {

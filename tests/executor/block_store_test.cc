@@ -12,7 +12,8 @@
 #include "executor/block_fetcher.h"
 #include "executor/block_server.h"
 #include "executor/block_store.h"
-#include "tests/common/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::executor {
 namespace {
@@ -20,26 +21,17 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::readFile;
+using testing_support::writeFile;
 
 TEST(BlockStoreTest, CommitKeepsPartFilesAsBlocks) {
   testing_support::TempDir dir;
   BlockStore store(dir.path() / "blocks");
   const fs::path output = dir.path() / "task" / "output";
-  write(output / "part-2", "cc");
-  write(output / "part-0", "a");
-  write(output / "notes.txt", "not a block");
-  write(output / "part-x", "not a block either");
+  writeFile(output / "part-2", "cc");
+  writeFile(output / "part-0", "a");
+  writeFile(output / "notes.txt", "not a block");
+  writeFile(output / "part-x", "not a block either");
   const auto blocks = store.commit("job-1", "map", 3, output);
   ASSERT_EQ(blocks.size(), 2u);
   EXPECT_EQ(blocks[0].partition, 0);
@@ -47,10 +39,10 @@ TEST(BlockStoreTest, CommitKeepsPartFilesAsBlocks) {
   EXPECT_EQ(blocks[1].partition, 2);
   EXPECT_EQ(blocks[1].size, 2);
   ASSERT_TRUE(store.find("job-1/map/3/part-2"));
-  EXPECT_EQ(read(*store.find("job-1/map/3/part-2")), "cc");
+  EXPECT_EQ(readFile(*store.find("job-1/map/3/part-2")), "cc");
   EXPECT_FALSE(fs::exists(output)) << "moved, not copied";
   // A re-run replaces the earlier attempt's blocks.
-  write(output / "part-1", "new");
+  writeFile(output / "part-1", "new");
   const auto again = store.commit("job-1", "map", 3, output);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_FALSE(store.find("job-1/map/3/part-2"));
@@ -62,7 +54,7 @@ TEST(BlockStoreTest, CommitKeepsPartFilesAsBlocks) {
 TEST(BlockStoreTest, FindRefusesPathsOutsideTheStore) {
   testing_support::TempDir dir;
   BlockStore store(dir.path() / "blocks");
-  write(dir.path() / "secret", "x");
+  writeFile(dir.path() / "secret", "x");
   EXPECT_FALSE(store.find("../secret"));
   EXPECT_FALSE(store.find("/etc/passwd"));
   EXPECT_FALSE(store.find("a//b"));
@@ -77,20 +69,20 @@ TEST(BlockStoreTest, FindRefusesPathsOutsideTheStore) {
 TEST(BlockStoreTest, CollectNamesPartsByTaskAndDropDeletesAStage) {
   testing_support::TempDir dir;
   BlockStore store(dir.path() / "blocks");
-  write(dir.path() / "o1" / "part-0", "single");
+  writeFile(dir.path() / "o1" / "part-0", "single");
   const auto single = store.commit("job-1", "reduce", 4, dir.path() / "o1");
-  write(dir.path() / "o2" / "part-0", "zero");
-  write(dir.path() / "o2" / "part-1", "one");
+  writeFile(dir.path() / "o2" / "part-0", "zero");
+  writeFile(dir.path() / "o2" / "part-1", "one");
   const auto many = store.commit("job-1", "reduce", 5, dir.path() / "o2");
   const fs::path out = dir.path() / "out";
   store.collect("job-1", "reduce", 4, single, out);
   store.collect("job-1", "reduce", 5, many, out);
-  EXPECT_EQ(read(out / "part-4"), "single");
-  EXPECT_EQ(read(out / "part-5-0"), "zero");
-  EXPECT_EQ(read(out / "part-5-1"), "one");
+  EXPECT_EQ(readFile(out / "part-4"), "single");
+  EXPECT_EQ(readFile(out / "part-5-0"), "zero");
+  EXPECT_EQ(readFile(out / "part-5-1"), "one");
   EXPECT_TRUE(store.drop("job-1/reduce"));
   EXPECT_FALSE(store.find("job-1/reduce/4/part-0"));
-  EXPECT_EQ(read(out / "part-4"), "single") << "collected output stays";
+  EXPECT_EQ(readFile(out / "part-4"), "single") << "collected output stays";
 }
 
 class BlockTransferTest : public ::testing::Test {
@@ -102,9 +94,9 @@ class BlockTransferTest : public ::testing::Test {
 
   void SetUp() override {
     port_ = server_.start();
-    write(dir_.path() / "out" / "part-1", "remote bytes");
+    writeFile(dir_.path() / "out" / "part-1", "remote bytes");
     holderStore_.commit("job-1", "map", 0, dir_.path() / "out");
-    write(dir_.path() / "out2" / "part-1", "local bytes");
+    writeFile(dir_.path() / "out2" / "part-1", "local bytes");
     readerStore_.commit("job-1", "map", 1, dir_.path() / "out2");
   }
 
@@ -139,8 +131,8 @@ TEST_F(BlockTransferTest, RemoteBlocksAreFetchedAndLocalOnesHardLinked) {
   const fs::path inputDir = dir_.path() / "task" / "input";
   auto failure = fetcher().fetchAll({input("holder", 0), input("reader", 1)}, inputDir);
   ASSERT_FALSE(failure) << failure->reason;
-  EXPECT_EQ(read(inputDir / "map" / "part-0"), "remote bytes");
-  EXPECT_EQ(read(inputDir / "map" / "part-1"), "local bytes");
+  EXPECT_EQ(readFile(inputDir / "map" / "part-0"), "remote bytes");
+  EXPECT_EQ(readFile(inputDir / "map" / "part-1"), "local bytes");
   struct stat linked {};
   ASSERT_EQ(::stat((inputDir / "map" / "part-1").c_str(), &linked), 0);
   EXPECT_EQ(linked.st_nlink, 2u) << "a local block is linked, not copied";

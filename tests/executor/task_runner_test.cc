@@ -12,8 +12,10 @@
 #include <string>
 #include <thread>
 
-#include "tests/common/temp_dir.h"
-#include "tests/executor/executor_test_support.h"
+#include "tests/support/files.h"
+#include "tests/support/polling.h"
+#include "tests/support/processes.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::executor {
 namespace {
@@ -22,9 +24,9 @@ using rest::TaskLaunch;
 using rest::TaskStatusUpdate;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-using testing::pollUntil;
-using testing::processGone;
-using testing::readFile;
+using testing_support::eventually;
+using testing_support::processGone;
+using testing_support::readFile;
 
 constexpr milliseconds kBound{10000};
 
@@ -46,11 +48,6 @@ TaskLaunch builtinTask(int64_t taskId, const std::string& kind, int64_t sleepMs 
   launch.kind = kind;
   launch.sleepMs = sleepMs;
   return launch;
-}
-
-template <typename Condition>
-bool eventually(Condition condition, milliseconds bound = kBound) {
-  return pollUntil(condition, bound);
 }
 
 class TaskRunnerTest : public ::testing::Test {
@@ -262,7 +259,8 @@ TEST_F(TaskRunnerTest, TimeoutKillsTheWholeProcessGroup) {
   launch.timeoutMs = 500;
   runner.launch(launch);
   const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-1-0" / "grandchild.pid";
-  ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }));
+  ASSERT_TRUE(
+      eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }, kBound));
   const pid_t grandchild = std::stoi(readFile(pidFile));
 
   std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
@@ -271,7 +269,7 @@ TEST_F(TaskRunnerTest, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_EQ(updates[0].reason, "timed out after 500ms");
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
   EXPECT_GE(updates[0].durationMs, 500);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }))
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound))
       << "grandchild " << grandchild << " survived the timeout";
 }
 
@@ -295,7 +293,7 @@ TEST_F(TaskRunnerTest, LeftoverProcessesGoWhenTheTaskEnds) {
       runOne(runner, commandTask(1, "sleep 60 & echo $! > leftover.pid; exit 0"));
   EXPECT_EQ(update.state, "FINISHED");
   const pid_t leftover = std::stoi(readFile(workDir_.path() / "tasks" / "s1-1-0" / "leftover.pid"));
-  EXPECT_TRUE(eventually([&] { return processGone(leftover); }));
+  EXPECT_TRUE(eventually([&] { return processGone(leftover); }, kBound));
 }
 
 TEST_F(TaskRunnerTest, DestroyingTheRunnerKillsItsTasks) {
@@ -303,7 +301,8 @@ TEST_F(TaskRunnerTest, DestroyingTheRunnerKillsItsTasks) {
   {
     TaskRunner runner(options());
     runner.launch(commandTask(1, "echo $$ > task.pid; exec sleep 60"));
-    ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }));
+    ASSERT_TRUE(
+        eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }, kBound));
   }
   EXPECT_TRUE(processGone(std::stoi(readFile(pidFile))));
 }

@@ -12,10 +12,14 @@
 #include <utility>
 #include <vector>
 
-#include "../common/temp_dir.h"
 #include "deploy/am_submission.h"
 #include "deploy/embedded_cluster.h"
-#include "integration_support.h"
+#include "rest/http_client.h"
+#include "rest/json.h"
+#include "tests/support/files.h"
+#include "tests/support/polling.h"
+#include "tests/support/processes.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::testing_support {
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "common/config.h"
-#include "tests/common/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::rest {
 namespace {

@@ -15,16 +15,18 @@
 #include "deploy/nm/process_group.h"
 #include "deploy/nm/process_group_records.h"
 #include "rest/json.h"
-#include "tests/common/temp_dir.h"
 #include "tests/nm/nm_test_util.h"
+#include "tests/support/polling.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::nm {
 namespace {
 
+using testing::kBound;
 using testing::launchRequest;
-using testing::readFile;
 using testing::readPidFile;
-using testing::waitFor;
+using testing_support::eventually;
+using testing_support::readFile;
 
 constexpr DurationMs kCompletionBound = 10000;
 
@@ -96,7 +98,7 @@ TEST_F(ContainerManagerTest, AContainerLeadsItsOwnProcessGroup) {
   auto manager = startManager(options());
   const rest::ContainerReport started =
       manager->launch(launchRequest("pg", "ps -o pgid= -p $$ > pgid; sleep 60"));
-  ASSERT_TRUE(waitFor([&] { return readPidFile(containerDir("pg") / "pgid") != 0; }));
+  ASSERT_TRUE(eventually([&] { return readPidFile(containerDir("pg") / "pgid") != 0; }, kBound));
   EXPECT_EQ(readPidFile(containerDir("pg") / "pgid"), started.pid);
   EXPECT_NE(started.pid, ::getpgrp());
 }
@@ -106,10 +108,12 @@ TEST_F(ContainerManagerTest, StopKillsTheWholeProcessGroupAndReportsKilledByAppM
   const rest::ContainerReport started =
       manager->launch(launchRequest("stop1", "sleep 60 & echo $! > grandchild.pid; wait"));
   pid_t grandchild = 0;
-  ASSERT_TRUE(waitFor([&] {
-    grandchild = readPidFile(containerDir("stop1") / "grandchild.pid");
-    return grandchild != 0;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(containerDir("stop1") / "grandchild.pid");
+        return grandchild != 0;
+      },
+      kBound));
   EXPECT_FALSE(processGone(grandchild));
 
   const auto stopped = manager->stop("stop1", StopReason::kAppMaster, /*wait=*/true);
@@ -118,7 +122,7 @@ TEST_F(ContainerManagerTest, StopKillsTheWholeProcessGroupAndReportsKilledByAppM
   EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledByAppMaster);
   EXPECT_EQ(stopped->diagnostics, "stopped on request");
   EXPECT_TRUE(processGone(static_cast<pid_t>(started.pid)));
-  EXPECT_TRUE(waitFor([&] { return processGone(grandchild); }));
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound));
 }
 
 TEST_F(ContainerManagerTest, StopEscalatesToSigkillWhenSigtermIsIgnored) {
@@ -129,10 +133,12 @@ TEST_F(ContainerManagerTest, StopEscalatesToSigkillWhenSigtermIsIgnored) {
   manager->launch(
       launchRequest("stubborn", "trap '' TERM; sleep 60 & echo $! > grandchild.pid; wait"));
   pid_t grandchild = 0;
-  ASSERT_TRUE(waitFor([&] {
-    grandchild = readPidFile(containerDir("stubborn") / "grandchild.pid");
-    return grandchild != 0;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(containerDir("stubborn") / "grandchild.pid");
+        return grandchild != 0;
+      },
+      kBound));
   const auto before = std::chrono::steady_clock::now();
   const auto stopped = manager->stop("stubborn", StopReason::kAppMaster, /*wait=*/true);
   const auto took = std::chrono::steady_clock::now() - before;
@@ -140,7 +146,7 @@ TEST_F(ContainerManagerTest, StopEscalatesToSigkillWhenSigtermIsIgnored) {
   EXPECT_EQ(stopped->state, "COMPLETE");
   EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledByAppMaster);
   EXPECT_GE(took, std::chrono::milliseconds(300));
-  EXPECT_TRUE(waitFor([&] { return processGone(grandchild); }));
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound));
 }
 
 TEST_F(ContainerManagerTest, StopForTheResourceManagerKeepsTheExitItGets) {
@@ -160,7 +166,7 @@ TEST_F(ContainerManagerTest, WhatAContainerLeavesInItsGroupEndsWithIt) {
   EXPECT_EQ(manager->report("leaver")->exitStatus, 0);
   const pid_t grandchild = readPidFile(containerDir("leaver") / "grandchild.pid");
   ASSERT_NE(grandchild, 0);
-  EXPECT_TRUE(waitFor([&] { return processGone(grandchild); }));
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound));
 }
 
 TEST_F(ContainerManagerTest, ASignalEndReportsOneHundredTwentyEightPlusTheSignal) {
@@ -189,7 +195,7 @@ TEST_F(ContainerManagerTest, WatchdogKillsAContainerOverItsMemory) {
 TEST_F(ContainerManagerTest, WatchdogLeavesAContainerWithinItsMemoryAloneAndReportsUsage) {
   auto manager = startManager(options(MemoryEnforcement::kWatchdog));
   manager->launch(launchRequest("small", "sleep 60", /*memoryMb=*/64));
-  EXPECT_TRUE(waitFor([&] { return manager->report("small")->memoryUsedMb > 0; }));
+  EXPECT_TRUE(eventually([&] { return manager->report("small")->memoryUsedMb > 0; }, kBound));
   EXPECT_EQ(manager->report("small")->state, "RUNNING");
 }
 
@@ -227,9 +233,10 @@ TEST_F(ContainerManagerTest, CgroupModeJoinsTheContainersCgroupAndReportsAnOomKi
       manager->launch(launchRequest("boxed", "echo \"$TIDE_CONTAINER_ID\"; sleep 60", 64));
   const std::filesystem::path group = root / "tide-nm-test" / "boxed";
   EXPECT_EQ(readFile(group / "memory.max"), std::to_string(64 * 1024 * 1024));
-  ASSERT_TRUE(waitFor([&] { return readPidFile(group / "cgroup.procs") != 0; }));
+  ASSERT_TRUE(eventually([&] { return readPidFile(group / "cgroup.procs") != 0; }, kBound));
   EXPECT_EQ(readPidFile(group / "cgroup.procs"), started.pid);
-  ASSERT_TRUE(waitFor([&] { return readFile(containerDir("boxed") / "stdout") == "boxed\n"; }));
+  ASSERT_TRUE(
+      eventually([&] { return readFile(containerDir("boxed") / "stdout") == "boxed\n"; }, kBound));
 
   std::ofstream(group / "memory.events") << "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n";
   const auto stopped = manager->stop("boxed", StopReason::kResourceManager, /*wait=*/true);
@@ -256,7 +263,7 @@ TEST_F(ContainerManagerTest, StartKillsProcessGroupsRecordedByAPreviousRun) {
   auto manager = startManager(options());
   // The orphan is this test's own child, so reaping it here tells how it ended.
   int status = 0;
-  ASSERT_TRUE(waitFor([&] { return ::waitpid(orphan, &status, WNOHANG) == orphan; }));
+  ASSERT_TRUE(eventually([&] { return ::waitpid(orphan, &status, WNOHANG) == orphan; }, kBound));
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
   EXPECT_FALSE(std::filesystem::exists(workDir + "/.containers/old_container.pgid"));

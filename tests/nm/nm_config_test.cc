@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/command_line.h"
+#include "tests/support/errors.h"
 
 namespace tide::nm {
 namespace {
@@ -23,12 +24,7 @@ NodeManagerConfig configFrom(const std::vector<std::string>& confs) {
 }
 
 std::string errorOf(const std::vector<std::string>& confs) {
-  try {
-    configFrom(confs);
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
+  return testing_support::messageOf<ConfigError>([&] { configFrom(confs); });
 }
 
 TEST(NodeManagerConfigTest, Defaults) {

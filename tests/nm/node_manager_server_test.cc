@@ -8,8 +8,8 @@
 
 #include "rest/http_client.h"
 #include "rest/json.h"
-#include "tests/common/temp_dir.h"
 #include "tests/nm/nm_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::nm {
 namespace {

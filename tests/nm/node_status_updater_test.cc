@@ -9,16 +9,18 @@
 #include <memory>
 
 #include "rest/http_server.h"
-#include "tests/common/temp_dir.h"
 #include "tests/nm/fake_resource_manager.h"
 #include "tests/nm/nm_test_util.h"
+#include "tests/support/polling.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::nm {
 namespace {
 
 using testing::FakeResourceManager;
+using testing::kBound;
 using testing::launchRequest;
-using testing::waitFor;
+using testing_support::eventually;
 
 class NodeStatusUpdaterTest : public ::testing::Test {
  protected:
@@ -156,7 +158,7 @@ TEST_F(NodeStatusUpdaterTest, TheLoopThreadRegistersAndHeartbeatsUntilStopped) {
   FakeResourceManager rm("s", 50);
   auto loop = updater(rm.url());
   loop->start();
-  EXPECT_TRUE(waitFor([&] { return rm.heartbeats().size() >= 3; }));
+  EXPECT_TRUE(eventually([&] { return rm.heartbeats().size() >= 3; }, kBound));
   // stop() wakes the loop out of its wait instead of letting the interval run out.
   const auto before = std::chrono::steady_clock::now();
   loop->stop();

@@ -17,9 +17,10 @@
 #include "deploy/nm/process_group.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
-#include "tests/common/temp_dir.h"
 #include "tests/nm/fake_resource_manager.h"
 #include "tests/nm/nm_test_util.h"
+#include "tests/support/polling.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -27,10 +28,11 @@ namespace tide::nm {
 namespace {
 
 using testing::FakeResourceManager;
+using testing::kBound;
 using testing::launchRequest;
-using testing::readFile;
 using testing::readPidFile;
-using testing::waitFor;
+using testing_support::eventually;
+using testing_support::readFile;
 
 // One tide-nm process, output in a log file; killed if the test leaves it running.
 class NmProcess {
@@ -61,7 +63,7 @@ class NmProcess {
   void signal(int signal) const { ::kill(pid_, signal); }
   // The wait status once it exited within `bound`.
   std::optional<int> waitExit(std::chrono::milliseconds bound = std::chrono::seconds(15)) {
-    waitFor(
+    eventually(
         [&] {
           int status = 0;
           if (::waitpid(pid_, &status, WNOHANG) == pid_) exitStatus_ = status;
@@ -102,12 +104,14 @@ class TideNmBinaryTest : public ::testing::Test {
   // The port the NM wrote once it was serving, or 0 when it did not within the bound.
   int waitForPort(const std::string& portFile) const {
     int port = 0;
-    waitFor([&] {
-      const std::string text = readFile(portFile);
-      if (text.empty() || text.back() != '\n') return false;
-      port = std::stoi(text);
-      return true;
-    });
+    eventually(
+        [&] {
+          const std::string text = readFile(portFile);
+          if (text.empty() || text.back() != '\n') return false;
+          port = std::stoi(text);
+          return true;
+        },
+        kBound);
     return port;
   }
 
@@ -141,7 +145,8 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
             std::string::npos);
   EXPECT_NE(readFile(path("nm.log")).find("memory enforcement: watchdog"), std::string::npos);
 
-  ASSERT_TRUE(waitFor([&] { return !rm_.registrations().empty(); })) << readFile(path("nm.log"));
+  ASSERT_TRUE(eventually([&] { return !rm_.registrations().empty(); }, kBound))
+      << readFile(path("nm.log"));
   const rest::NodeRegistration registration = rm_.registrations()[0];
   EXPECT_EQ(registration.host, "127.0.0.1");
   EXPECT_EQ(registration.port, port);
@@ -150,10 +155,12 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
 
   auto client = clientFor(port);
   // The NM takes container calls once it registered; the fake RM has seen that by now.
-  ASSERT_TRUE(waitFor([&] {
-    return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-           std::string::npos;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+               std::string::npos;
+      },
+      kBound));
   const auto quick = launch(*client, "quick", "echo hello; exit 7");
   ASSERT_EQ(quick.status, 201) << quick.body;
   const auto lasting = launch(*client, "lasting", "sleep 60 & echo $! > grandchild.pid; wait");
@@ -161,10 +168,13 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
   const pid_t lastingPid =
       static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(lasting.body)).pid);
 
-  ASSERT_TRUE(waitFor([&] {
-    const auto status = rm_.lastStatusOf("quick");
-    return status && status->state == "COMPLETE";
-  })) << readFile(path("nm.log"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto status = rm_.lastStatusOf("quick");
+        return status && status->state == "COMPLETE";
+      },
+      kBound))
+      << readFile(path("nm.log"));
   EXPECT_EQ(rm_.lastStatusOf("quick")->exitStatus, 7);
   EXPECT_EQ(rm_.lastStatusOf("quick")->diagnostics, "exited with code 7");
   EXPECT_EQ(readFile(containerFile("quick", "stdout")), "hello\n");
@@ -172,17 +182,20 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
   EXPECT_EQ(rm_.heartbeats().back().authorization, "Bearer e2e-node-secret");
 
   pid_t grandchild = 0;
-  ASSERT_TRUE(waitFor([&] {
-    grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
-    return grandchild != 0;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
+        return grandchild != 0;
+      },
+      kBound));
   EXPECT_FALSE(processGone(grandchild));
 
   nm.signal(SIGTERM);
   const std::optional<int> exit = nm.waitExit();
   ASSERT_TRUE(exit.has_value()) << readFile(path("nm.log"));
   EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
-  EXPECT_TRUE(waitFor([&] { return processGone(lastingPid) && processGone(grandchild); }));
+  EXPECT_TRUE(
+      eventually([&] { return processGone(lastingPid) && processGone(grandchild); }, kBound));
 }
 
 TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
@@ -193,17 +206,21 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
     const int port = waitForPort(path("port1"));
     ASSERT_GT(port, 0) << readFile(path("nm1.log"));
     auto client = clientFor(port);
-    ASSERT_TRUE(waitFor([&] {
-      return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-             std::string::npos;
-    }));
+    ASSERT_TRUE(eventually(
+        [&] {
+          return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+                 std::string::npos;
+        },
+        kBound));
     const auto started = launch(*client, "orphan", "sleep 60 & echo $! > grandchild.pid; wait");
     ASSERT_EQ(started.status, 201) << started.body;
     leader = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
-    ASSERT_TRUE(waitFor([&] {
-      grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
-      return grandchild != 0;
-    }));
+    ASSERT_TRUE(eventually(
+        [&] {
+          grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
+          return grandchild != 0;
+        },
+        kBound));
     crashing.signal(SIGKILL);
     ASSERT_TRUE(crashing.waitExit().has_value());
   }
@@ -214,7 +231,7 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   NmProcess restarted(nmArgs(path("port2")), path("nm2.log"));
   ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
   // The port file is written after the cleanup, so the kill has been sent by now.
-  EXPECT_TRUE(waitFor([&] { return processGone(leader) && processGone(grandchild); }));
+  EXPECT_TRUE(eventually([&] { return processGone(leader) && processGone(grandchild); }, kBound));
   EXPECT_NE(readFile(path("nm2.log")).find("left behind by a previous node manager"),
             std::string::npos);
   restarted.signal(SIGTERM);

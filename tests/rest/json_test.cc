@@ -6,22 +6,13 @@
 #include <limits>
 #include <string>
 
+#include "tests/support/errors.h"
+
 namespace tide::rest {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Runs `action` and returns the message of the exception of type E it throws.
-template <typename E, typename F>
-std::string messageOf(F&& action) {
-  try {
-    action();
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
+using testing_support::expectedMessageOf;
 
 TEST(ParseJson, AcceptsADocument) {
   rapidjson::Document doc = parseJson(R"({"a": [1, 2.5, "x", true, null]})");
@@ -42,11 +33,11 @@ TEST(ParseJson, NamesOffsetAndProblem) {
 }
 
 TEST(ParseJson, RejectsTrailingGarbageEmptyTextAndBadUtf8) {
-  EXPECT_THAT(messageOf<JsonParseError>([] { parseJson("{} x"); }),
+  EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson("{} x"); }),
               HasSubstr("must not be followed by other values"));
-  EXPECT_THAT(messageOf<JsonParseError>([] { parseJson(""); }),
+  EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson(""); }),
               HasSubstr("offset 0: The document is empty"));
-  EXPECT_THAT(messageOf<JsonParseError>([] { parseJson("\"\xff\""); }),
+  EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson("\"\xff\""); }),
               HasSubstr("Invalid encoding"));
 }
 
@@ -79,7 +70,7 @@ TEST(JsonFields, ReadsEveryType) {
 
 TEST(JsonFields, MissingFieldIsNamed) {
   auto doc = parseJson(R"({"name":"x"})");
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { requireString(doc, "application-id"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { requireString(doc, "application-id"); }),
             "field 'application-id': missing");
   try {
     requireString(doc, "application-id");
@@ -92,10 +83,11 @@ TEST(JsonFields, NestedMistypedFieldNamesFullPath) {
   auto doc = parseJson(R"({"resource":{"memory":"4g","cores":2}})");
   JsonObjectReader resource = JsonObjectReader(doc).requireObject("resource");
   EXPECT_EQ(resource.requireInt("cores"), 2);
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { resource.requireInt("memory"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { resource.requireInt("memory"); }),
             "field 'resource.memory': expected an integer, got a string");
   // The one-shot form takes the parent path explicitly.
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { requireInt64(doc["resource"], "memory", "resource"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>(
+                [&] { requireInt64(doc["resource"], "memory", "resource"); }),
             "field 'resource.memory': expected an integer, got a string");
 }
 
@@ -103,24 +95,24 @@ TEST(JsonFields, ArrayElementsNameTheirIndex) {
   auto doc = parseJson(R"({"executors":[{"id":"e1"},{"id":7}]})");
   JsonArrayReader executors = JsonObjectReader(doc).requireArray("executors");
   EXPECT_EQ(executors.objectAt(0).requireString("id"), "e1");
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { executors.objectAt(1).requireString("id"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { executors.objectAt(1).requireString("id"); }),
             "field 'executors[1].id': expected a string, got an integer");
-  EXPECT_THAT(messageOf<JsonFieldError>([&] { executors.at(2); }),
+  EXPECT_THAT(expectedMessageOf<JsonFieldError>([&] { executors.at(2); }),
               HasSubstr("field 'executors[2]': missing"));
 }
 
 TEST(JsonFields, RejectsWrongNumberKinds) {
   auto doc = parseJson(R"({"f":1.5,"huge":5000000000,"neg":-1,"u":18446744073709551615})");
   JsonObjectReader reader(doc);
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { reader.requireInt("f"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { reader.requireInt("f"); }),
             "field 'f': expected an integer, got a floating-point number");
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { reader.requireInt("huge"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { reader.requireInt("huge"); }),
             "field 'huge': integer out of range: 5000000000");
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { reader.requireInt64("u"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { reader.requireInt64("u"); }),
             "field 'u': integer out of range: 18446744073709551615");
-  EXPECT_THAT(messageOf<JsonFieldError>([&] { reader.requireUint64("neg"); }),
+  EXPECT_THAT(expectedMessageOf<JsonFieldError>([&] { reader.requireUint64("neg"); }),
               HasSubstr("expected a non-negative integer"));
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { reader.requireBool("f"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { reader.requireBool("f"); }),
             "field 'f': expected a boolean, got a floating-point number");
 }
 
@@ -136,13 +128,13 @@ TEST(JsonFields, OptionalFieldsTakeDefaultsWhenMissingOrNull) {
   EXPECT_FALSE(JsonObjectReader(doc).optionalObject("absent").has_value());
   EXPECT_FALSE(JsonObjectReader(doc).optionalArray("n").has_value());
   // Present with the wrong type is still an error: a typo'd value must not pass silently.
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { optionalString(doc, "wrong", "dflt"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { optionalString(doc, "wrong", "dflt"); }),
             "field 'wrong': expected a string, got an integer");
 }
 
 TEST(JsonFields, RootMustBeAnObject) {
   auto doc = parseJson("[1]");
-  EXPECT_EQ(messageOf<JsonFieldError>([&] { requireString(doc, "x"); }),
+  EXPECT_EQ(expectedMessageOf<JsonFieldError>([&] { requireString(doc, "x"); }),
             "JSON document: expected an object, got an array");
 }
 

@@ -18,29 +18,21 @@
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
 #include "rest/messages/credentials.h"
-#include "tests/common/temp_dir.h"
-#include "tests/rm/child_processes.h"
+#include "tests/support/child_processes.h"
+#include "tests/support/polling.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::rm {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_support::eventually;
 namespace fs = std::filesystem;
 
 constexpr auto kBound = std::chrono::seconds(30);
 
 std::string bin(const std::string& name) {
   return std::string(TIDE_BIN_DIR) + "/" + name;
-}
-
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds bound = kBound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
 }
 
 int readPort(const fs::path& file) {
@@ -89,7 +81,7 @@ class RmIntegrationTest : public ::testing::Test {
     rmArgs.push_back("--port-file");
     rmArgs.push_back((dir_.path() / "rm.port").string());
     processes_.start(rmArgs, (dir_.path() / "rm.log").string());
-    ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / "rm.port") > 0; }))
+    ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / "rm.port") > 0; }, kBound))
         << processes_.logs();
     rmUrl_ = "http://127.0.0.1:" + std::to_string(readPort(dir_.path() / "rm.port"));
     rest::HttpClientOptions admin;
@@ -106,11 +98,12 @@ class RmIntegrationTest : public ::testing::Test {
            "--conf", "rm.secretFile=" + secretFile_, "--port-file",
            (dir_.path() / (name + ".port")).string()},
           (dir_.path() / (name + ".log")).string());
-      ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / (name + ".port")) > 0; }))
+      ASSERT_TRUE(eventually([&] { return readPort(dir_.path() / (name + ".port")) > 0; }, kBound))
           << processes_.logs();
       nodeManagers_["127.0.0.1:" + std::to_string(readPort(dir_.path() / (name + ".port")))] = pid;
     }
-    ASSERT_TRUE(eventually([&] { return metrics().activeNodes == nodes; })) << processes_.logs();
+    ASSERT_TRUE(eventually([&] { return metrics().activeNodes == nodes; }, kBound))
+        << processes_.logs();
   }
 
   rest::ClusterMetrics metrics() {
@@ -159,7 +152,7 @@ class RmIntegrationTest : public ::testing::Test {
   }
 
   bool waitEvent(const std::string& appId, const std::string& prefix) {
-    return eventually([&] { return hasEvent(appId, prefix); });
+    return eventually([&] { return hasEvent(appId, prefix); }, kBound);
   }
 
   void go(const std::string& appId, const std::string& step) {
@@ -216,7 +209,7 @@ class RmIntegrationTest : public ::testing::Test {
   }
 
   testing_support::TempDir dir_;
-  testing::ChildProcesses processes_;
+  testing_support::ChildProcesses processes_;
   std::string rmUrl_;
   std::string secretFile_;
   std::unique_ptr<rest::HttpClient> rm_;
@@ -230,7 +223,7 @@ TEST_F(RmIntegrationTest, SpreadOutLifecycleReleaseAndFinish) {
   const std::string id = submit("normal", 3);
 
   ASSERT_TRUE(waitEvent(id, "registered")) << processes_.logs();
-  ASSERT_TRUE(eventually([&] { return app(id).state == "RUNNING"; }));
+  ASSERT_TRUE(eventually([&] { return app(id).state == "RUNNING"; }, kBound));
   auto report = app(id);
   EXPECT_EQ(report.currentAppAttemptId, "appattempt_" + id.substr(12) + "_000001");
   EXPECT_EQ(report.runningContainers, 1);
@@ -264,16 +257,16 @@ TEST_F(RmIntegrationTest, SpreadOutLifecycleReleaseAndFinish) {
     ASSERT_EQ(completed.count(allocation.containerId), 1u) << allocation.containerId;
     EXPECT_EQ(completed.at(allocation.containerId).first, rest::exit_status::kAborted);
   }
-  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 1; }));
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 1; }, kBound));
 
   go(id, "finish");
-  ASSERT_TRUE(eventually([&] { return app(id).state == "FINISHED"; }));
+  ASSERT_TRUE(eventually([&] { return app(id).state == "FINISHED"; }, kBound));
   report = app(id);
   EXPECT_EQ(report.finalStatus, "SUCCEEDED");
   EXPECT_EQ(report.diagnostics, "script done");
   EXPECT_GT(report.finishedTime, 0);
   // The AM process exits; its node reports it and the RM frees it.
-  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }));
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound));
   cluster = metrics();
   EXPECT_EQ(cluster.appsCompleted, 1);
   EXPECT_EQ(cluster.appsRunning, 0);
@@ -298,11 +291,11 @@ TEST_F(RmIntegrationTest, PackedPlacementAndKill) {
   EXPECT_EQ(app(id).state, "KILLED");
   EXPECT_EQ(app(id).finalStatus, "KILLED");
   // The node managers stop everything: the AM and the executors.
-  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }))
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound))
       << metrics().containersAllocated;
   EXPECT_EQ(metrics().appsKilled, 1);
   for (const Allocation& allocation : granted) {
-    EXPECT_TRUE(eventually([&] { return ::kill(allocation.pid, 0) != 0; }))
+    EXPECT_TRUE(eventually([&] { return ::kill(allocation.pid, 0) != 0; }, kBound))
         << "container process " << allocation.pid << " still runs";
   }
 }
@@ -310,7 +303,7 @@ TEST_F(RmIntegrationTest, PackedPlacementAndKill) {
 TEST_F(RmIntegrationTest, CrashingAmIsRetriedThenTheApplicationFails) {
   startCluster({"rm.nodeExpiry=5s"});
   const std::string id = submit("crash", 0);
-  ASSERT_TRUE(eventually([&] { return app(id).state == "FAILED"; })) << processes_.logs();
+  ASSERT_TRUE(eventually([&] { return app(id).state == "FAILED"; }, kBound)) << processes_.logs();
   const auto report = app(id);
   EXPECT_EQ(report.finalStatus, "FAILED");
   EXPECT_EQ(report.currentAppAttemptId, "appattempt_" + id.substr(12) + "_000002");
@@ -320,7 +313,7 @@ TEST_F(RmIntegrationTest, CrashingAmIsRetriedThenTheApplicationFails) {
   for (const std::string& line : events(id)) registrations += line.rfind("registered", 0) == 0;
   EXPECT_EQ(registrations, 2);
   EXPECT_EQ(metrics().appsFailed, 1);
-  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }));
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound));
 }
 
 TEST_F(RmIntegrationTest, ContainersOfAKilledNodeComeBackToTheAmAsLost) {
@@ -348,7 +341,7 @@ TEST_F(RmIntegrationTest, ContainersOfAKilledNodeComeBackToTheAmAsLost) {
     sawLost = true;
   }
   EXPECT_TRUE(sawLost);
-  EXPECT_TRUE(eventually([&] { return app(id).state == "FINISHED"; }));
+  EXPECT_TRUE(eventually([&] { return app(id).state == "FINISHED"; }, kBound));
   const auto cluster = metrics();
   EXPECT_EQ(cluster.lostNodes, 1);
   EXPECT_EQ(cluster.activeNodes, 2);
@@ -390,7 +383,7 @@ TEST_F(RmIntegrationTest, BadRequestsUnknownAppsAndWrongTokens) {
   EXPECT_EQ(wrong.status, 401);
   EXPECT_THAT(message(wrong), HasSubstr("invalid AM token"));
   rm_->request("PUT", "/ws/v1/cluster/apps/" + id + "/state", R"({"state":"KILLED"})", jsonType);
-  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }));
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound));
 }
 
 }  // namespace

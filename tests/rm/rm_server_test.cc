@@ -15,22 +15,15 @@
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
 #include "rest/messages/node.h"
+#include "tests/support/polling.h"
 
 namespace tide::rm {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_support::eventually;
 
-// Polls `condition` every 10 ms for at most `bound`.
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds bound = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
-}
+constexpr std::chrono::milliseconds kBound = std::chrono::seconds(10);
 
 // Records what the RM sends to a node manager.
 class FakeNodeManager {
@@ -148,7 +141,7 @@ class RmServerTest : public ::testing::Test {
 TEST_F(RmServerTest, LaunchesTheAmOnItsNodeWithTokenAndEnvironment) {
   const std::string nodeId = registerNode();
   const std::string app = submitApp();
-  ASSERT_TRUE(eventually([&] { return !nodeManager_.launches().empty(); }));
+  ASSERT_TRUE(eventually([&] { return !nodeManager_.launches().empty(); }, kBound));
   const rest::ContainerLaunchRequest launch = nodeManager_.launches().at(0);
   EXPECT_EQ(launch.applicationId, app);
   EXPECT_EQ(launch.command, "sleep 100");
@@ -219,7 +212,7 @@ TEST_F(RmServerTest, LaunchesTheAmOnItsNodeWithTokenAndEnvironment) {
   ASSERT_EQ(killed.status, 200) << killed.body;
   auto state = call("GET", "/ws/v1/cluster/apps/" + app + "/state");
   EXPECT_EQ(rest::appStateFromJson(rest::parseJson(state.body)).state, "KILLED");
-  ASSERT_TRUE(eventually([&] { return !nodeManager_.deletes().empty(); }));
+  ASSERT_TRUE(eventually([&] { return !nodeManager_.deletes().empty(); }, kBound));
   EXPECT_EQ(nodeManager_.deletes().at(0).first, launch.containerId);
   EXPECT_EQ(nodeManager_.deletes().at(0).second, "Bearer " + nodeSecret_);
   EXPECT_EQ(call("POST", base + "/allocate", R"({"responseId": 1})", bearer).status, 409);

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/common/temp_dir.h"
+#include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -34,20 +35,11 @@ Result runTide(const std::string& args) {
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
   const int status = pclose(pipe);
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(errFile);
-  std::ostringstream text;
-  text << err.rdbuf();
-  result.err = text.str();
+  result.err = tide::testing_support::readFile(errFile);
   return result;
 }
 
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> all;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) all.push_back(line);
-  return all;
-}
+using tide::testing_support::lines;
 
 const std::string kExamples = std::string(TIDE_SOURCE_DIR) + "/examples/traces";
 

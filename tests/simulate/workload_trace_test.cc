@@ -5,6 +5,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/errors.h"
+
 namespace tide::allocation {
 namespace {
 
@@ -15,12 +17,7 @@ Trace parse(const std::string& text) {
 
 // The message a bad trace gets, or "" when it parses.
 std::string errorOf(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const TraceError& e) {
-    return e.what();
-  }
-  return "";
+  return testing_support::messageOf<TraceError>([&] { parse(text); });
 }
 
 const std::string kStage = R"({"t": 0, "type": "stage", "stage": "s1", "tasks": 2, "task_ms": 10})";

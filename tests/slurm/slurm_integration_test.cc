@@ -16,12 +16,17 @@
 #include <regex>
 #include <set>
 
-#include "../common/temp_dir.h"
-#include "../integration/integration_support.h"
 #include "am/slurm/rest_client.h"
 #include "am/slurm/slurm_client.h"
+#include "common/child_process.h"
 #include "deploy/slurm_submission.h"
+#include "rest/http_client.h"
+#include "rest/json.h"
 #include "rest/messages/credentials.h"
+#include "tests/support/files.h"
+#include "tests/support/polling.h"
+#include "tests/support/processes.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::deploy {
 namespace {

@@ -16,16 +16,15 @@
 #include "am/containers/container_allocator.h"
 #include "am/slurm/json.h"
 #include "rest/json.h"
+#include "tests/support/files.h"
 
 namespace tide::am {
 namespace {
 
 rapidjson::Document recorded(const std::string& name) {
-  std::ifstream in(std::string(TIDE_SLURM_DATA_DIR) + "/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_FALSE(text.str().empty()) << name;
-  return rest::parseJson(text.str());
+  const std::string text = testing_support::readFile(std::string(TIDE_SLURM_DATA_DIR) + "/" + name);
+  EXPECT_FALSE(text.empty()) << name;
+  return rest::parseJson(text);
 }
 
 const SlurmJob& jobById(const std::vector<SlurmJob>& jobs, int64_t id) {

@@ -8,13 +8,13 @@
 
 #include <thread>
 
-#include "../common/temp_dir.h"
 #include "am/bounds_reload.h"
 #include "am/status/allocation_history.h"
 #include "am/status/decision_log.h"
 #include "am/status/metrics.h"
 #include "common/config.h"
 #include "prometheus_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::am {
 namespace {
