@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -19,9 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/common/temp_dir.h"
-#include "tests/executor/executor_test_support.h"
 #include "tests/executor/fake_am.h"
+#include "tests/support/files.h"
+#include "tests/support/polling.h"
+#include "tests/support/processes.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::executor {
 namespace {
@@ -30,16 +31,11 @@ using rest::TaskLaunch;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing::FakeAm;
-using testing::pollUntil;
-using testing::processGone;
-using testing::readFile;
+using testing_support::eventually;
+using testing_support::processGone;
+using testing_support::readFile;
 
 constexpr milliseconds kBound{20000};
-
-template <typename Condition>
-bool eventually(Condition condition, milliseconds bound = kBound) {
-  return pollUntil(condition, bound);
-}
 
 // One tide-executor process in its own work dir, its stderr in executor.log there. Killed
 // (SIGKILL) and reaped when the test ends, whatever happened.
@@ -146,8 +142,8 @@ class TideExecutorTest : public ::testing::Test {
   }
 
   // Runs `count` noop tasks through one executor with `slots` slots; checks each came back
-  // FINISHED exactly once and returns the tasks per second.
-  double runNoopTasks(int count, int slots) {
+  // FINISHED exactly once. (How fast is bench/executor's business.)
+  void runNoopTasks(int count, int slots) {
     FakeAm am(FakeAm::Options{"test-secret", 200, slots});
     auto executor = startExecutor(
         am, {"--conf", "executor.cores=" + std::to_string(slots), "--conf", "log.level=warn"});
@@ -167,33 +163,22 @@ class TideExecutorTest : public ::testing::Test {
       EXPECT_EQ(updates.front().state, "FINISHED") << "task " << taskId;
     }
     EXPECT_EQ(am.badSyncs, 0);
-    const double seconds =
-        std::chrono::duration<double>(am.lastUpdateAt - am.firstLaunchAt).count();
-    return seconds > 0 ? count / seconds : 0;
   }
 
   tide::testing_support::TempDir workDir_;
 };
 
 TEST_F(TideExecutorTest, ThousandNoopTasksFinishExactlyOnceWithOneSlot) {
-  const double rate = runNoopTasks(1000, 1);
-  std::cout << "[ PERF     ] 1000 noop tasks, 1 slot: " << static_cast<int>(rate) << " tasks/s"
-            << std::endl;
+  runNoopTasks(1000, 1);
 }
 
 TEST_F(TideExecutorTest, ThousandNoopTasksFinishExactlyOnceWithEightSlots) {
-  const double rate = runNoopTasks(1000, 8);
-  std::cout << "[ PERF     ] 1000 noop tasks, 8 slots: " << static_cast<int>(rate) << " tasks/s"
-            << std::endl;
+  runNoopTasks(1000, 8);
 }
 
+// The volume bench/executor measures the rate with: every task done exactly once.
 TEST_F(TideExecutorTest, NoopThroughput) {
-  for (int slots : {1, 8}) {
-    const double rate = runNoopTasks(20000, slots);
-    std::cout << "[ PERF     ] 20000 noop tasks, " << slots << (slots == 1 ? " slot: " : " slots: ")
-              << static_cast<int>(rate) << " tasks/s" << std::endl;
-    EXPECT_GT(rate, 500) << "far below the thousands per second the executor is built for";
-  }
+  for (int slots : {1, 8}) runNoopTasks(20000, slots);
 }
 
 TEST_F(TideExecutorTest, RegistersWithItsIdentity) {
@@ -321,7 +306,7 @@ TEST_F(TideExecutorTest, SigtermKillsTheTasksAndExits) {
   sleeper.argv = {"sh", "-c", "echo $$ > task.pid; exec sleep 60"};
   am.addTasks({sleeper});
   const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-0-0" / "task.pid";
-  ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }))
+  ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }, kBound))
       << executor->log();
   const pid_t task = std::stoi(readFile(pidFile));
 
@@ -329,7 +314,8 @@ TEST_F(TideExecutorTest, SigtermKillsTheTasksAndExits) {
   executor->signal(SIGTERM);
   EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
   EXPECT_LT(steady_clock::now() - signalledAt, milliseconds(5000));
-  EXPECT_TRUE(eventually([&] { return processGone(task); })) << "task " << task << " survived";
+  EXPECT_TRUE(eventually([&] { return processGone(task); }, kBound))
+      << "task " << task << " survived";
   EXPECT_NE(executor->log().find("SIGTERM"), std::string::npos) << executor->log();
 }
 
