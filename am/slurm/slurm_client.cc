@@ -14,8 +14,8 @@ namespace {
 // MinJobAge, 300s by default, after their end; a job is listed from its submission on).
 constexpr int kMissingPollsBeforeLost = 3;
 constexpr char kContainerIdPrefix[] = "slurm-job-";
-constexpr std::chrono::milliseconds kFirstSubmitBackoff{1000};
-constexpr std::chrono::milliseconds kMaxSubmitBackoff{30000};
+constexpr DurationMs kFirstSubmitBackoff = 1000;
+constexpr DurationMs kMaxSubmitBackoff = 30000;
 // Variables of the AM's environment every executor gets too: slurmrestd starts a job with
 // only the environment it is given (plus Slurm's own SLURM_* variables).
 constexpr const char* kInheritedVariables[] = {"PATH",   "HOME",   "LANG",
@@ -58,12 +58,12 @@ std::string slurmContainerId(int64_t jobId) {
 }
 
 SlurmClient::SlurmClient(SlurmBackendSettings settings, std::string applicationId,
-                         std::optional<int64_t> amJobId)
+                         std::optional<int64_t> amJobId, const Clock* clock)
     : settings_(std::move(settings)),
       applicationId_(std::move(applicationId)),
       amJobId_(amJobId),
-      workDir_(settings_.workDir.empty() ? "/tmp/tide-slurm-" + applicationId_
-                                         : settings_.workDir) {
+      workDir_(settings_.workDir.empty() ? "/tmp/tide-slurm-" + applicationId_ : settings_.workDir),
+      clock_(clock != nullptr ? *clock : steadyClock_) {
   slurm_ = std::make_unique<SlurmRestClient>(
       settings_.connection, [this](const std::string& line) { log_.warn() << line; });
 }
@@ -222,7 +222,7 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
 }
 
 void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {
-  if (rejected_ || std::chrono::steady_clock::now() < submitNotBefore_) return;
+  if (rejected_ || clock_.nowMs() < submitNotBefore_) return;
   std::vector<std::pair<std::string, std::string>> environment;
   for (const char* name : kInheritedVariables) {
     if (const char* value = std::getenv(name)) environment.emplace_back(name, value);
@@ -259,12 +259,12 @@ void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {
     } catch (const SlurmUnavailable& e) {
       submitBackoff_ =
           std::min(kMaxSubmitBackoff, std::max(kFirstSubmitBackoff, submitBackoff_ * 2));
-      submitNotBefore_ = std::chrono::steady_clock::now() + submitBackoff_;
+      submitNotBefore_ = clock_.nowMs() + submitBackoff_;
       log_.warn() << "could not submit executor job " << spec.name << " (trying again in "
-                  << submitBackoff_.count() << " ms): " << e.what();
+                  << submitBackoff_ << " ms): " << e.what();
       return;
     }
-    submitBackoff_ = std::chrono::milliseconds(0);
+    submitBackoff_ = 0;
     ++nextExecutorNumber_;
     ExecutorJob job;
     job.jobId = jobId;

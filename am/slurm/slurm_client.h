@@ -22,6 +22,7 @@
 
 #include "am/containers/resource_manager_client.h"
 #include "am/slurm/rest_client.h"
+#include "common/clock.h"
 #include "common/logging.h"
 
 namespace tide {
@@ -55,9 +56,10 @@ std::string slurmContainerId(int64_t jobId);
 class SlurmClient final : public ResourceManagerClient {
  public:
   // amJobId: the Slurm job the AM itself runs in, if any (tide submit --master slurm+...):
-  // its comment gets the AM's status URL, then the final status.
+  // its comment gets the AM's status URL, then the final status. `clock` (null: a steady
+  // clock) times the backoff after a failed submission; it must outlive the client.
   SlurmClient(SlurmBackendSettings settings, std::string applicationId,
-              std::optional<int64_t> amJobId = std::nullopt);
+              std::optional<int64_t> amJobId = std::nullopt, const Clock* clock = nullptr);
   // Cancels whatever is still live if unregister was never called (the AM failed to start).
   ~SlurmClient() override;
 
@@ -100,8 +102,10 @@ class SlurmClient final : public ResourceManagerClient {
   std::set<int64_t> cancelQueue_;        // cancellations not yet delivered
   int nextExecutorNumber_ = 1;
   bool rejected_ = false;  // Slurm refused the executor job: submit no more
-  std::chrono::steady_clock::time_point submitNotBefore_{};
-  std::chrono::milliseconds submitBackoff_{0};
+  SteadyClock steadyClock_;
+  const Clock& clock_;          // steadyClock_ unless one was given
+  TimeMs submitNotBefore_ = 0;  // on clock_: no submission before this after a failure
+  DurationMs submitBackoff_ = 0;
   bool unregistered_ = false;
 };
 

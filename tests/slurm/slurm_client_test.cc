@@ -8,9 +8,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "../common/temp_dir.h"
 #include "am/slurm/slurm_client.h"
+#include "common/clock.h"
 #include "fake_slurmrestd.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::am {
 namespace {
@@ -30,7 +31,7 @@ class SlurmClientTest : public ::testing::Test {
     settings.connection.tokenFile = tokenFile;
     settings.partition = partition;
     settings.workDir = (dir.path() / "work").string();
-    auto backend = std::make_unique<SlurmClient>(settings, "app-7");
+    auto backend = std::make_unique<SlurmClient>(settings, "app-7", std::nullopt, &clock);
     backend->setExecutorTemplate({"exec '/opt/tide/bin/tide-executor' --conf 'executor.cores=1'",
                                   {{"TIDE_AM_ADDRESS", "http://127.0.0.1:4040"},
                                    {"TIDE_APP_SECRET", "the-secret"},
@@ -47,6 +48,7 @@ class SlurmClientTest : public ::testing::Test {
     return a;
   }
 
+  ManualClock clock{1000000};  // times the submission backoff
   testing_support::TempDir dir;
   std::string tokenFile = dir.writeFile("jwt", "SLURM_JWT=token-one\n");
   FakeSlurmrestd fake;
@@ -181,10 +183,13 @@ TEST_F(SlurmClientTest, AnUnavailableSlurmIsRetriedLaterNotFatal) {
   fake.failSubmits(1);
   EXPECT_NO_THROW(backend->heartbeat(ask(1)));
   EXPECT_TRUE(fake.jobs().empty());
-  // Within the backoff nothing is sent again.
+  // Within the backoff (1 s after the first failure) nothing is sent again.
   backend->heartbeat(ask(1));
   EXPECT_TRUE(fake.jobs().empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  clock.advance(999);
+  backend->heartbeat(ask(1));
+  EXPECT_TRUE(fake.jobs().empty());
+  clock.advance(1);
   backend->heartbeat(ask(1));
   EXPECT_EQ(fake.jobs().size(), 1u);
 
