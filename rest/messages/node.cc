@@ -9,76 +9,126 @@
 
 #include "common/strings.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
+#include "rest/messages/resource_fields.h"
 
 namespace tide::rest {
 namespace {
 
-constexpr char kRunning[] = "RUNNING";
-constexpr char kComplete[] = "COMPLETE";
+using json_check::nonEmpty;
 
-// ---------------------------------------------------------------------------------------------
-// Writers: each writes one value into a stream, so nested messages compose without copies.
-
-void writeResource(JsonWriter& out, const Resource& value) {
-  out.startObject().field("memory", value.memoryMb).field("vCores", value.vCores).endObject();
+JsonCheck<std::string> containerState() {
+  return json_check::oneOf({"RUNNING", "COMPLETE"}, true, "expected \"RUNNING\" or \"COMPLETE\"");
 }
 
-void writeContainerStatus(JsonWriter& out, const ContainerStatus& value) {
-  out.startObject()
-      .field("containerId", value.containerId)
-      .field("state", value.state)
-      .field("exitStatus", value.exitStatus)
-      .field("diagnostics", value.diagnostics)
-      .endObject();
+// Environment variables as a JSON object; execve() cannot carry a name with '=' or a NUL
+// anywhere in the entry.
+JsonFields<ContainerLaunchRequest>::Reader readEnvironment() {
+  return [](const JsonObjectReader& reader, ContainerLaunchRequest& request) {
+    auto environment = reader.optionalObject("environment");
+    if (!environment) return;
+    for (const auto& member : environment->value().GetObject()) {
+      const std::string name(member.name.GetString(), member.name.GetStringLength());
+      if (name.empty() || name.find_first_of(std::string("=\0", 2)) != std::string::npos) {
+        throw JsonFieldError(environment->fieldPath(name),
+                             "is not a valid environment variable name");
+      }
+      std::string value = environment->requireString(name);
+      if (value.find('\0') != std::string::npos) {
+        throw JsonFieldError(environment->fieldPath(name), "must not contain a NUL character");
+      }
+      request.environment[name] = std::move(value);
+    }
+  };
 }
 
-void writeStringMap(JsonWriter& out, const std::map<std::string, std::string>& values) {
-  out.startObject();
-  for (const auto& [name, text] : values) out.field(name, text);
+void writeEnvironment(JsonWriter& out, const ContainerLaunchRequest& request) {
+  out.key("environment").startObject();
+  for (const auto& [name, text] : request.environment) out.field(name, text);
   out.endObject();
 }
 
-// ---------------------------------------------------------------------------------------------
-// Readers: the shared checks, each naming the field it refuses.
-
-std::string requireNonEmptyString(const JsonObjectReader& reader, std::string_view key) {
-  std::string value = reader.requireString(key);
-  if (value.empty()) throw JsonFieldError(reader.fieldPath(key), "must not be empty");
-  return value;
+const JsonFields<NodeRegistration>& nodeRegistrationFields() {
+  static const JsonFields<NodeRegistration> fields =
+      JsonFields<NodeRegistration>()
+          .required("host", &NodeRegistration::host, nonEmpty())
+          .required("port", &NodeRegistration::port, json_check::inRange(1, 65535, "a port"))
+          .object("capability", &NodeRegistration::capability, resourceFields());
+  return fields;
 }
 
-std::string requireContainerState(const JsonObjectReader& reader, std::string_view key) {
-  std::string state = reader.requireString(key);
-  if (state != kRunning && state != kComplete) {
-    throw JsonFieldError(reader.fieldPath(key),
-                         "expected \"RUNNING\" or \"COMPLETE\", got \"" + state + "\"");
-  }
-  return state;
+const JsonFields<NodeRegistrationResponse>& nodeRegistrationResponseFields() {
+  static const JsonFields<NodeRegistrationResponse> fields =
+      JsonFields<NodeRegistrationResponse>()
+          .required("nodeId", &NodeRegistrationResponse::nodeId, nonEmpty())
+          .required("nodeSecret", &NodeRegistrationResponse::nodeSecret, nonEmpty())
+          .optional("heartbeatIntervalMs", &NodeRegistrationResponse::heartbeatIntervalMs,
+                    NodeRegistrationResponse().heartbeatIntervalMs,
+                    json_check::positive<int64_t>());
+  return fields;
 }
 
-Resource readResource(const JsonObjectReader& reader) {
-  Resource resource;
-  resource.memoryMb = reader.requireInt64("memory");
-  if (resource.memoryMb < 0) {
-    throw JsonFieldError(reader.fieldPath("memory"), "must not be negative");
-  }
-  resource.vCores = reader.requireInt("vCores");
-  if (resource.vCores < 0) {
-    throw JsonFieldError(reader.fieldPath("vCores"), "must not be negative");
-  }
-  return resource;
+const JsonFields<ContainerStatus>& containerStatusFields() {
+  static const JsonFields<ContainerStatus> fields =
+      JsonFields<ContainerStatus>()
+          .required("containerId", &ContainerStatus::containerId, nonEmpty())
+          .required("state", &ContainerStatus::state, containerState())
+          .optional("exitStatus", &ContainerStatus::exitStatus, 0)
+          .optional("diagnostics", &ContainerStatus::diagnostics, "");
+  return fields;
 }
 
-ContainerStatus readContainerStatus(const JsonObjectReader& reader) {
-  ContainerStatus status;
-  status.containerId = requireNonEmptyString(reader, "containerId");
-  status.state = requireContainerState(reader, "state");
-  status.exitStatus = reader.optionalInt("exitStatus", 0);
-  status.diagnostics = reader.optionalString("diagnostics");
-  return status;
+const JsonFields<NodeHeartbeat>& nodeHeartbeatFields() {
+  static const JsonFields<NodeHeartbeat> fields = JsonFields<NodeHeartbeat>().objects(
+      "containers", &NodeHeartbeat::containers, containerStatusFields());
+  return fields;
+}
+
+const JsonFields<NodeHeartbeatResponse>& nodeHeartbeatResponseFields() {
+  static const JsonFields<NodeHeartbeatResponse> fields =
+      JsonFields<NodeHeartbeatResponse>()
+          .optional("containersToStop", &NodeHeartbeatResponse::containersToStop, {})
+          .optional("reRegister", &NodeHeartbeatResponse::reRegister, false);
+  return fields;
+}
+
+const JsonFields<ContainerLaunchRequest>& containerLaunchRequestFields() {
+  static const JsonFields<ContainerLaunchRequest> fields =
+      JsonFields<ContainerLaunchRequest>()
+          .required("containerId", &ContainerLaunchRequest::containerId, nonEmpty())
+          .required("applicationId", &ContainerLaunchRequest::applicationId, nonEmpty())
+          // The token usually travels in the X-Tide-Container-Token header instead.
+          .optional("token", &ContainerLaunchRequest::token, "")
+          .required("command", &ContainerLaunchRequest::command, nonEmpty())
+          .custom("environment", readEnvironment(), writeEnvironment)
+          .object("resource", &ContainerLaunchRequest::resource, resourceFields());
+  return fields;
+}
+
+const JsonFields<ContainerReport>& containerReportFields() {
+  static const JsonFields<ContainerReport> fields =
+      JsonFields<ContainerReport>()
+          .required("containerId", &ContainerReport::containerId, nonEmpty())
+          .required("applicationId", &ContainerReport::applicationId)
+          .required("state", &ContainerReport::state, containerState())
+          .optional("exitStatus", &ContainerReport::exitStatus, 0)
+          .optional("diagnostics", &ContainerReport::diagnostics, "")
+          .optional("pid", &ContainerReport::pid, 0)
+          .object("resource", &ContainerReport::resource, resourceFields(), /*required=*/false)
+          .optional("workDir", &ContainerReport::workDir, "")
+          .optional("memoryUsedMb", &ContainerReport::memoryUsedMb, 0);
+  return fields;
 }
 
 }  // namespace
+
+const JsonFields<Resource>& resourceFields() {
+  static const JsonFields<Resource> fields =
+      JsonFields<Resource>()
+          .required("memory", &Resource::memoryMb, json_check::notNegative<int64_t>())
+          .required("vCores", &Resource::vCores, json_check::notNegative<int>());
+  return fields;
+}
 
 std::string containerToken(const std::string& nodeSecret, const std::string& containerId) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -107,175 +157,50 @@ bool secretsEqual(const std::string& a, const std::string& b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Encoders
+// Encoders and decoders: the tables above.
 
 std::string toJson(const Resource& value) {
-  JsonWriter out;
-  writeResource(out, value);
-  return out.str();
+  return resourceFields().toJson(value);
 }
-
 std::string toJson(const NodeRegistration& value) {
-  JsonWriter out;
-  out.startObject().field("host", value.host).field("port", value.port).key("capability");
-  writeResource(out, value.capability);
-  out.endObject();
-  return out.str();
+  return nodeRegistrationFields().toJson(value);
 }
-
 std::string toJson(const NodeRegistrationResponse& value) {
-  JsonWriter out;
-  out.startObject()
-      .field("nodeId", value.nodeId)
-      .field("nodeSecret", value.nodeSecret)
-      .field("heartbeatIntervalMs", value.heartbeatIntervalMs)
-      .endObject();
-  return out.str();
+  return nodeRegistrationResponseFields().toJson(value);
 }
-
 std::string toJson(const NodeHeartbeat& value) {
-  JsonWriter out;
-  out.startObject().key("containers").startArray();
-  for (const ContainerStatus& status : value.containers) writeContainerStatus(out, status);
-  out.endArray().endObject();
-  return out.str();
+  return nodeHeartbeatFields().toJson(value);
 }
-
 std::string toJson(const NodeHeartbeatResponse& value) {
-  JsonWriter out;
-  out.startObject().key("containersToStop").startArray();
-  for (const std::string& id : value.containersToStop) out.value(id);
-  out.endArray().field("reRegister", value.reRegister).endObject();
-  return out.str();
+  return nodeHeartbeatResponseFields().toJson(value);
 }
-
 std::string toJson(const ContainerLaunchRequest& value) {
-  JsonWriter out;
-  out.startObject()
-      .field("containerId", value.containerId)
-      .field("applicationId", value.applicationId)
-      .field("token", value.token)
-      .field("command", value.command)
-      .key("environment");
-  writeStringMap(out, value.environment);
-  out.key("resource");
-  writeResource(out, value.resource);
-  out.endObject();
-  return out.str();
+  return containerLaunchRequestFields().toJson(value);
 }
-
 std::string toJson(const ContainerReport& value) {
-  JsonWriter out;
-  out.startObject()
-      .field("containerId", value.containerId)
-      .field("applicationId", value.applicationId)
-      .field("state", value.state)
-      .field("exitStatus", value.exitStatus)
-      .field("diagnostics", value.diagnostics)
-      .field("pid", value.pid)
-      .key("resource");
-  writeResource(out, value.resource);
-  out.field("workDir", value.workDir).field("memoryUsedMb", value.memoryUsedMb).endObject();
-  return out.str();
+  return containerReportFields().toJson(value);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Decoders
 
 Resource resourceFromJson(const rapidjson::Value& json, const std::string& path) {
-  return readResource(JsonObjectReader(json, path));
+  return resourceFields().read(JsonObjectReader(json, path));
 }
-
 NodeRegistration nodeRegistrationFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  NodeRegistration registration;
-  registration.host = requireNonEmptyString(reader, "host");
-  registration.port = reader.requireInt("port");
-  if (registration.port < 1 || registration.port > 65535) {
-    throw JsonFieldError(reader.fieldPath("port"),
-                         "expected a port in 1..65535, got " + std::to_string(registration.port));
-  }
-  registration.capability = readResource(reader.requireObject("capability"));
-  return registration;
+  return nodeRegistrationFields().read(JsonObjectReader(json));
 }
-
 NodeRegistrationResponse nodeRegistrationResponseFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  NodeRegistrationResponse response;
-  response.nodeId = requireNonEmptyString(reader, "nodeId");
-  response.nodeSecret = requireNonEmptyString(reader, "nodeSecret");
-  response.heartbeatIntervalMs =
-      reader.optionalInt64("heartbeatIntervalMs", response.heartbeatIntervalMs);
-  if (response.heartbeatIntervalMs <= 0) {
-    throw JsonFieldError(reader.fieldPath("heartbeatIntervalMs"), "must be positive");
-  }
-  return response;
+  return nodeRegistrationResponseFields().read(JsonObjectReader(json));
 }
-
 NodeHeartbeat nodeHeartbeatFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  NodeHeartbeat heartbeat;
-  JsonArrayReader containers = reader.requireArray("containers");
-  heartbeat.containers.reserve(containers.size());
-  for (size_t i = 0; i < containers.size(); ++i) {
-    heartbeat.containers.push_back(readContainerStatus(containers.objectAt(i)));
-  }
-  return heartbeat;
+  return nodeHeartbeatFields().read(JsonObjectReader(json));
 }
-
 NodeHeartbeatResponse nodeHeartbeatResponseFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  NodeHeartbeatResponse response;
-  if (auto toStop = reader.optionalArray("containersToStop")) {
-    response.containersToStop.reserve(toStop->size());
-    for (size_t i = 0; i < toStop->size(); ++i) {
-      response.containersToStop.push_back(toStop->stringAt(i));
-    }
-  }
-  response.reRegister = reader.optionalBool("reRegister", false);
-  return response;
+  return nodeHeartbeatResponseFields().read(JsonObjectReader(json));
 }
-
 ContainerLaunchRequest containerLaunchRequestFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  ContainerLaunchRequest request;
-  request.containerId = requireNonEmptyString(reader, "containerId");
-  request.applicationId = requireNonEmptyString(reader, "applicationId");
-  // The token usually travels in the X-Tide-Container-Token header instead.
-  request.token = reader.optionalString("token");
-  request.command = requireNonEmptyString(reader, "command");
-  if (auto environment = reader.optionalObject("environment")) {
-    for (const auto& member : environment->value().GetObject()) {
-      const std::string name(member.name.GetString(), member.name.GetStringLength());
-      // execve() cannot carry a name with '=' or a NUL anywhere in the entry.
-      if (name.empty() || name.find_first_of(std::string("=\0", 2)) != std::string::npos) {
-        throw JsonFieldError(environment->fieldPath(name),
-                             "is not a valid environment variable name");
-      }
-      std::string value = environment->requireString(name);
-      if (value.find('\0') != std::string::npos) {
-        throw JsonFieldError(environment->fieldPath(name), "must not contain a NUL character");
-      }
-      request.environment[name] = std::move(value);
-    }
-  }
-  request.resource = readResource(reader.requireObject("resource"));
-  return request;
+  return containerLaunchRequestFields().read(JsonObjectReader(json));
 }
-
 ContainerReport containerReportFromJson(const rapidjson::Value& json) {
-  JsonObjectReader reader(json);
-  ContainerReport report;
-  report.containerId = requireNonEmptyString(reader, "containerId");
-  report.applicationId = reader.requireString("applicationId");
-  report.state = requireContainerState(reader, "state");
-  report.exitStatus = reader.optionalInt("exitStatus", 0);
-  report.diagnostics = reader.optionalString("diagnostics");
-  report.pid = reader.optionalInt64("pid", 0);
-  if (auto resource = reader.optionalObject("resource")) report.resource = readResource(*resource);
-  report.workDir = reader.optionalString("workDir");
-  report.memoryUsedMb = reader.optionalInt64("memoryUsedMb", 0);
-  return report;
+  return containerReportFields().read(JsonObjectReader(json));
 }
 
 }  // namespace tide::rest
