@@ -33,59 +33,34 @@ namespace tide::rest {
 template <typename M>
 struct JsonValueCodec;
 
-template <>
-struct JsonValueCodec<std::string> {
-  static std::string require(const JsonObjectReader& r, std::string_view key) {
-    return r.requireString(key);
+// A JSON scalar read with one of JsonObjectReader's require/optional pairs.
+template <typename M, M (JsonObjectReader::*Require)(std::string_view) const,
+          M (JsonObjectReader::*Optional)(std::string_view, M) const>
+struct JsonScalarCodec {
+  static M require(const JsonObjectReader& r, std::string_view key) { return (r.*Require)(key); }
+  static M optional(const JsonObjectReader& r, std::string_view key, const M& fallback) {
+    return (r.*Optional)(key, fallback);
   }
-  static std::string optional(const JsonObjectReader& r, std::string_view key,
-                              const std::string& fallback) {
-    return r.optionalString(key, fallback);
-  }
-  static void write(JsonWriter& out, const std::string& value) { out.value(value); }
+  static void write(JsonWriter& out, const M& value) { out.value(value); }
 };
 
 template <>
-struct JsonValueCodec<int> {
-  static int require(const JsonObjectReader& r, std::string_view key) { return r.requireInt(key); }
-  static int optional(const JsonObjectReader& r, std::string_view key, int fallback) {
-    return r.optionalInt(key, fallback);
-  }
-  static void write(JsonWriter& out, int value) { out.value(value); }
-};
-
+struct JsonValueCodec<std::string> : JsonScalarCodec<std::string, &JsonObjectReader::requireString,
+                                                     &JsonObjectReader::optionalString> {};
 template <>
-struct JsonValueCodec<int64_t> {
-  static int64_t require(const JsonObjectReader& r, std::string_view key) {
-    return r.requireInt64(key);
-  }
-  static int64_t optional(const JsonObjectReader& r, std::string_view key, int64_t fallback) {
-    return r.optionalInt64(key, fallback);
-  }
-  static void write(JsonWriter& out, int64_t value) { out.value(value); }
-};
-
+struct JsonValueCodec<int>
+    : JsonScalarCodec<int, &JsonObjectReader::requireInt, &JsonObjectReader::optionalInt> {};
 template <>
-struct JsonValueCodec<double> {
-  static double require(const JsonObjectReader& r, std::string_view key) {
-    return r.requireDouble(key);
-  }
-  static double optional(const JsonObjectReader& r, std::string_view key, double fallback) {
-    return r.optionalDouble(key, fallback);
-  }
-  static void write(JsonWriter& out, double value) { out.value(value); }
+struct JsonValueCodec<int64_t>
+    : JsonScalarCodec<int64_t, &JsonObjectReader::requireInt64, &JsonObjectReader::optionalInt64> {
 };
-
 template <>
-struct JsonValueCodec<bool> {
-  static bool require(const JsonObjectReader& r, std::string_view key) {
-    return r.requireBool(key);
-  }
-  static bool optional(const JsonObjectReader& r, std::string_view key, bool fallback) {
-    return r.optionalBool(key, fallback);
-  }
-  static void write(JsonWriter& out, bool value) { out.value(value); }
+struct JsonValueCodec<double>
+    : JsonScalarCodec<double, &JsonObjectReader::requireDouble, &JsonObjectReader::optionalDouble> {
 };
+template <>
+struct JsonValueCodec<bool>
+    : JsonScalarCodec<bool, &JsonObjectReader::requireBool, &JsonObjectReader::optionalBool> {};
 
 // An array of strings; a missing or null optional one is the fallback (usually empty).
 template <>
@@ -357,3 +332,13 @@ class JsonFields {
 };
 
 }  // namespace tide::rest
+
+// The public codec pair of a message type over its table:
+//   std::string toJson(const Type&)   and   Type fromJsonName(const rapidjson::Value&)
+#define TIDE_JSON_CODEC(Type, fromJsonName, fieldsFunction) \
+  std::string toJson(const Type& value) {                   \
+    return fieldsFunction().toJson(value);                  \
+  }                                                         \
+  Type fromJsonName(const rapidjson::Value& json) {         \
+    return fieldsFunction().read(JsonObjectReader(json));   \
+  }

@@ -269,14 +269,6 @@ T wrappedFromJson(const rapidjson::Value& json, std::string_view key, const Json
 // ---------------------------------------------------------------------------------------------
 // Client API
 
-std::string toJson(const NewApplicationResponse& value) {
-  return newApplicationResponseFields().toJson(value);
-}
-
-NewApplicationResponse newApplicationResponseFromJson(const rapidjson::Value& json) {
-  return newApplicationResponseFields().read(JsonObjectReader(json));
-}
-
 std::string toJson(const ApplicationSubmission& value) {
   JsonWriter out;
   out.startObject()
@@ -348,14 +340,6 @@ std::vector<ApplicationReport> applicationReportsFromJson(const rapidjson::Value
   return wrappedListFromJson(json, "apps", "app", applicationReportFields());
 }
 
-std::string toJson(const AppStateMessage& value) {
-  return appStateFields().toJson(value);
-}
-
-AppStateMessage appStateFromJson(const rapidjson::Value& json) {
-  return appStateFields().read(JsonObjectReader(json));
-}
-
 std::string toJson(const ClusterMetrics& value) {
   return wrappedToJson("clusterMetrics", clusterMetricsFields(), value);
 }
@@ -383,56 +367,18 @@ ClusterInfo clusterInfoFromJson(const rapidjson::Value& json) {
 // ---------------------------------------------------------------------------------------------
 // ApplicationMaster protocol
 
-std::string toJson(const RegisterApplicationMasterRequest& value) {
-  return registerRequestFields().toJson(value);
-}
-
-RegisterApplicationMasterRequest registerApplicationMasterRequestFromJson(
-    const rapidjson::Value& json) {
-  return registerRequestFields().read(JsonObjectReader(json));
-}
-
-std::string toJson(const RegisterApplicationMasterResponse& value) {
-  return registerResponseFields().toJson(value);
-}
-
-RegisterApplicationMasterResponse registerApplicationMasterResponseFromJson(
-    const rapidjson::Value& json) {
-  return registerResponseFields().read(JsonObjectReader(json));
-}
-
-std::string toJson(const AllocateRequest& value) {
-  return allocateRequestFields().toJson(value);
-}
-
-AllocateRequest allocateRequestFromJson(const rapidjson::Value& json) {
-  return allocateRequestFields().read(JsonObjectReader(json));
-}
-
-std::string toJson(const AllocateResponse& value) {
-  return allocateResponseFields().toJson(value);
-}
-
-AllocateResponse allocateResponseFromJson(const rapidjson::Value& json) {
-  return allocateResponseFields().read(JsonObjectReader(json));
-}
-
-std::string toJson(const FinishApplicationMasterRequest& value) {
-  return finishRequestFields().toJson(value);
-}
-
-FinishApplicationMasterRequest finishApplicationMasterRequestFromJson(
-    const rapidjson::Value& json) {
-  return finishRequestFields().read(JsonObjectReader(json));
-}
-
-std::string toJson(const FinishApplicationMasterResponse& value) {
-  return finishResponseFields().toJson(value);
-}
-
-FinishApplicationMasterResponse finishApplicationMasterResponseFromJson(
-    const rapidjson::Value& json) {
-  return finishResponseFields().read(JsonObjectReader(json));
-}
+TIDE_JSON_CODEC(NewApplicationResponse, newApplicationResponseFromJson,
+                newApplicationResponseFields)
+TIDE_JSON_CODEC(AppStateMessage, appStateFromJson, appStateFields)
+TIDE_JSON_CODEC(RegisterApplicationMasterRequest, registerApplicationMasterRequestFromJson,
+                registerRequestFields)
+TIDE_JSON_CODEC(RegisterApplicationMasterResponse, registerApplicationMasterResponseFromJson,
+                registerResponseFields)
+TIDE_JSON_CODEC(AllocateRequest, allocateRequestFromJson, allocateRequestFields)
+TIDE_JSON_CODEC(AllocateResponse, allocateResponseFromJson, allocateResponseFields)
+TIDE_JSON_CODEC(FinishApplicationMasterRequest, finishApplicationMasterRequestFromJson,
+                finishRequestFields)
+TIDE_JSON_CODEC(FinishApplicationMasterResponse, finishApplicationMasterResponseFromJson,
+                finishResponseFields)
 
 }  // namespace tide::rest

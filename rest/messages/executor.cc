@@ -225,32 +225,16 @@ const JsonFields<ExecutorSyncReply>& syncReplyFields() {
 // Encoders and decoders: the tables above. A sync with a thousand updates is one pass over
 // one buffer.
 
-std::string toJson(const ExecutorRegistration& value) {
-  return registrationFields().toJson(value);
-}
-std::string toJson(const ExecutorRegistered& value) {
-  return registeredFields().toJson(value);
-}
 std::string toJson(const TaskLaunch& value) {
   return taskLaunchFields().toJson(value);
 }
 std::string toJson(const TaskStatusUpdate& value) {
   return taskStatusUpdateFields().toJson(value);
 }
-std::string toJson(const ExecutorSync& value) {
-  return syncFields().toJson(value);
-}
-std::string toJson(const ExecutorSyncReply& value) {
-  return syncReplyFields().toJson(value);
-}
-
-ExecutorRegistration executorRegistrationFromJson(const rapidjson::Value& json) {
-  return registrationFields().read(JsonObjectReader(json));
-}
-
-ExecutorRegistered executorRegisteredFromJson(const rapidjson::Value& json) {
-  return registeredFields().read(JsonObjectReader(json));
-}
+TIDE_JSON_CODEC(ExecutorRegistration, executorRegistrationFromJson, registrationFields)
+TIDE_JSON_CODEC(ExecutorRegistered, executorRegisteredFromJson, registeredFields)
+TIDE_JSON_CODEC(ExecutorSync, executorSyncFromJson, syncFields)
+TIDE_JSON_CODEC(ExecutorSyncReply, executorSyncReplyFromJson, syncReplyFields)
 
 TaskLaunch taskLaunchFromJson(const rapidjson::Value& json, const std::string& path) {
   return taskLaunchFields().read(JsonObjectReader(json, path));
@@ -258,14 +242,6 @@ TaskLaunch taskLaunchFromJson(const rapidjson::Value& json, const std::string& p
 
 TaskStatusUpdate taskStatusUpdateFromJson(const rapidjson::Value& json, const std::string& path) {
   return taskStatusUpdateFields().read(JsonObjectReader(json, path));
-}
-
-ExecutorSync executorSyncFromJson(const rapidjson::Value& json) {
-  return syncFields().read(JsonObjectReader(json));
-}
-
-ExecutorSyncReply executorSyncReplyFromJson(const rapidjson::Value& json) {
-  return syncReplyFields().read(JsonObjectReader(json));
 }
 
 }  // namespace tide::rest

@@ -162,45 +162,16 @@ bool secretsEqual(const std::string& a, const std::string& b) {
 std::string toJson(const Resource& value) {
   return resourceFields().toJson(value);
 }
-std::string toJson(const NodeRegistration& value) {
-  return nodeRegistrationFields().toJson(value);
-}
-std::string toJson(const NodeRegistrationResponse& value) {
-  return nodeRegistrationResponseFields().toJson(value);
-}
-std::string toJson(const NodeHeartbeat& value) {
-  return nodeHeartbeatFields().toJson(value);
-}
-std::string toJson(const NodeHeartbeatResponse& value) {
-  return nodeHeartbeatResponseFields().toJson(value);
-}
-std::string toJson(const ContainerLaunchRequest& value) {
-  return containerLaunchRequestFields().toJson(value);
-}
-std::string toJson(const ContainerReport& value) {
-  return containerReportFields().toJson(value);
-}
+TIDE_JSON_CODEC(NodeRegistration, nodeRegistrationFromJson, nodeRegistrationFields)
+TIDE_JSON_CODEC(NodeRegistrationResponse, nodeRegistrationResponseFromJson,
+                nodeRegistrationResponseFields)
+TIDE_JSON_CODEC(NodeHeartbeat, nodeHeartbeatFromJson, nodeHeartbeatFields)
+TIDE_JSON_CODEC(NodeHeartbeatResponse, nodeHeartbeatResponseFromJson, nodeHeartbeatResponseFields)
+TIDE_JSON_CODEC(ContainerLaunchRequest, containerLaunchRequestFromJson,
+                containerLaunchRequestFields)
+TIDE_JSON_CODEC(ContainerReport, containerReportFromJson, containerReportFields)
 
 Resource resourceFromJson(const rapidjson::Value& json, const std::string& path) {
   return resourceFields().read(JsonObjectReader(json, path));
 }
-NodeRegistration nodeRegistrationFromJson(const rapidjson::Value& json) {
-  return nodeRegistrationFields().read(JsonObjectReader(json));
-}
-NodeRegistrationResponse nodeRegistrationResponseFromJson(const rapidjson::Value& json) {
-  return nodeRegistrationResponseFields().read(JsonObjectReader(json));
-}
-NodeHeartbeat nodeHeartbeatFromJson(const rapidjson::Value& json) {
-  return nodeHeartbeatFields().read(JsonObjectReader(json));
-}
-NodeHeartbeatResponse nodeHeartbeatResponseFromJson(const rapidjson::Value& json) {
-  return nodeHeartbeatResponseFields().read(JsonObjectReader(json));
-}
-ContainerLaunchRequest containerLaunchRequestFromJson(const rapidjson::Value& json) {
-  return containerLaunchRequestFields().read(JsonObjectReader(json));
-}
-ContainerReport containerReportFromJson(const rapidjson::Value& json) {
-  return containerReportFields().read(JsonObjectReader(json));
-}
-
 }  // namespace tide::rest
