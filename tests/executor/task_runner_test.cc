@@ -50,6 +50,17 @@ TaskLaunch builtinTask(int64_t taskId, const std::string& kind, int64_t sleepMs 
   return launch;
 }
 
+// Block `path` of upstream stage "map", task `mapIndex`, held by `executorId`.
+rest::BlockInput mapInput(int64_t mapIndex, const std::string& executorId,
+                          const std::string& path) {
+  rest::BlockInput input;
+  input.stageId = "map";
+  input.mapIndex = mapIndex;
+  input.executorId = executorId;
+  input.path = path;
+  return input;
+}
+
 class TaskRunnerTest : public ::testing::Test {
  protected:
   TaskRunnerOptions options(int slots = 4) {
@@ -382,12 +393,7 @@ TEST_F(TaskRunnerTest, InputsArePlacedBeforeTheTaskStarts) {
   };
   TaskRunner runner(std::move(runnerOptions));
   TaskLaunch launch = commandTask(2, "cat \"$TIDE_INPUT_DIR/map/part-5\" >&2; exit 9");
-  rest::BlockInput input;
-  input.stageId = "map";
-  input.mapIndex = 5;
-  input.executorId = "e7";
-  input.path = "j/map/5/part-2";
-  launch.inputs = {input};
+  launch.inputs = {mapInput(5, "e7", "j/map/5/part-2")};
   const TaskStatusUpdate update = runOne(runner, launch);
   EXPECT_EQ(update.state, "FAILED");
   EXPECT_EQ(update.stderrTail, "from e7");
@@ -401,12 +407,7 @@ TEST_F(TaskRunnerTest, AFetchFailureEndsTheTaskWithoutRunningIt) {
   };
   TaskRunner runner(std::move(runnerOptions));
   TaskLaunch launch = commandTask(3, "touch ran");
-  rest::BlockInput input;
-  input.stageId = "map";
-  input.mapIndex = 1;
-  input.executorId = "e2";
-  input.path = "j/map/1/part-3";
-  launch.inputs = {input};
+  launch.inputs = {mapInput(1, "e2", "j/map/1/part-3")};
   const TaskStatusUpdate update = runOne(runner, launch);
   EXPECT_EQ(update.state, "FETCH_FAILED");
   EXPECT_EQ(update.failedInput.executorId, "e2");

@@ -352,13 +352,17 @@ TEST_F(DataIntegrationTest, FairPoolsShareExecutorsByWeight) {
         auto all = am->getJson("api/v1/jobs");
         const auto& jobs = all["jobs"];
         if (jobs.Size() < 2) return false;
-        if (jobs[0]["pending"].GetInt64() == 0 || jobs[1]["pending"].GetInt64() == 0) {
+        // By name: the AM may take the posted job before the one it started with.
+        const bool lightFirst = std::string(jobs[0]["name"].GetString()) == "light";
+        const auto& lightJob = jobs[lightFirst ? 0 : 1];
+        const auto& heavyJob = jobs[lightFirst ? 1 : 0];
+        if (lightJob["pending"].GetInt64() == 0 || heavyJob["pending"].GetInt64() == 0) {
           return samples > 0;
         }
-        const int64_t running = jobs[0]["running"].GetInt64() + jobs[1]["running"].GetInt64();
+        const int64_t running = lightJob["running"].GetInt64() + heavyJob["running"].GetInt64();
         if (running == 4) {
-          light += jobs[0]["running"].GetInt64();
-          heavy += jobs[1]["running"].GetInt64();
+          light += lightJob["running"].GetInt64();
+          heavy += heavyJob["running"].GetInt64();
           ++samples;
         }
         return samples >= 40;
