@@ -323,46 +323,29 @@ ApplicationSubmission applicationSubmissionFromJson(const rapidjson::Value& json
   return submission;
 }
 
-std::string toJson(const ApplicationReport& value) {
-  return wrappedToJson("app", applicationReportFields(), value);
-}
+// {"<key>": Type} and {"<outer>": {"<inner>": [Type]}} (YARN answers {"apps": null} when there
+// are none).
+#define TIDE_WRAPPED_CODEC(Type, fromJsonName, key, fieldsFunction) \
+  std::string toJson(const Type& value) {                           \
+    return wrappedToJson(key, fieldsFunction(), value);             \
+  }                                                                 \
+  Type fromJsonName(const rapidjson::Value& json) {                 \
+    return wrappedFromJson(json, key, fieldsFunction());            \
+  }
+#define TIDE_WRAPPED_LIST_CODEC(Type, fromJsonName, outer, inner, fieldsFunction) \
+  std::string toJson(const std::vector<Type>& value) {                            \
+    return wrappedListToJson(outer, inner, fieldsFunction(), value);              \
+  }                                                                               \
+  std::vector<Type> fromJsonName(const rapidjson::Value& json) {                  \
+    return wrappedListFromJson(json, outer, inner, fieldsFunction());             \
+  }
 
-ApplicationReport applicationReportFromJson(const rapidjson::Value& json) {
-  return wrappedFromJson(json, "app", applicationReportFields());
-}
-
-std::string toJson(const std::vector<ApplicationReport>& value) {
-  return wrappedListToJson("apps", "app", applicationReportFields(), value);
-}
-
-// YARN answers {"apps": null} when there are none.
-std::vector<ApplicationReport> applicationReportsFromJson(const rapidjson::Value& json) {
-  return wrappedListFromJson(json, "apps", "app", applicationReportFields());
-}
-
-std::string toJson(const ClusterMetrics& value) {
-  return wrappedToJson("clusterMetrics", clusterMetricsFields(), value);
-}
-
-ClusterMetrics clusterMetricsFromJson(const rapidjson::Value& json) {
-  return wrappedFromJson(json, "clusterMetrics", clusterMetricsFields());
-}
-
-std::string toJson(const std::vector<NodeReport>& value) {
-  return wrappedListToJson("nodes", "node", nodeReportFields(), value);
-}
-
-std::vector<NodeReport> nodeReportsFromJson(const rapidjson::Value& json) {
-  return wrappedListFromJson(json, "nodes", "node", nodeReportFields());
-}
-
-std::string toJson(const ClusterInfo& value) {
-  return wrappedToJson("clusterInfo", clusterInfoFields(), value);
-}
-
-ClusterInfo clusterInfoFromJson(const rapidjson::Value& json) {
-  return wrappedFromJson(json, "clusterInfo", clusterInfoFields());
-}
+TIDE_WRAPPED_CODEC(ApplicationReport, applicationReportFromJson, "app", applicationReportFields)
+TIDE_WRAPPED_LIST_CODEC(ApplicationReport, applicationReportsFromJson, "apps", "app",
+                        applicationReportFields)
+TIDE_WRAPPED_CODEC(ClusterMetrics, clusterMetricsFromJson, "clusterMetrics", clusterMetricsFields)
+TIDE_WRAPPED_LIST_CODEC(NodeReport, nodeReportsFromJson, "nodes", "node", nodeReportFields)
+TIDE_WRAPPED_CODEC(ClusterInfo, clusterInfoFromJson, "clusterInfo", clusterInfoFields)
 
 // ---------------------------------------------------------------------------------------------
 // ApplicationMaster protocol
