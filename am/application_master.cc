@@ -139,7 +139,12 @@ int ApplicationMaster::start() {
   log_.info() << "status at " << trackingUrl() << "; executors connect to port " << executorPort_;
 
   rm_->setExecutorTemplate(executorTemplate());
-  rm_->registerAm({config_.host, port_, trackingUrl()});
+  const auto registration = rm_->registerAm({config_.host, port_, trackingUrl()});
+  if (auto tooLarge = executorAboveMaximum(config_.containers.executorResource,
+                                           registration.maximumResourceCapability)) {
+    log_.error() << *tooLarge;
+    requestStop("FAILED", *tooLarge);  // it could wait forever for an executor
+  }
   log_.info() << "registered with the resource manager as " << identity_.attemptId
               << "; initial target " << allocation_.initialTarget();
   {
@@ -360,9 +365,8 @@ void ApplicationMaster::heartbeatLoop() {
       applyAllocatorActions(actions, clock_.nowMs());
       startingExecutors_ =
           std::set<std::string>(result.startingExecutors.begin(), result.startingExecutors.end());
-    } else if (!ask.releases.empty()) {
-      // Not delivered: send them again next time.
-      for (const auto& id : ask.releases) (void)id;
+    } else {
+      allocator_.onHeartbeatFailed(ask);  // its releases go out again with the next one
     }
     if (rejected && !stopOutcome_) {
       stopOutcome_ = AmOutcome{"FAILED", *rejected};
@@ -509,6 +513,26 @@ void ApplicationMaster::routeKills() {
     auto it = executors_.find(drop.executorId);
     if (it != executors_.end()) it->second.blockDrops.push_back(drop.prefix);
   }
+}
+
+void ApplicationMaster::handleExecutorCommit(const httplib::Request& req, httplib::Response& res) {
+  const std::string executorId = req.matches[1];
+  const rest::CommitRequest request = rest::commitRequestFromJson(rest::parseJson(req.body));
+  rest::CommitDecision decision;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (executors_.count(executorId) == 0) {
+      decision.reason = "executor " + executorId + " is not registered (lost or released)";
+    } else {
+      decision.reason = scheduler_->canCommit(request.taskId, executorId);
+    }
+    decision.allowed = decision.reason.empty();
+  }
+  if (!decision.allowed) {
+    log_.info() << "task " << request.taskId << " on " << executorId
+                << " may not commit its output: " << decision.reason;
+  }
+  rest::replyJson(res, rest::toJson(decision));
 }
 
 void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib::Response& res) {

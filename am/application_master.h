@@ -121,6 +121,8 @@ class ApplicationMaster {
   void registerRoutes();
   void handleExecutorRegister(const httplib::Request& req, httplib::Response& res);
   void handleExecutorSync(const httplib::Request& req, httplib::Response& res);
+  // The output commit protocol: may this task attempt commit (TaskScheduler::canCommit)?
+  void handleExecutorCommit(const httplib::Request& req, httplib::Response& res);
   std::shared_ptr<const StatusSnapshot> currentStatus();
   std::string statusJson();
   std::string executorsJson();

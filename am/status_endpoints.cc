@@ -163,6 +163,10 @@ void ApplicationMaster::registerRoutes() {
          [this](const httplib::Request& req, httplib::Response& res) {
            handleExecutorSync(req, res);
          });
+  e.post(R"(/api/v1/executors/([^/]+)/commit)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           handleExecutorCommit(req, res);
+         });
 
   rest::HttpServer& s = *server_;
   // Handlers that take the AM's mutex, or a lock the loops take under it (decisions,

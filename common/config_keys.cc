@@ -135,6 +135,9 @@ std::vector<KeyInfo> buildKeyTable() {
       key("rm.tokenFile", K::kString, "",
           "A file holding the token the tide commands send to tide-rm (instead of "
           "TIDE_RM_TOKEN or the secret file)"),
+      key("rm.maxAmShare", K::kDouble, "0.5",
+          "Share of the cluster's memory and vCores AM containers may hold at most; further "
+          "applications wait ACCEPTED (one AM may always run)"),
 
       // Node manager (tide-nm).
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),

@@ -18,15 +18,46 @@ namespace tide::deploy {
 
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
                            std::string* jobName) {
+  am::Job job;
   try {
-    am::Job job = am::loadJobFile(jobFile);
+    job = am::loadJobFile(jobFile);
     if (jobName != nullptr) *jobName = job.name;
   } catch (const am::JobError& e) {
     throw ConfigError(e.what());
   }
   std::vector<std::string> warnings;
-  am::AmConfig::fromProperties(props, &warnings);  // throws ConfigError
+  const am::AmConfig config = am::AmConfig::fromProperties(props, &warnings);  // ConfigError
   for (const auto& warning : warnings) std::cerr << "tide: warning: " << warning << "\n";
+  // A task runs inside one executor: one that needs more cores than an executor has could
+  // never start, and the job would wait forever.
+  const int executorCores = config.allocation.executorCores;
+  for (size_t i = 0; i < job.stages.size(); ++i) {
+    const am::StageSpec& stage = job.stages[i];
+    if (stage.cpus && *stage.cpus > executorCores) {
+      throw ConfigError(jobFile + ": stages[" + std::to_string(i) + "].cpus: stage '" + stage.id +
+                        "' asks for " + std::to_string(*stage.cpus) +
+                        " cores per task, more than an executor has (executor.cores=" +
+                        std::to_string(executorCores) + ")");
+    }
+  }
+}
+
+void checkAgainstLargestNode(const rest::Resource& largest, const Properties& props) {
+  if (largest.memoryMb <= 0 || largest.vCores <= 0) return;  // no node yet: it may join
+  const auto check = [&](const char* key, int64_t asked, int64_t available, const char* unit,
+                         const char* what) {
+    if (asked <= available) return;
+    throw ConfigError(props.describe(key) + ": " + what + " asks for " + std::to_string(asked) +
+                      unit + ", above the largest node's " + std::to_string(available) + unit +
+                      " (the resource manager's maximum allocation)");
+  };
+  check("executor.memory", props.getSizeBytes("executor.memory") / (1024 * 1024), largest.memoryMb,
+        " MB", "each executor container");
+  check("executor.cores", props.getInt("executor.cores"), largest.vCores, " vCores",
+        "each executor container");
+  check("am.memory", props.getSizeBytes("am.memory") / (1024 * 1024), largest.memoryMb, " MB",
+        "the AM container");
+  check("am.cores", props.getInt("am.cores"), largest.vCores, " vCores", "the AM container");
 }
 
 std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props) {
@@ -40,6 +71,8 @@ std::vector<std::pair<std::string, std::string>> commandLineConf(const Propertie
 std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& submission,
                                     const Properties& props, std::string* controlToken) {
   const rest::NewApplicationResponse created = cluster.newApplication();
+  // Spark's "Required executor memory ... is above the max threshold of this cluster".
+  checkAgainstLargestNode(created.maximumResourceCapability, props);
   std::string command = "exec " + shellQuote(submission.binDir + "/tide-am") + " --job " +
                         shellQuote(submission.jobFile);
   if (submission.propertiesFile) {

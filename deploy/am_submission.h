@@ -28,6 +28,11 @@ struct AmSubmission {
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
                            std::string* jobName);
 
+// Spark's check against the cluster's maximum allocation (from new-application): an executor
+// or AM container larger than every node could never be granted. Throws ConfigError naming
+// the key, the value asked and the largest node's (exit status 2). No check without nodes.
+void checkAgainstLargestNode(const rest::Resource& largest, const Properties& props);
+
 // The --conf pairs given on this command line (not those from the file), to pass on.
 std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props);
 

@@ -53,6 +53,7 @@ ExecutorBackend::ExecutorBackend(ExecutorSettings settings, TaskRunner& runner, 
       runner_(runner),
       blocks_(blocks),
       client_(settings_.amAddress, clientOptions(settings_, log_)),
+      commitClient_(settings_.amAddress, clientOptions(settings_, log_)),
       syncPath_("/api/v1/executors/" + settings_.executorId + "/sync"),
       jitter_(std::random_device{}()) {}
 
@@ -62,6 +63,28 @@ void ExecutorBackend::requestStop(const std::string& why) {
   runner_.killAll();
   runner_.interruptWaits();
   stopRequested_.notify_all();
+}
+
+std::string ExecutorBackend::askToCommit(int64_t taskId) {
+  static const rest::HttpHeaders kJson = {{"Content-Type", "application/json"}};
+  rest::RequestOptions options;
+  options.idempotent = true;  // asking twice for the same attempt gets the same answer
+  try {
+    std::lock_guard<std::mutex> lock(commitMutex_);
+    const rest::HttpResponse response =
+        commitClient_.request("POST", "/api/v1/executors/" + settings_.executorId + "/commit",
+                              rest::toJson(rest::CommitRequest{taskId}), kJson, options);
+    if (!response.ok()) {
+      return "the AM answered HTTP " + std::to_string(response.status) + ": " +
+             excerpt(response.body);
+    }
+    const rest::CommitDecision decision =
+        rest::commitDecisionFromJson(rest::parseJson(response.body));
+    if (decision.allowed) return "";
+    return decision.reason.empty() ? "denied by the AM" : decision.reason;
+  } catch (const std::exception& error) {
+    return std::string("the AM could not be asked: ") + error.what();
+  }
 }
 
 std::string ExecutorBackend::exitReason() const {

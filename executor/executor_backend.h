@@ -53,6 +53,12 @@ class ExecutorBackend {
   // Why run() returned ("the AM released this executor", ...); empty while it runs.
   std::string exitReason() const;
 
+  // The output commit protocol: asks the AM whether the task attempt (which exited 0) may
+  // commit its output. "" when allowed, else why not; an AM that cannot be asked is a denial
+  // (the attempt's output is then discarded and the task runs again). Thread-safe: it has its
+  // own connection, since the sync's may be held by the AM.
+  std::string askToCommit(int64_t taskId);
+
  private:
   // A POST to the AM, retried while the AM cannot be reached. nullopt: run() must leave
   // (unreachable for network.timeout, or stop requested); leave() has been called.
@@ -70,6 +76,8 @@ class ExecutorBackend {
   BlockStore* blocks_;
   Logger log_{"executor"};  // before client_, whose options log through it
   rest::HttpClient client_;
+  std::mutex commitMutex_;
+  rest::HttpClient commitClient_;  // guarded by commitMutex_
   std::chrono::milliseconds heartbeatInterval_{1000};
   std::string syncPath_;
   std::mt19937_64 jitter_;  // spreads the retries of executors that lost the AM together

@@ -104,8 +104,17 @@ int main(int argc, char** argv) {
                                                const std::filesystem::path& inputDir) {
           return fetcher.fetchAll(inputs, inputDir);
         };
-        runnerOptions.commitOutputs = [&blocks](const executor::TaskOutputOwner& owner,
-                                                const std::filesystem::path& outputDir) {
+        // Set once the backend exists; tasks only run after it does.
+        executor::ExecutorBackend* backendForCommits = nullptr;
+        runnerOptions.commitOutputs = [&blocks, &backendForCommits](
+                                          const executor::TaskOutputOwner& owner,
+                                          const std::filesystem::path& outputDir) {
+          // Exactly-once outputs: only the attempt the AM authorises keeps its output (as
+          // blocks and in the job's output directory); any other discards it.
+          const std::string denied = backendForCommits == nullptr
+                                         ? "the executor is not connected to its AM"
+                                         : backendForCommits->askToCommit(owner.taskId);
+          if (!denied.empty()) throw executor::CommitDenied(denied);
           std::vector<rest::BlockOutput> kept =
               blocks.commit(owner.jobId, owner.stageId, owner.index, outputDir);
           if (!owner.collectDir.empty()) {
@@ -115,6 +124,7 @@ int main(int argc, char** argv) {
         };
         executor::TaskRunner runner(std::move(runnerOptions));
         executor::ExecutorBackend backend(std::move(settings), runner, &blocks);
+        backendForCommits = &backend;
         StopSignalWatcher stopSignalWatcher(backend);
         const int status = backend.run();
         flushLogs();

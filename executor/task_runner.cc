@@ -353,7 +353,8 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     task.pid = pid;
     task.pidfd = pidfd;
     task.stderrPath = std::move(stderrPath);
-    task.owner = TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir};
+    task.owner = TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir,
+                                 launch.taskId};
     task.outputDir = taskDir / "output";
     // A task that was preparing its inputs may have been asked to stop meanwhile.
     auto preparing = tasks_.find(launch.taskId);
@@ -574,6 +575,11 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   if (update.state == kFinished && options_.commitOutputs) {
     try {
       update.blocks = options_.commitOutputs(task.owner, task.outputDir);
+    } catch (const CommitDenied& e) {
+      update.state = kKilled;
+      update.reason = std::string("commit denied: ") + e.what();
+      std::error_code ignored;
+      std::filesystem::remove_all(task.outputDir, ignored);  // never anyone's output
     } catch (const std::exception& e) {
       update.state = kFailed;
       update.reason = std::string("cannot keep its output: ") + e.what();

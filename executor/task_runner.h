@@ -42,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -69,11 +70,20 @@ struct TaskOutputOwner {
   std::string stageId;
   int64_t index = 0;
   std::string collectDir;  // launch.collectDir
+  int64_t taskId = 0;      // the attempt, for the AM's commit decision
+};
+// Thrown by a CommitOutputsFunction when the AM did not authorise this attempt to commit
+// (another attempt of the task did): the output is discarded and the task reported KILLED
+// with "commit denied: <why>", which is not a failure of the task.
+class CommitDenied : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 // Places a task's inputs under inputDir; nullopt when all are there.
 using FetchInputsFunction = std::function<std::optional<FetchFailure>(
     const std::vector<rest::BlockInput>& inputs, const std::filesystem::path& inputDir)>;
-// Keeps a finished task's output dir as blocks (and collects them); throws to fail the task.
+// Keeps a finished task's output dir as blocks (and collects them); throws to fail the task,
+// CommitDenied when it may not commit.
 using CommitOutputsFunction = std::function<std::vector<rest::BlockOutput>(
     const TaskOutputOwner& owner, const std::filesystem::path& outputDir)>;
 

@@ -31,6 +31,22 @@ ExitClassification classifyExit(int exitStatus, const std::string& diagnostics) 
   }
 }
 
+std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
+                                                const rest::Resource& maximum) {
+  if (maximum.memoryMb <= 0 || maximum.vCores <= 0) return std::nullopt;
+  if (executor.memoryMb > maximum.memoryMb) {
+    return "executor.memory: each executor container asks for " +
+           std::to_string(executor.memoryMb) + " MB, above the largest node's " +
+           std::to_string(maximum.memoryMb) + " MB (the resource manager's maximum allocation)";
+  }
+  if (executor.vCores > maximum.vCores) {
+    return "executor.cores: each executor container asks for " + std::to_string(executor.vCores) +
+           " vCores, above the largest node's " + std::to_string(maximum.vCores) +
+           " vCores (the resource manager's maximum allocation)";
+  }
+  return std::nullopt;
+}
+
 ContainerAllocator::ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock)
     : config_(std::move(config)), clock_(clock) {}
 
@@ -82,6 +98,16 @@ ContainerAsk ContainerAllocator::nextAsk(std::vector<std::string>* decisions) {
   ask.releases = std::move(toRelease_);
   toRelease_.clear();
   return ask;
+}
+
+void ContainerAllocator::onHeartbeatFailed(const ContainerAsk& ask) {
+  // Ahead of releases decided since, in their original order; a container whose completion
+  // has come in meanwhile needs no release any more.
+  std::vector<std::string> again;
+  for (const std::string& id : ask.releases) {
+    if (releasing_.count(id) != 0) again.push_back(id);
+  }
+  toRelease_.insert(toRelease_.begin(), again.begin(), again.end());
 }
 
 AllocatorActions ContainerAllocator::onHeartbeat(const HeartbeatResult& result) {

@@ -36,6 +36,13 @@ struct ExitClassification {
 };
 ExitClassification classifyExit(int exitStatus, const std::string& diagnostics);
 
+// Fail fast (Spark's "Required executor memory ... is above the max threshold"): why an
+// executor container of `executor` can never be granted by a resource manager whose largest
+// node is `maximum` (from registration), naming the key, the value asked and the largest
+// available; nullopt when it fits or the maximum is unknown (zero).
+std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
+                                                const rest::Resource& maximum);
+
 // An executor that went away with its container.
 struct LostExecutor {
   std::string executorId;
@@ -79,6 +86,10 @@ class ContainerAllocator {
   // The ask for the next heartbeat: missing = target - outstanding - starting - running; more
   // are requested when positive, pending requests cancelled when negative (never an executor).
   ContainerAsk nextAsk(std::vector<std::string>* decisions = nullptr);
+  // The heartbeat carrying `ask` failed (the RM may or may not have seen it): its releases go
+  // out again with the next one, and every one after, until the RM acknowledges them. (Its
+  // asks need nothing: each ask states the total still wanted.)
+  void onHeartbeatFailed(const ContainerAsk& ask);
   // What the RM answered: grants become executors (or surplus is released), completions
   // become lost executors, classified.
   AllocatorActions onHeartbeat(const HeartbeatResult& result);

@@ -28,6 +28,12 @@ struct TaskScheduler::StageRun {
   // Running attempts by task index (for speculation and killing losing copies).
   std::unordered_map<int64_t, std::vector<int64_t>> runningByIndex;
   std::set<int64_t> speculatable;  // marked for a second copy, not yet launched
+  // The highest attempt number launched, for indices launched more than once, so that
+  // {attempt} and TIDE_ATTEMPT never repeat within a task (retries, speculative copies and
+  // lineage re-runs each propose a number; the launch takes the next unused one).
+  std::unordered_map<int64_t, int> highestAttempt;
+  // The attempt (task id) authorised to commit each index, until the index succeeds.
+  std::unordered_map<int64_t, int64_t> commitAuthorized;
 };
 
 struct TaskScheduler::JobRun {
@@ -544,7 +550,13 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
                                            const std::string& executorId, bool speculative) {
   StageRun& stage = job.stages[stageIndex];
   const StageSpec& spec = *stage.spec;
-  const TaskAttempt attempt = offer.attempt;
+  TaskAttempt attempt = offer.attempt;
+  // A first launch is attempt 0 and proposes nothing else; every re-launch proposes 1 or more.
+  if (attempt.attempt > 0) {
+    int& highest = stage.highestAttempt[attempt.index];  // 0: only attempt 0 ran so far
+    attempt.attempt = std::max(attempt.attempt, highest + 1);
+    highest = attempt.attempt;
+  }
   rest::TaskLaunch launch;
   launch.taskId = nextTaskId_++;
   launch.jobId = job.id;
@@ -627,9 +639,18 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     }
   };
 
+  auto authorized = stage.commitAuthorized.find(task.attempt.index);
+  if (update.state == "FINISHED" && authorized != stage.commitAuthorized.end() &&
+      authorized->second != update.taskId) {
+    // Another attempt holds the commit: this one's output is not the task's (an executor that
+    // did not ask). It ends as a kill, never as the task's success.
+    taskEnded(TaskOutcome::kKilled);
+    return true;
+  }
   if (update.state == "FINISHED") {
     const bool counted =
         stageActive && stage.tasks->markSucceeded(task.attempt.index, now - task.startMs);
+    if (authorized != stage.commitAuthorized.end()) stage.commitAuthorized.erase(authorized);
     if (counted) {
       registerOutput(job, task.stage, task.attempt.index, executorId, update.blocks);
       killOtherCopies(job, task.stage, task.attempt.index, update.taskId);
@@ -689,6 +710,34 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   }
   return true;
+}
+
+std::string TaskScheduler::canCommit(int64_t taskId, const std::string& executorId) {
+  auto found = runningTasks_.find(taskId);
+  if (found == runningTasks_.end()) {
+    return "task " + std::to_string(taskId) +
+           " is not running (its executor was lost, or it ended)";
+  }
+  const RunningTask& task = found->second;
+  if (task.executorId != executorId) {
+    return "task " + std::to_string(taskId) + " runs on " + task.executorId + ", not " + executorId;
+  }
+  StageRun& stage = task.job->stages[task.stage];
+  const std::string which = describeTask(stage.spec->id, task.attempt.index);
+  if (stage.state != StageState::kRunning) return "stage " + stage.spec->id + " is not running";
+  if (stage.tasks->isSucceeded(task.attempt.index)) {
+    return "another attempt of " + which + " has committed";
+  }
+  if (killRequested_.count(taskId) != 0) return "attempt " + std::to_string(taskId) + " is killed";
+  auto authorized = stage.commitAuthorized.find(task.attempt.index);
+  if (authorized != stage.commitAuthorized.end() && authorized->second != taskId &&
+      runningTasks_.count(authorized->second) != 0) {
+    // It reports KILLED next: an end the scheduler asked for, neither a failure nor a retry.
+    killRequested_.insert(taskId);
+    return "attempt " + std::to_string(authorized->second) + " of " + which + " is committing";
+  }
+  stage.commitAuthorized[task.attempt.index] = taskId;
+  return "";
 }
 
 void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId,

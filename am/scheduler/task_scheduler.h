@@ -179,6 +179,14 @@ class TaskScheduler {
   // The end of a task reported by `executorId`. False (and nothing changes) for an unknown
   // task id, a duplicate, or a task that runs on another executor.
   bool statusUpdate(const rest::TaskStatusUpdate& update, const std::string& executorId);
+  // The output commit coordinator (Spark's OutputCommitCoordinator): may this running attempt,
+  // which has exited 0, turn its output into blocks and files in the job's output? The first
+  // running attempt of a task to ask wins; every other is denied while the winner runs or once
+  // the task has succeeded: a speculative loser, an attempt whose kill was asked for, one
+  // reported from the wrong executor or no longer running (its executor was lost). A winner
+  // that ends without succeeding (failed, killed, its executor lost) frees the task for the
+  // next attempt. Returns "" when allowed, else why not.
+  std::string canCommit(int64_t taskId, const std::string& executorId);
   // The executor is gone: its running tasks go back to the front of their stages (not counted
   // against task.maxFailures) and are reported to the listener as failed.
   void executorLost(const std::string& executorId, const std::string& reason);

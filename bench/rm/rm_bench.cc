@@ -74,8 +74,9 @@ void BM_AllocateInProcess(benchmark::State& bench) {
   options.placementSeed = 1;
   ClusterState state(options, clock, seededSecretGenerator(1));
   for (int i = 0; i < kNodes; ++i) {
-    state.registerNode(
+    const auto node = state.registerNode(
         {"node" + std::to_string(i), 8042, rest::Resource{kNodeMemoryMb, kNodeCores}});
+    state.nodeHeartbeat(node.nodeId, {});  // ready for containers
   }
   const std::string attempt = submitAndRegister(state);
   state.takeOutbox();
@@ -124,11 +125,14 @@ void BM_AllocateOverRest(benchmark::State& bench) {
   server.start();
   const std::string attempt = server.withState([&](ClusterState& state) {
     // The AM goes to the one reachable node; the other 99 join afterwards.
-    state.registerNode({"127.0.0.1", nodeManagerPort, rest::Resource{kNodeMemoryMb, kNodeCores}});
+    const auto first = state.registerNode(
+        {"127.0.0.1", nodeManagerPort, rest::Resource{kNodeMemoryMb, kNodeCores}});
+    state.nodeHeartbeat(first.nodeId, {});  // ready for containers
     const std::string id = submitAndRegister(state);
     for (int i = 1; i < kNodes; ++i) {
-      state.registerNode(
+      const auto node = state.registerNode(
           {"node" + std::to_string(i), 8042, rest::Resource{kNodeMemoryMb, kNodeCores}});
+      state.nodeHeartbeat(node.nodeId, {});
     }
     return id;
   });

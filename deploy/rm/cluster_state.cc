@@ -57,6 +57,10 @@ struct ClusterState::Node {
   Resource capability;
   Resource used;
   bool alive = true;
+  // Registration is complete once the node manager has heartbeated after it: before that it
+  // may not know its secret yet and refuses launches (503). Only ready nodes get containers;
+  // a node that refused a launch for a transient reason is not ready until its next heartbeat.
+  bool ready = false;
   TimeMs lastHeartbeat = 0;
   std::string secret;
   std::unordered_set<std::string> containers;  // live ones
@@ -103,6 +107,9 @@ struct ClusterState::Attempt {
   int64_t lastResponseId = 0;
   std::optional<rest::AllocateResponse> lastResponse;
   int nextContainerNumber = 1;
+  // Launches of its AM container that a node refused for a transient reason (503, connection
+  // refused): retried, elsewhere when possible, without using up the attempt.
+  int amLaunchRetries = 0;
 
   bool active() const {
     return state == State::kWaitingForAmContainer || state == State::kLaunched ||
@@ -141,6 +148,9 @@ struct ClusterState::Application {
   std::vector<std::unique_ptr<Attempt>> attempts;
   Resource allocated;
   int liveContainers = 0;
+  // Why its AM container is not placed yet (shown in diagnostics while ACCEPTED); empty once
+  // placed.
+  std::string waitingReason;
 
   Attempt* current() const { return attempts.empty() ? nullptr : attempts.back().get(); }
 };
@@ -220,6 +230,15 @@ void ClusterState::submitApplication(const rest::ApplicationSubmission& submissi
     throw RmError(RmError::kConflict,
                   "application '" + app.id + "' was already submitted (" + app.state + ")");
   }
+  // Fail fast (YARN's InvalidResourceRequestException): an AM no alive node could ever hold
+  // is refused now rather than left waiting. With no node registered yet it waits, since
+  // nodes may still join.
+  const Resource largest = maximumCapability();
+  if (aliveNodeCount() > 0 && !fits(largest, submission.resource)) {
+    throw RmError(RmError::kBadRequest,
+                  "field 'resource': the AM asks for " + describeResource(submission.resource) +
+                      ", more than any node has (the largest: " + describeResource(largest) + ")");
+  }
   app.submission = submission;
   app.submitted = true;
   app.state = app_state::kAccepted;
@@ -249,6 +268,10 @@ rest::ApplicationReport ClusterState::reportOf(const Application& app) const {
   report.finalStatus = app.finalStatus;
   report.trackingUrl = app.trackingUrl;
   report.diagnostics = app.diagnostics;
+  if (app.state == app_state::kAccepted && !app.waitingReason.empty()) {
+    report.diagnostics =
+        app.diagnostics.empty() ? app.waitingReason : app.diagnostics + "; " + app.waitingReason;
+  }
   report.allocatedMB = app.allocated.memoryMb;
   report.allocatedVCores = app.allocated.vCores;
   report.runningContainers = app.liveContainers;
@@ -377,11 +400,12 @@ rest::NodeRegistrationResponse ClusterState::registerNode(
   node.capability = registration.capability;
   node.used = Resource{};
   node.alive = true;
+  node.ready = false;
   node.lastHeartbeat = clock_.nowMs();
   node.secret = newSecret();
   log_.info() << "node " << id << " registered with " << node.capability.memoryMb << " MB, "
-              << node.capability.vCores << " vCores";
-  schedule();
+              << node.capability.vCores
+              << " vCores; ready for containers after its first heartbeat";
   return {id, node.secret, options_.config.nodeHeartbeatIntervalMs()};
 }
 
@@ -407,6 +431,10 @@ rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeI
   node.lastHeartbeat = clock_.nowMs();
 
   bool freedSomething = false;
+  if (!node.ready) {
+    node.ready = true;  // it knows its secret now: containers may go there
+    freedSomething = true;
+  }
   std::unordered_set<std::string> reported;
   reported.reserve(heartbeat.containers.size());
   for (const rest::ContainerStatus& status : heartbeat.containers) {
@@ -509,6 +537,9 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
   // answer got lost on the way (a retry): it gets the same answer again.
   if (attempt.lastResponse && request.responseId + 1 == attempt.lastResponseId) {
     attempt.lastContact = clock_.nowMs();
+    // Its releases still count (releasing twice is harmless), so one an AM adds to its retry
+    // is not lost; its asks do not, since they were stated before the lost answer's grants.
+    releaseContainers(attempt, request.releases);
     return *attempt.lastResponse;
   }
   if (request.responseId != attempt.lastResponseId) {
@@ -528,16 +559,7 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
       attempt.asks[key] = Ask{ask, ask.numContainers};
     }
   }
-  for (const std::string& id : request.releases) {
-    auto found = containers_.find(id);
-    if (found == containers_.end() || found->second->attempt != &attempt ||
-        found->second->amContainer) {
-      TIDE_LOG(log_, debug) << attemptId << " released " << id
-                            << ", which is not one of its live containers; ignored";
-      continue;
-    }
-    stopContainer(*found->second, exit_status::kAborted, "released by the application master");
-  }
+  releaseContainers(attempt, request.releases);
 
   schedule();
 
@@ -555,6 +577,19 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
   response.responseId = ++attempt.lastResponseId;
   attempt.lastResponse = response;
   return response;
+}
+
+void ClusterState::releaseContainers(Attempt& attempt, const std::vector<std::string>& releases) {
+  for (const std::string& id : releases) {
+    auto found = containers_.find(id);
+    if (found == containers_.end() || found->second->attempt != &attempt ||
+        found->second->amContainer) {
+      TIDE_LOG(log_, debug) << attempt.id << " released " << id
+                            << ", which is not one of its live containers; ignored";
+      continue;
+    }
+    stopContainer(*found->second, exit_status::kAborted, "released by the application master");
+  }
 }
 
 rest::FinishApplicationMasterResponse ClusterState::finishApplicationMaster(
@@ -584,10 +619,31 @@ rest::FinishApplicationMasterResponse ClusterState::finishApplicationMaster(
   return {true};
 }
 
-void ClusterState::amLaunchFailed(const std::string& containerId, const std::string& reason) {
+void ClusterState::amLaunchFailed(const std::string& containerId, const std::string& reason,
+                                  bool transient) {
   auto found = containers_.find(containerId);
   if (found == containers_.end()) return;
   ContainerRecord& container = *found->second;
+  Attempt& attempt = *container.attempt;
+  if (transient && attempt.state == Attempt::State::kLaunched &&
+      attempt.amLaunchRetries < kMaxAmLaunchRetries) {
+    // The node could not take it just now (not registered yet, restarting): the container is
+    // withdrawn and the AM placed again, on another node when one fits; the attempt stands.
+    ++attempt.amLaunchRetries;
+    Node& node = *container.node;
+    node.ready = false;  // until its next heartbeat
+    attempt.state = Attempt::State::kWaitingForAmContainer;
+    attempt.amContainerId.clear();
+    log_.warn() << "AM container " << containerId << " of " << attempt.id
+                << " could not be launched on " << node.id << " (" << reason
+                << "); placing it again (retry " << attempt.amLaunchRetries << " of "
+                << kMaxAmLaunchRetries << "), the attempt is not counted";
+    completeContainer(containerId, exit_status::kAborted, reason);
+    // Its id is reused: the AM container is always ..._000001.
+    if (attempt.containers.empty()) attempt.nextContainerNumber = 1;
+    schedule();
+    return;
+  }
   container.amFailureReason = "AM container " + containerId + " could not be launched on node " +
                               container.node->id + ": " + reason;
   completeContainer(containerId, exit_status::kAborted, reason);
@@ -784,9 +840,8 @@ void ClusterState::schedule() {
   std::vector<Node*> alive;
   alive.reserve(nodes_.size());
   for (auto& [id, node] : nodes_) {
-    if (node->alive) alive.push_back(node.get());
+    if (node->alive && node->ready) alive.push_back(node.get());
   }
-  if (alive.empty()) return;
   std::shuffle(alive.begin(), alive.end(), placementRng_);
 
   // AM containers take strict precedence over executor containers.
@@ -810,7 +865,21 @@ void ClusterState::schedule() {
 void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
   std::vector<Resource> free;
   free.reserve(alive.size());
-  for (const Node* node : alive) free.push_back(freeOf(*node));
+  Resource total;
+  Resource largest;
+  for (const Node* node : alive) {
+    free.push_back(freeOf(*node));
+    total = plus(total, node->capability);
+    largest.memoryMb = std::max(largest.memoryMb, node->capability.memoryMb);
+    largest.vCores = std::max(largest.vCores, node->capability.vCores);
+  }
+  // What AM containers hold now, for rm.maxAmShare.
+  Resource amUsed;
+  for (const auto& [id, container] : containers_) {
+    if (container->amContainer && container->node->alive) {
+      amUsed = plus(amUsed, container->resource);
+    }
+  }
   // As Spark's curPos: each AM starts from the node after the one the previous AM was
   // offered, so AMs go round-robin over the shuffled nodes.
   size_t cursor = 0;
@@ -821,8 +890,29 @@ void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
       continue;
     }
     const Resource& need = app->submission.resource;
+    if (alive.empty()) {
+      app->waitingReason = "waiting for AM resources: no node manager is registered and ready";
+      continue;
+    }
+    if (!fits(largest, need)) {
+      app->waitingReason = "waiting for AM resources: the AM asks for " + describeResource(need) +
+                           ", more than any node has (the largest: " + describeResource(largest) +
+                           ")";
+      continue;
+    }
+    std::string refusal = amShareRefusal(amUsed, need, total, options_.config.maxAmShare);
+    if (!refusal.empty()) {
+      app->waitingReason = std::move(refusal);
+      continue;  // a smaller AM behind it may still be allowed
+    }
     std::optional<size_t> chosen = placeRoundRobin(free, need, cursor);
-    if (!chosen) continue;  // a smaller AM behind it may still fit
+    if (!chosen) {
+      app->waitingReason =
+          "waiting for AM resources: no node has " + describeResource(need) + " free";
+      continue;  // a smaller AM behind it may still fit
+    }
+    app->waitingReason.clear();
+    amUsed = plus(amUsed, need);
     Node& node = *alive[*chosen];
     free[*chosen] = minus(free[*chosen], need);
     ContainerRecord& container = allocateContainer(*attempt, node, need, true);

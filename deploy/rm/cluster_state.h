@@ -138,9 +138,14 @@ class ClusterState {
   rest::FinishApplicationMasterResponse finishApplicationMaster(
       const std::string& attemptId, const rest::FinishApplicationMasterRequest& request);
 
-  // The launch of an AM container failed (its node refused or could not be reached): the
-  // attempt fails as if the container had exited.
-  void amLaunchFailed(const std::string& containerId, const std::string& reason);
+  // The launch of an AM container failed (its node refused or could not be reached). A
+  // transient refusal (the node answered 503 or refused the connection: it has not finished
+  // registering, or is restarting) withdraws the container and places the AM again, on another
+  // node when one fits, without using up the attempt (at most kMaxAmLaunchRetries times per
+  // attempt); any other failure fails the attempt as if the container had exited.
+  void amLaunchFailed(const std::string& containerId, const std::string& reason,
+                      bool transient = false);
+  static constexpr int kMaxAmLaunchRetries = 5;
 
   // Expires nodes without heartbeats and AM attempts without allocate calls; schedules when
   // anything changed. Call it often (every nodeExpiry/4 or 250 ms).
@@ -197,6 +202,8 @@ class ClusterState {
   void completeContainer(const std::string& containerId, int exitStatus,
                          const std::string& diagnostics);
   void loseNode(Node& node, const std::string& why);
+  // Stops the containers an AM gives back (a release of one already stopping is a no-op).
+  void releaseContainers(Attempt& attempt, const std::vector<std::string>& releases);
 
   void scheduleAmContainers(const std::vector<Node*>& alive);
   void scheduleAsk(Attempt& attempt, Ask& ask, const std::vector<Node*>& alive);

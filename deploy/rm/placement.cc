@@ -1,9 +1,36 @@
 #include "deploy/rm/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <sstream>
 
 namespace tide::rm {
+
+std::string amShareRefusal(const Resource& amUsed, const Resource& need, const Resource& total,
+                           double maxAmShare) {
+  if (amUsed.memoryMb <= 0 && amUsed.vCores <= 0) return "";  // one AM always may run
+  const auto limit = [&](int64_t whole) {
+    return static_cast<int64_t>(std::floor(static_cast<double>(whole) * maxAmShare + 1e-9));
+  };
+  const Resource wouldHold = plus(amUsed, need);
+  const Resource limits{limit(total.memoryMb), static_cast<int>(limit(total.vCores))};
+  std::string what;
+  if (wouldHold.memoryMb > limits.memoryMb) {
+    what = std::to_string(wouldHold.memoryMb) + " MB of memory, above " +
+           std::to_string(limits.memoryMb) + " MB";
+  } else if (wouldHold.vCores > limits.vCores) {
+    what = std::to_string(wouldHold.vCores) + " vCores, above " + std::to_string(limits.vCores) +
+           " vCores";
+  } else {
+    return "";
+  }
+  std::ostringstream why;
+  why << "waiting for AM resources: with this AM, AM containers would hold " << what
+      << " (rm.maxAmShare=" << maxAmShare << " of the cluster's " << describeResource(total)
+      << "); AM containers now hold " << describeResource(amUsed);
+  return why.str();
+}
 
 std::optional<size_t> placeRoundRobin(const std::vector<Resource>& free, const Resource& need,
                                       size_t& cursor) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "rest/messages/node.h"  // Resource
@@ -26,6 +27,20 @@ inline Resource minus(const Resource& a, const Resource& b) {
 inline Resource plus(const Resource& a, const Resource& b) {
   return Resource{a.memoryMb + b.memoryMb, a.vCores + b.vCores};
 }
+
+// "1024 MB, 2 vCores", for messages.
+inline std::string describeResource(const Resource& resource) {
+  return std::to_string(resource.memoryMb) + " MB, " + std::to_string(resource.vCores) + " vCores";
+}
+
+// YARN's maximum-am-resource-percent: the AM containers' share of the cluster (`total`, over
+// the nodes that take containers) is bounded by `maxAmShare` in memory and in cores, so AMs
+// cannot take every slot and leave their executors none. `amUsed` is what AM containers hold
+// now; one AM is always allowed when none holds anything, so a small cluster still runs one
+// application at a time. Returns "" when `need` may start, else why not (naming rm.maxAmShare
+// and the numbers).
+std::string amShareRefusal(const Resource& amUsed, const Resource& need, const Resource& total,
+                           double maxAmShare);
 
 // AM containers (Spark's drivers): starting at `cursor`, visits each candidate at most once
 // and takes the first whose free resources fit `need`. The cursor moves past every node

@@ -35,6 +35,11 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
   }
   config.authenticate = authentication == "secret";
   config.secretFile = rest::clusterSecretFile(properties);
+  config.maxAmShare = properties.getDouble("rm.maxAmShare");
+  if (!(config.maxAmShare > 0.0 && config.maxAmShare <= 1.0)) {
+    throw ConfigError(properties.describe("rm.maxAmShare") +
+                      ": must be above 0 and at most 1 (a share of the cluster)");
+  }
   return config;
 }
 

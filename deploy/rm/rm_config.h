@@ -27,10 +27,13 @@ struct RmConfig {
   bool authenticate = true;
   // rm.secretFile, resolved (~/.tide/rm.secret when not set).
   std::string secretFile;
+  // YARN's maximum-am-resource-percent: AM containers hold at most this share of the
+  // cluster's memory and of its vCores (one AM may always run when none does).
+  double maxAmShare = 0.5;
 
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
-  // rm.maxAppAttempts, rm.authentication and rm.secretFile; throws ConfigError naming the key for
-  // values out of range.
+  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication and rm.secretFile; throws ConfigError
+  // naming the key for values out of range.
   static RmConfig fromProperties(const Properties& properties);
 
   // What the RM tells node managers: often enough that a couple of lost heartbeats do not

@@ -330,6 +330,9 @@ void ResourceManagerServer::launch(const AmLaunch& item) {
   clientOptions.retry.maxAttempts = 3;
   clientOptions.log = [](const std::string& line) { Logger("rm").warn() << line; };
   std::string failure;
+  // Whether the node only could not take it just now: it answered 503 (not registered yet) or
+  // refused the connection (restarting). The RM then places the AM again.
+  bool transient = false;
   try {
     rest::HttpClient client("http://" + item.nodeHttpAddress, clientOptions);
     const rest::HttpResponse response = client.request(
@@ -338,7 +341,13 @@ void ResourceManagerServer::launch(const AmLaunch& item) {
     if (!response.ok()) {
       failure = "node manager answered HTTP " + std::to_string(response.status) + ": " +
                 response.body.substr(0, 300);
+      transient = response.status == 503;
     }
+  } catch (const rest::HttpError& error) {
+    failure = error.what();
+    // curl's CURLE_COULDNT_CONNECT: the request never reached the node.
+    transient =
+        error.isTransportError() && error.detail().rfind("Couldn't connect to server", 0) == 0;
   } catch (const std::exception& error) {
     failure = error.what();
   }
@@ -348,7 +357,8 @@ void ResourceManagerServer::launch(const AmLaunch& item) {
   }
   log_.warn() << "AM container " << item.request.containerId << " could not be launched on "
               << item.nodeId << ": " << failure;
-  withState([&](ClusterState& s) { s.amLaunchFailed(item.request.containerId, failure); });
+  withState(
+      [&](ClusterState& s) { s.amLaunchFailed(item.request.containerId, failure, transient); });
 }
 
 void ResourceManagerServer::stopOnNode(const ContainerStopOrder& order) {

@@ -225,6 +225,37 @@ const JsonFields<ExecutorSyncReply>& syncReplyFields() {
 // Encoders and decoders: the tables above. A sync with a thousand updates is one pass over
 // one buffer.
 
+// The commit protocol's two small messages.
+
+std::string toJson(const CommitRequest& value) {
+  JsonWriter out;
+  out.startObject().field("taskId", value.taskId).endObject();
+  return out.str();
+}
+
+std::string toJson(const CommitDecision& value) {
+  JsonWriter out;
+  out.startObject().field("allowed", value.allowed).field("reason", value.reason).endObject();
+  return out.str();
+}
+
+CommitRequest commitRequestFromJson(const rapidjson::Value& json) {
+  JsonObjectReader reader(json);
+  CommitRequest request;
+  request.taskId = reader.requireInt64("taskId");
+  if (request.taskId < 1) throw JsonFieldError("taskId", "must be at least 1");
+  return request;
+}
+
+CommitDecision commitDecisionFromJson(const rapidjson::Value& json) {
+  JsonObjectReader reader(json);
+  CommitDecision decision;
+  decision.allowed = reader.requireBool("allowed");
+  decision.reason = reader.optionalString("reason");
+  return decision;
+}
+
+
 std::string toJson(const TaskLaunch& value) {
   return taskLaunchFields().toJson(value);
 }

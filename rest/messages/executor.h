@@ -106,6 +106,25 @@ struct ExecutorSyncReply {
   std::vector<std::string> dropBlocks;
 };
 
+// The output commit protocol (Spark's OutputCommitCoordinator): a command task that exited 0
+// asks before its output becomes blocks and files in the job's output,
+//   executor -> am  POST /api/v1/executors/{id}/commit      CommitRequest -> CommitDecision
+// and the AM authorises one attempt per task: the first running attempt to ask. A denied
+// attempt discards its output and is reported KILLED ("commit denied: ..."), not a failure.
+struct CommitRequest {
+  int64_t taskId = 0;
+};
+
+struct CommitDecision {
+  bool allowed = false;
+  std::string reason;  // why not, when denied
+};
+
+std::string toJson(const CommitRequest& value);
+std::string toJson(const CommitDecision& value);
+CommitRequest commitRequestFromJson(const rapidjson::Value& json);
+CommitDecision commitDecisionFromJson(const rapidjson::Value& json);
+
 std::string toJson(const ExecutorRegistration& value);
 std::string toJson(const ExecutorRegistered& value);
 std::string toJson(const TaskLaunch& value);

@@ -373,6 +373,99 @@ TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
   EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].speculativeLaunches, 2);
 }
 
+// --- The output commit coordinator (Spark's OutputCommitCoordinator) and attempt numbers.
+
+TEST_F(SchedulerDataTest, TheFirstAttemptToAskCommitsAndASpeculativeLoserIsDenied) {
+  config.speculation = true;
+  config.speculationQuantile = 0.5;
+  config.speculationMultiplier = 1.5;
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
+  auto launches = offer("e1", 2);
+  ASSERT_EQ(launches.size(), 2u);
+  clock.advance(1000);
+  ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
+  clock.advance(1000);
+  ASSERT_EQ(scheduler().checkSpeculatableTasks(), 1);
+  auto copies = offer("e2", 1);
+  ASSERT_EQ(copies.size(), 1u);
+  const int64_t original = launches[0].taskId;
+  const int64_t copy = copies[0].taskId;
+  // Both exit 0 at about the same time; the copy asks first and wins.
+  EXPECT_EQ(scheduler().canCommit(copy, "e2"), "");
+  EXPECT_EQ(scheduler().canCommit(copy, "e2"), "") << "asking again gets the same answer";
+  EXPECT_THAT(scheduler().canCommit(original, "e1"), HasSubstr("is committing"));
+  EXPECT_THAT(scheduler().canCommit(copy, "e1"), HasSubstr("runs on e2"));
+  // The loser, denied, reports KILLED: not a failure, not run again.
+  rest::TaskStatusUpdate denied;
+  denied.taskId = original;
+  denied.state = "KILLED";
+  denied.reason = "commit denied: attempt 3 of s[0] is committing";
+  ASSERT_TRUE(scheduler().statusUpdate(denied, "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(finished(copy), "e2"));
+  EXPECT_EQ(scheduler().pendingTaskCount(), 0);
+  EXPECT_TRUE(scheduler().allJobsDone());
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kSucceeded);
+  EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].failedAttempts, 0);
+}
+
+TEST_F(SchedulerDataTest, ALostExecutorsAttemptIsDeniedAndItsRetryCommits) {
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 1, "command": ["x"]}]})"));
+  auto first = offer("e1", 1);
+  ASSERT_EQ(first.size(), 1u);
+  scheduler().executorLost("e1", "killed");
+  // The zombie on the lost executor still finishes and asks: denied.
+  EXPECT_THAT(scheduler().canCommit(first[0].taskId, "e1"), HasSubstr("is not running"));
+  auto retry = offer("e2", 1);
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].attempt, 1);
+  EXPECT_EQ(scheduler().canCommit(retry[0].taskId, "e2"), "");
+  ASSERT_TRUE(scheduler().statusUpdate(finished(retry[0].taskId), "e2"));
+  EXPECT_THAT(scheduler().canCommit(retry[0].taskId, "e2"), HasSubstr("is not running"));
+}
+
+TEST_F(SchedulerDataTest, AnAuthorisedAttemptThatFailsFreesTheTaskForTheNext) {
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 1, "command": ["x"]}]})"));
+  auto first = offer("e1", 1);
+  ASSERT_EQ(scheduler().canCommit(first[0].taskId, "e1"), "");
+  rest::TaskStatusUpdate failedCommit;
+  failedCommit.taskId = first[0].taskId;
+  failedCommit.state = "FAILED";
+  failedCommit.reason = "cannot keep its output: disk full";
+  ASSERT_TRUE(scheduler().statusUpdate(failedCommit, "e1"));
+  auto retry = offer("e2", 1);
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(scheduler().canCommit(retry[0].taskId, "e2"), "");
+}
+
+TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
+  config.speculation = true;
+  config.speculationQuantile = 0.5;
+  config.speculationMultiplier = 1.5;
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
+  auto launches = offer("e1", 2);
+  clock.advance(1000);
+  ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
+  clock.advance(1000);
+  ASSERT_EQ(scheduler().checkSpeculatableTasks(), 1);
+  auto copy = offer("e2", 1);
+  ASSERT_EQ(copy.size(), 1u);
+  EXPECT_EQ(copy[0].attempt, 1);
+  // The copy fails (the original still runs: no retry), then the original fails: its retry
+  // would be "attempt 0 + 1" again, and takes 2 instead.
+  rest::TaskStatusUpdate failure;
+  failure.state = "FAILED";
+  failure.reason = "exited with code 1";
+  failure.taskId = copy[0].taskId;
+  ASSERT_TRUE(scheduler().statusUpdate(failure, "e2"));
+  failure.taskId = launches[0].taskId;
+  ASSERT_TRUE(scheduler().statusUpdate(failure, "e1"));
+  auto retry = offer("e3", 1);
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].index, 0);
+  EXPECT_EQ(retry[0].attempt, 2);
+  ASSERT_FALSE(retry[0].argv.empty());
+}
+
 TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
   Properties props;
   props.set("locality.wait", "2s");

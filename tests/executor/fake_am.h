@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,19 @@ class FakeAm {
     server_->post(
         R"(/api/v1/executors/([^/]+)/sync)",
         [this](const httplib::Request& req, httplib::Response& res) { onSync(req, res); });
+    server_->post(R"(/api/v1/executors/([^/]+)/commit)", [this](const httplib::Request& req,
+                                                                httplib::Response& res) {
+      const rest::CommitRequest request = rest::commitRequestFromJson(rest::parseJson(req.body));
+      rest::CommitDecision decision;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        commitRequests.push_back(request.taskId);
+        decision.allowed = denyCommits_.count(request.taskId) == 0;
+        if (!decision.allowed) decision.reason = "another attempt has committed";
+        changed_.notify_all();
+      }
+      rest::replyJson(res, rest::toJson(decision));
+    });
     server_->start();
   }
   ~FakeAm() { stop(); }
@@ -56,6 +70,11 @@ class FakeAm {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.insert(queue_.end(), launches.begin(), launches.end());
     changed_.notify_all();
+  }
+  // The AM denies this attempt's commit (another attempt of its task won).
+  void denyCommit(int64_t taskId) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    denyCommits_.insert(taskId);
   }
   void kill(int64_t taskId) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -93,6 +112,7 @@ class FakeAm {
   // State, read under waitFor's lock or after the executor is gone.
   std::map<int64_t, std::vector<rest::TaskStatusUpdate>> updatesByTask;
   std::vector<rest::ExecutorRegistration> registrations;
+  std::vector<int64_t> commitRequests;  // task ids, in the order they asked
   size_t updateCount = 0;
   int syncs = 0;
   int badSyncs = 0;
@@ -171,6 +191,7 @@ class FakeAm {
   std::condition_variable changed_;
   std::deque<rest::TaskLaunch> queue_;
   std::vector<int64_t> kills_;
+  std::set<int64_t> denyCommits_;
   bool shutdown_ = false;
   bool forgotten_ = false;
   bool stopping_ = false;

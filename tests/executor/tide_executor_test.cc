@@ -222,6 +222,46 @@ TEST_F(TideExecutorTest, FailingCommandSendsItsStderrTail) {
   EXPECT_EQ(readFile(workDir_.path() / "tasks" / "s1-0-0" / "stderr"), "disk on fire\n");
 }
 
+TEST_F(TideExecutorTest, OnlyTheAttemptTheAmAuthorisesCommitsItsOutput) {
+  FakeAm am(FakeAm::Options{"test-secret", 200, 2});
+  auto executor = startExecutor(am, {"--conf", "executor.cores=2"});
+  const std::filesystem::path output = workDir_.path() / "job-output";
+  TaskLaunch winner;
+  winner.taskId = 1;
+  winner.jobId = "j1";
+  winner.stageId = "final";
+  winner.index = 3;
+  winner.kind = "command";
+  winner.argv = {"sh", "-c", "echo winner > \"$TIDE_OUTPUT_DIR/part-0\""};
+  winner.collectDir = output.string();
+  TaskLaunch loser = winner;  // a second attempt of the same task, which the AM denies
+  loser.taskId = 2;
+  loser.attempt = 1;
+  loser.argv = {"sh", "-c", "echo loser > \"$TIDE_OUTPUT_DIR/part-0\""};
+  am.denyCommit(2);
+  am.addTasks({winner, loser});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= 2; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+
+  EXPECT_EQ(am.commitRequests.size(), 2u);
+  EXPECT_EQ(am.updatesByTask.at(1).front().state, "FINISHED");
+  ASSERT_EQ(am.updatesByTask.at(1).front().blocks.size(), 1u);
+  const rest::TaskStatusUpdate& denied = am.updatesByTask.at(2).front();
+  EXPECT_EQ(denied.state, "KILLED");
+  EXPECT_EQ(denied.reason, "commit denied: another attempt has committed");
+  EXPECT_TRUE(denied.blocks.empty());
+  // The job's output holds the winner's file only, and nothing half-written.
+  EXPECT_EQ(readFile(output / "part-3"), "winner\n");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(output)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  EXPECT_FALSE(std::filesystem::exists(workDir_.path() / "tasks" / "final-3-1" / "output"));
+}
+
 TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);

@@ -49,6 +49,8 @@ class ClusterStateTest : public ::testing::Test {
   std::string addNode(const std::string& host, int port, int vCores, int64_t memoryMb) {
     const auto response = state().registerNode({host, port, Resource{memoryMb, vCores}});
     running_[response.nodeId];
+    // Registration completes with the node's first heartbeat: only then may it get containers.
+    heartbeat(response.nodeId);
     return response.nodeId;
   }
 
@@ -776,6 +778,125 @@ TEST_F(ClusterStateTest, AmLaunchFailureFailsTheAttempt) {
   const auto report = state().applicationReport(app);
   EXPECT_EQ(report.currentAppAttemptId, "appattempt_1700000000000_0001_000002");
   EXPECT_THAT(report.diagnostics, HasSubstr("could not be launched"));
+}
+
+
+// --- Robustness: ready nodes, transient launch refusals, rm.maxAmShare, fail-fast sizes.
+
+TEST_F(ClusterStateTest, ANodeGetsContainersOnlyAfterItsFirstHeartbeat) {
+  create();
+  const auto registration = state().registerNode({"h1", 1, Resource{4096, 4}});
+  const std::string app = submit();
+  EXPECT_TRUE(launches_.empty());
+  EXPECT_THAT(state().applicationReport(app).diagnostics,
+              HasSubstr("no node manager is registered and ready"));
+  heartbeat(registration.nodeId);
+  ASSERT_EQ(launches_.size(), 1u);
+  EXPECT_EQ(launches_.at(0).nodeId, registration.nodeId);
+  EXPECT_EQ(state().applicationReport(app).diagnostics, "");
+}
+
+TEST_F(ClusterStateTest, ATransientLaunchRefusalPlacesTheAmAgainWithoutUsingAnAttempt) {
+  create();
+  const std::string h1 = addNode("h1", 1, 4, 4096);
+  const std::string h2 = addNode("h2", 2, 4, 4096);
+  const std::string app = submit(512, 1, /*maxAttempts=*/1);
+  ASSERT_EQ(launches_.size(), 1u);
+  const std::string refusedOn = launches_.at(0).nodeId;
+  const std::string containerId = launches_.at(0).request.containerId;
+  state().amLaunchFailed(containerId, "node manager answered HTTP 503", /*transient=*/true);
+  collectOutbox();
+  // Placed again at once, on the other node (the refusing one waits for its next heartbeat),
+  // under the same attempt and the same container id.
+  ASSERT_EQ(launches_.size(), 2u);
+  EXPECT_NE(launches_.at(1).nodeId, refusedOn);
+  EXPECT_EQ(launches_.at(1).request.containerId, containerId);
+  EXPECT_EQ(launches_.at(1).request.environment.at("TIDE_APP_ATTEMPT_ID"),
+            launches_.at(0).request.environment.at("TIDE_APP_ATTEMPT_ID"));
+  EXPECT_EQ(state().applicationReport(app).state, "ACCEPTED");
+  const std::string attempt = registerAm(app);
+  EXPECT_EQ(attempt, "appattempt_1700000000000_0001_000001");
+  (void)h1;
+  (void)h2;
+}
+
+TEST_F(ClusterStateTest, TransientLaunchRefusalsAreBoundedThenFailTheAttempt) {
+  create();
+  const std::string node = addNode("h1", 1, 4, 4096);
+  const std::string app = submit(512, 1, /*maxAttempts=*/1);
+  for (int retry = 0; retry < ClusterState::kMaxAmLaunchRetries; ++retry) {
+    ASSERT_EQ(launches_.size(), static_cast<size_t>(retry + 1));
+    state().amLaunchFailed(launches_.back().request.containerId, "HTTP 503", true);
+    collectOutbox();
+    EXPECT_EQ(state().applicationReport(app).state, "ACCEPTED");
+    heartbeat(node);  // ready again
+  }
+  ASSERT_EQ(launches_.size(), static_cast<size_t>(ClusterState::kMaxAmLaunchRetries + 1));
+  state().amLaunchFailed(launches_.back().request.containerId, "HTTP 503", true);
+  EXPECT_EQ(state().applicationReport(app).state, "FAILED");
+  EXPECT_THAT(state().applicationReport(app).diagnostics, HasSubstr("could not be launched"));
+}
+
+TEST_F(ClusterStateTest, AmContainersHoldAtMostMaxAmShareOfTheCluster) {
+  create();  // rm.maxAmShare = 0.5
+  const std::string node = addNode("h1", 1, 8, 8192);
+  std::vector<std::string> apps;
+  for (int i = 0; i < 6; ++i) apps.push_back(submit(1024, 1));
+  // 4 AMs of 1 vCore fit in half of 8 vCores; the 5th and 6th wait, saying why.
+  EXPECT_EQ(launches_.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(state().applicationReport(apps[i]).diagnostics, "");
+  const std::string diagnostics = state().applicationReport(apps[4]).diagnostics;
+  EXPECT_EQ(state().applicationReport(apps[4]).state, "ACCEPTED");
+  EXPECT_THAT(diagnostics, HasSubstr("rm.maxAmShare=0.5"));
+  EXPECT_THAT(diagnostics, HasSubstr("5 vCores, above 4 vCores"));
+  // The executors get the other half.
+  const std::string attempt = registerAm(apps[0]);
+  EXPECT_EQ(allocate(attempt, {ask(10, 256, 1)}).allocatedContainers.size(), 4u);
+  // An application ends: the next AM starts.
+  state().finishApplicationMaster(attempt, {"SUCCEEDED", ""});
+  heartbeatAll();
+  const auto amOf = [&](const std::string& app) {
+    for (const ContainerView& c : state().liveContainers()) {
+      if (c.applicationId == app && c.amContainer) return c.id;
+    }
+    return std::string();
+  };
+  exitContainer(amOf(apps[0]), 0);
+  heartbeatAll();
+  EXPECT_EQ(launches_.size(), 5u);
+  EXPECT_EQ(state().applicationReport(apps[4]).diagnostics, "");
+  EXPECT_THAT(state().applicationReport(apps[5]).diagnostics, HasSubstr("rm.maxAmShare"));
+}
+
+TEST_F(ClusterStateTest, OneAmAlwaysRunsWhenNoneDoesWhateverTheShare) {
+  RmConfig config;
+  config.maxAmShare = 0.1;
+  create(config);
+  addNode("h1", 1, 2, 2048);
+  const std::string first = submit(1024, 1);
+  const std::string second = submit(1024, 1);
+  EXPECT_EQ(launches_.size(), 1u);  // 1 vCore is above 10% of 2, but nothing else runs
+  EXPECT_THAT(state().applicationReport(second).diagnostics, HasSubstr("rm.maxAmShare=0.1"));
+  (void)first;
+}
+
+TEST_F(ClusterStateTest, AnAmLargerThanEveryNodeIsRefusedAtSubmissionWithTheNumbers) {
+  create();
+  // No node yet: it may still join, so the application waits and says why.
+  const std::string early = submit(999999, 1);
+  EXPECT_EQ(state().applicationReport(early).state, "ACCEPTED");
+  addNode("h1", 1, 4, 4096);
+  EXPECT_THAT(state().applicationReport(early).diagnostics,
+              HasSubstr("the AM asks for 999999 MB, 1 vCores, more than any node has (the "
+                        "largest: 4096 MB, 4 vCores)"));
+  try {
+    submit(512, 16);
+    FAIL() << "an AM of 16 vCores on a 4-vCore cluster was accepted";
+  } catch (const RmError& error) {
+    EXPECT_EQ(error.status(), 400);
+    EXPECT_THAT(error.what(), HasSubstr("field 'resource': the AM asks for 512 MB, 16 vCores, "
+                                        "more than any node has (the largest: 4096 MB, 4 vCores)"));
+  }
 }
 
 }  // namespace

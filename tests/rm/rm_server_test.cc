@@ -32,6 +32,12 @@ class FakeNodeManager {
     server_.post(
         "/ws/v1/node/containers", [this](const httplib::Request& req, httplib::Response& res) {
           std::lock_guard<std::mutex> lock(mutex_);
+          if (refuseNext_ > 0) {
+            // As a node manager that has not finished registering (or is restarting).
+            --refuseNext_;
+            ++refused_;
+            throw rest::RestError(503, "the node has not registered with the resource manager yet");
+          }
           launches_.push_back(rest::containerLaunchRequestFromJson(rest::parseJson(req.body)));
           launchTokens_.push_back(req.get_header_value("X-Tide-Container-Token"));
           rest::ContainerReport report;
@@ -48,6 +54,15 @@ class FakeNodeManager {
     port_ = server_.start();
   }
   int port() const { return port_; }
+  // Answers the next `count` launches 503.
+  void refuseNextLaunches(int count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    refuseNext_ = count;
+  }
+  int refused() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return refused_;
+  }
   std::vector<rest::ContainerLaunchRequest> launches() {
     std::lock_guard<std::mutex> lock(mutex_);
     return launches_;
@@ -68,6 +83,8 @@ class FakeNodeManager {
   std::vector<rest::ContainerLaunchRequest> launches_;
   std::vector<std::string> launchTokens_;
   std::vector<std::pair<std::string, std::string>> deletes_;
+  int refuseNext_ = 0;
+  int refused_ = 0;
 };
 
 class RmServerTest : public ::testing::Test {
@@ -104,7 +121,7 @@ class RmServerTest : public ::testing::Test {
     return document["error"]["message"].GetString();
   }
 
-  std::string registerNode() {
+  std::string registerNode(bool heartbeat = true) {
     const auto response = call(
         "POST", "/ws/v1/nm/register",
         toJson(rest::NodeRegistration{"127.0.0.1", nodeManager_.port(), rest::Resource{4096, 4}}));
@@ -112,6 +129,12 @@ class RmServerTest : public ::testing::Test {
     const auto registration =
         rest::nodeRegistrationResponseFromJson(rest::parseJson(response.body));
     nodeSecret_ = registration.nodeSecret;
+    if (heartbeat) {
+      // Registration is complete with the first heartbeat: only then does it get containers.
+      const auto beat = call("POST", "/ws/v1/nm/" + registration.nodeId + "/heartbeat",
+                             R"({"containers": []})", {{"Authorization", "Bearer " + nodeSecret_}});
+      EXPECT_EQ(beat.status, 200) << beat.body;
+    }
     return registration.nodeId;
   }
 
@@ -216,6 +239,35 @@ TEST_F(RmServerTest, LaunchesTheAmOnItsNodeWithTokenAndEnvironment) {
   EXPECT_EQ(nodeManager_.deletes().at(0).first, launch.containerId);
   EXPECT_EQ(nodeManager_.deletes().at(0).second, "Bearer " + nodeSecret_);
   EXPECT_EQ(call("POST", base + "/allocate", R"({"responseId": 1})", bearer).status, 409);
+}
+
+TEST_F(RmServerTest, AnAmWaitsForItsNodesFirstHeartbeatAndA503DoesNotUseUpTheAttempt) {
+  const std::string nodeId = registerNode(/*heartbeat=*/false);
+  const std::string app = submitApp();
+  // Registered but not heartbeated yet: the node may not know its secret, so nothing goes there.
+  auto waiting = call("GET", "/ws/v1/cluster/apps/" + app);
+  const auto waitingReport = rest::applicationReportFromJson(rest::parseJson(waiting.body));
+  EXPECT_EQ(waitingReport.state, "ACCEPTED");
+  EXPECT_THAT(waitingReport.diagnostics, HasSubstr("no node manager is registered and ready"));
+  EXPECT_TRUE(nodeManager_.launches().empty());
+
+  // The node refuses the first two launches with 503; the RM places the AM again after each
+  // of the node's heartbeats, and the application is still on its first attempt.
+  nodeManager_.refuseNextLaunches(2);
+  const rest::HttpHeaders nodeAuth{{"Authorization", "Bearer " + nodeSecret_}};
+  ASSERT_TRUE(eventually([&] {
+    call("POST", "/ws/v1/nm/" + nodeId + "/heartbeat", R"({"containers": []})", nodeAuth);
+    return !nodeManager_.launches().empty();
+  }));
+  EXPECT_EQ(nodeManager_.refused(), 2);
+  const rest::ContainerLaunchRequest launch = nodeManager_.launches().at(0);
+  EXPECT_EQ(launch.environment.at("TIDE_APP_ATTEMPT_ID"), "appattempt_1700000000000_0001_000001");
+  EXPECT_EQ(launch.containerId, "container_1700000000000_0001_01_000001");
+  auto report = call("GET", "/ws/v1/cluster/apps/" + app);
+  const auto appReport = rest::applicationReportFromJson(rest::parseJson(report.body));
+  EXPECT_EQ(appReport.state, "ACCEPTED");
+  EXPECT_EQ(appReport.currentAppAttemptId, "appattempt_1700000000000_0001_000001");
+  EXPECT_EQ(appReport.runningContainers, 1);
 }
 
 TEST_F(RmServerTest, ClientApiErrors) {

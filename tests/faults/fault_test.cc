@@ -1,0 +1,327 @@
+// The fault suite (issue 11, items 3-7): real tide-rm, tide-nm, tide-am and tide-executor
+// processes on 127.0.0.1 with ephemeral ports; faults are injected while jobs of command tasks
+// write outputs, and afterwards the job's result is checked, every task's output must be
+// committed exactly once, and no process of the run may be left (found by walking /proc for
+// processes whose working directory is inside the test's directory, not by name). At the end
+// the suite prints one line: faults injected, jobs correct, duplicate commits, processes left.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "../integration/am_cluster_test.h"
+
+namespace tide::deploy {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing_support::eventually;
+namespace fs = std::filesystem;
+
+std::atomic<int> gFaultsInjected{0};
+std::atomic<int> gJobsCorrect{0};
+std::atomic<int> gDuplicateCommits{0};
+std::atomic<int> gProcessesLeft{0};
+
+class SuiteSummary : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::cout << "fault suite: " << gFaultsInjected << " faults injected, " << gJobsCorrect
+              << " jobs correct, " << gDuplicateCommits << " duplicate commits, " << gProcessesLeft
+              << " processes left" << std::endl;
+  }
+};
+const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SuiteSummary);
+
+// Processes whose working directory is inside `root` (containers, tasks, their children):
+// what a run under `root` left behind.
+std::vector<pid_t> processesUnder(const fs::path& root) {
+  std::vector<pid_t> found;
+  const std::string prefix = fs::weakly_canonical(root).string();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code linkError;
+    const fs::path cwd = fs::read_symlink(entry.path() / "cwd", linkError);
+    if (linkError) continue;
+    const std::string where = cwd.string();
+    if (where.compare(0, prefix.size(), prefix) == 0) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+class FaultTest : public testing_support::AmClusterTest {
+ protected:
+  // Every output file of a job of `tasks` tasks, each written as "task <i> attempt <a>": the
+  // output directory must hold part-0 .. part-<tasks-1> and nothing else (no temporary or
+  // half-written file), each naming its own task. Counts what is wrong in gDuplicateCommits.
+  std::map<int, int> expectCommittedOnce(const fs::path& output, int tasks) {
+    std::map<int, int> attempts;
+    std::set<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(output, ec)) {
+      names.insert(entry.path().filename().string());
+    }
+    EXPECT_FALSE(ec) << "cannot list " << output << ": " << ec.message();
+    int wrong = 0;
+    for (int i = 0; i < tasks; ++i) {
+      const std::string name = "part-" + std::to_string(i);
+      if (names.erase(name) == 0) {
+        ADD_FAILURE() << name << " is missing from " << output;
+        continue;
+      }
+      std::ifstream in(output / name);
+      std::string word, taskWord;
+      int task = -1, attempt = -1;
+      in >> word >> task >> taskWord >> attempt;
+      std::string rest;
+      std::getline(in, rest);
+      const bool more = static_cast<bool>(in >> rest);
+      if (word != "task" || task != i || taskWord != "attempt" || attempt < 0 || more) {
+        ADD_FAILURE() << name << " does not hold exactly one line of task " << i << ": "
+                      << testing_support::readFile((output / name).string());
+        ++wrong;
+      }
+      attempts[i] = attempt;
+    }
+    for (const std::string& extra : names) {
+      ADD_FAILURE() << "unexpected file in the output: " << extra;
+      ++wrong;
+    }
+    gDuplicateCommits += wrong;
+    return attempts;
+  }
+
+  // Runs after the cluster is stopped: nothing of it may be left (bounded wait for processes
+  // that are already on their way out).
+  void expectNothingLeft() {
+    if (cluster) cluster->stop();
+    std::vector<pid_t> left;
+    eventually(
+        [&] {
+          left = processesUnder(dir.path());
+          return left.empty();
+        },
+        15s);
+    gProcessesLeft += static_cast<int>(left.size());
+    for (pid_t pid : left) {
+      ADD_FAILURE() << "process " << pid << " ("
+                    << testing_support::readFile("/proc/" + std::to_string(pid) + "/cmdline")
+                    << ") is left";
+      ::kill(pid, SIGKILL);
+    }
+  }
+
+  // A stage whose tasks write "task <i> attempt <a>" into part-0 and then leave a marker in
+  // ran/ (test instrumentation: which attempts ran to the end, committed or not).
+  std::string writingJob(const std::string& name, int tasks, const std::string& before) {
+    fs::create_directories(dir.path() / "ran");
+    const std::string ran = (dir.path() / "ran").string();
+    return R"({"name": ")" + name + R"(", "output": ")" + (dir.path() / "out").string() +
+           R"(", "stages": [{"id": "write", "tasks": )" + std::to_string(tasks) +
+           R"(, "command": ["sh", "-c", ")" + before +
+           R"( echo task {task} attempt {attempt} > \"$TIDE_OUTPUT_DIR/part-0\"; touch )" + ran +
+           R"(/{task}-{attempt}"]}]})";
+  }
+
+  int markers(const std::string& prefix = "") {
+    int count = 0;
+    for (const auto& entry : fs::directory_iterator(dir.path() / "ran")) {
+      count += entry.path().filename().string().rfind(prefix, 0) == 0 ? 1 : 0;
+    }
+    return count;
+  }
+};
+
+// 11.3 with a lost executor: kill -9 of an executor while its tasks run. Its tasks run again
+// elsewhere; whatever its orphaned task processes still do stays in their private attempt
+// directories (their executor cannot ask the AM to commit).
+TEST_F(FaultTest, AnExecutorKilledMidTaskLeavesEveryOutputCommittedOnce) {
+  startCluster(2, 5);
+  const int tasks = 16;
+  submit(
+      writingJob("killed", tasks, "sleep 1;"),
+      {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
+      /*session=*/false);
+  int64_t victim = 0;
+  std::string victimId;
+  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 60s));
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  ++gFaultsInjected;
+
+  const rest::ApplicationReport report = waitForEnd(120s);
+  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
+  if (!HasFailure()) ++gJobsCorrect;
+  EXPECT_GE(markers(), tasks);
+  expectNothingLeft();
+}
+
+// 11.3 with a speculative duplicate: two attempts of task 0 exit 0 together (each waits for
+// the other to start), both ask to commit, the AM authorises one. The other's output is
+// discarded: the job's output holds one file for task 0, from one attempt.
+TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
+  startCluster(2, 5);
+  const int tasks = 4;
+  fs::create_directories(dir.path() / "barrier");
+  const std::string barrier = (dir.path() / "barrier").string();
+  // Task 0: mark this attempt, then wait (bounded) until two attempts have started.
+  const std::string before = "if [ {task} = 0 ]; then touch " + barrier +
+                             "/{attempt}; i=0; while [ $(ls " + barrier +
+                             " | wc -l) -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); "
+                             "done; else sleep 0.2; fi;";
+  submit(writingJob("speculative", tasks, before),
+         {{"dynamicAllocation.maxExecutors", "3"},
+          {"dynamicAllocation.minExecutors", "2"},
+          {"speculation", "true"},
+          {"speculation.quantile", "0.5"},
+          {"speculation.multiplier", "1.5"}},
+         /*session=*/false);
+  const rest::ApplicationReport report = waitForEnd(120s);
+  ++gFaultsInjected;
+  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  int started = 0;
+  for (const auto& entry : fs::directory_iterator(barrier)) {
+    (void)entry;
+    ++started;
+  }
+  EXPECT_EQ(started, 2) << "task 0 did not run twice at once: no duplicate to test";
+  const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
+  EXPECT_TRUE(fs::exists(barrier + "/" + std::to_string(attempts.count(0) ? attempts.at(0) : -1)))
+      << "task 0's output names an attempt that never ran";
+  if (!HasFailure()) ++gJobsCorrect;
+  expectNothingLeft();
+}
+
+// 11.6: 20 applications of 4 tasks submitted at once to one 8-core node all finish: AM
+// containers hold at most rm.maxAmShare (0.5) of the cores, so executors always have room.
+TEST_F(FaultTest, TwentyApplicationsOnOneEightCoreNodeAllFinish) {
+  startCluster(1, 8);
+  const std::string jobFile = dir.writeFile(
+      "small.json",
+      R"({"name": "small", "stages": [{"id": "s", "tasks": 4, "command": ["sh", "-c", "sleep 0.2"]}]})");
+  Properties props;
+  const Conf conf = {{"executor.memory", "256m"},
+                     {"am.memory", "256m"},
+                     {"ui.port", "0"},
+                     {"am.heartbeatInterval", "300ms"},
+                     {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+                     {"dynamicAllocation.maxExecutors", "2"}};
+  for (const auto& [key, value] : conf) props.set(key, value);
+  std::vector<std::string> apps;
+  for (int i = 0; i < 20; ++i) {
+    AmSubmission submission;
+    submission.jobFile = jobFile;
+    submission.jobName = "small-" + std::to_string(i);
+    submission.conf = conf;
+    submission.binDir = TIDE_BIN_DIR;
+    apps.push_back(submitApplicationMaster(*client, submission, props));
+  }
+  int mostRunning = 0;
+  bool sawShareDiagnostic = false;
+  std::map<std::string, rest::ApplicationReport> reports;
+  const bool allEnded = eventually(
+      [&] {
+        int running = 0;
+        bool all = true;
+        for (const std::string& app : apps) {
+          rest::ApplicationReport report = client->application(app);
+          if (report.state == "RUNNING") ++running;
+          if (report.state == "ACCEPTED" &&
+              report.diagnostics.find("rm.maxAmShare=0.5") != std::string::npos) {
+            sawShareDiagnostic = true;
+          }
+          all = all && isFinal(report);
+          reports[app] = std::move(report);
+        }
+        mostRunning = std::max(mostRunning, running);
+        return all;
+      },
+      400s);
+  EXPECT_TRUE(allEnded) << "not every application ended";
+  int succeeded = 0;
+  for (const auto& [app, report] : reports) {
+    EXPECT_EQ(report.finalStatus, "SUCCEEDED") << app << ": " << report.diagnostics;
+    succeeded += report.finalStatus == "SUCCEEDED" ? 1 : 0;
+  }
+  EXPECT_EQ(succeeded, 20);
+  // 8 cores: 4 AMs of one core at most; the others waited, saying why.
+  EXPECT_LE(mostRunning, 4);
+  EXPECT_TRUE(sawShareDiagnostic);
+  if (!HasFailure()) ++gJobsCorrect;
+  expectNothingLeft();
+  appId.clear();
+}
+
+// 11.7: impossible requests fail at once, exit status 2, with the key, the value asked and
+// the largest available; nothing hangs (each run is bounded).
+class ImpossibleRequestTest : public ::testing::Test {
+ protected:
+  testing_support::CommandResult tideRun(const std::vector<std::string>& conf, int cpus = 4) {
+    const std::string job = dir.writeFile(
+        "job.json", R"({"name": "big", "stages": [{"id": "wide", "tasks": 1, "cpus": )" +
+                        std::to_string(cpus) + R"(, "command": ["true"]}]})");
+    std::vector<std::string> argv = {std::string(TIDE_BIN_DIR) + "/tide", "run", job, "--work-dir",
+                                     (dir.path() / "run").string()};
+    for (const char* setting : {"nm.cores=2", "nm.memory=2g", "am.memory=256m",
+                                "executor.memory=256m", "executor.cores=4"}) {
+      argv.push_back("--conf");
+      argv.push_back(setting);
+    }
+    for (const std::string& setting : conf) {
+      argv.push_back("--conf");
+      argv.push_back(setting);
+    }
+    ++gFaultsInjected;
+    return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 60s);
+  }
+  void TearDown() override {
+    const std::vector<pid_t> left = processesUnder(dir.path());
+    gProcessesLeft += static_cast<int>(left.size());
+    EXPECT_TRUE(left.empty()) << left.size() << " processes left";
+    if (!HasFailure()) ++gJobsCorrect;
+  }
+  testing_support::TempDir dir;
+};
+
+TEST_F(ImpossibleRequestTest, ATaskWiderThanAnExecutor) {
+  const auto result = tideRun({"executor.cores=1"});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("stages[0].cpus: stage 'wide' asks for 4 cores per task, "
+                                       "more than an executor has (executor.cores=1)"));
+}
+
+TEST_F(ImpossibleRequestTest, AnExecutorLargerThanEveryNode) {
+  auto result = tideRun({"executor.memory=99999t"});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("executor.memory=99999t"));
+  EXPECT_THAT(result.output, HasSubstr("asks for 104856576 MB, above the largest node's 2048 MB"));
+  // executor.cores=4 on 2-core nodes: the cores are checked too.
+  result = tideRun({});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("executor.cores=4"));
+  EXPECT_THAT(result.output, HasSubstr("asks for 4 vCores, above the largest node's 2 vCores"));
+}
+
+TEST_F(ImpossibleRequestTest, AnAmLargerThanEveryNode) {
+  const auto result = tideRun({"executor.cores=1", "am.memory=64g"}, /*cpus=*/1);
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("am.memory=64g"));
+  EXPECT_THAT(result.output, HasSubstr("the AM container asks for 65536 MB, above the largest "
+                                       "node's 2048 MB"));
+}
+
+}  // namespace
+}  // namespace tide::deploy
