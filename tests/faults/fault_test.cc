@@ -5,7 +5,9 @@
 // processes whose working directory is inside the test's directory, not by name). At the end
 // the suite prints one line: faults injected, jobs correct, duplicate commits, processes left.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -17,6 +19,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../integration/am_cluster_test.h"
@@ -43,6 +46,26 @@ class SuiteSummary : public ::testing::Environment {
   }
 };
 const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SuiteSummary);
+
+// How many processes other than this one have `file` open.
+int processesWithOpen(const std::string& file) {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::stoi(name) == ::getpid()) continue;
+    std::error_code fdError;
+    for (const auto& fd : fs::directory_iterator(entry.path() / "fd", fdError)) {
+      std::error_code linkError;
+      if (fs::read_symlink(fd.path(), linkError).string() == file) {
+        ++count;
+        break;
+      }
+    }
+  }
+  return count;
+}
 
 // Processes whose working directory is inside `root` (containers, tasks, their children):
 // what a run under `root` left behind.
@@ -136,6 +159,26 @@ class FaultTest : public testing_support::AmClusterTest {
            R"(/{task}-{attempt}"]}]})";
   }
 
+  // What every executor logged, each after a "== container" line.
+  std::string executorLogs() {
+    std::string logs;
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(dir.path(), ec)) {
+      const std::string container = entry.path().parent_path().filename().string();
+      if (entry.path().filename() == "stderr" && container.rfind("container_", 0) == 0 &&
+          container.find("_000001") == std::string::npos) {
+        logs += "== " + container + "\n" + testing_support::readFile(entry.path().string());
+      }
+    }
+    return logs;
+  }
+
+  // On failure: what every executor logged, for the reader of the test's output.
+  void TearDown() override {
+    if (HasFailure()) std::cerr << executorLogs() << "\n";
+    AmClusterTest::TearDown();
+  }
+
   int markers(const std::string& prefix = "") {
     int count = 0;
     for (const auto& entry : fs::directory_iterator(dir.path() / "ran")) {
@@ -177,27 +220,41 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
   const int tasks = 4;
   fs::create_directories(dir.path() / "barrier");
   const std::string barrier = (dir.path() / "barrier").string();
-  // Task 0: mark this attempt, then wait (bounded) until two attempts have started.
+  // Task 0: mark this attempt, then block reading a FIFO that the test holds open. Once two
+  // attempts hold it open, the test closes its end: both see the end of file at the same
+  // instant and exit 0 together, so both ask to commit before the winner's success can get the
+  // other killed.
+  const std::string fifo = (dir.path() / "go").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  int holder = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // a writer, so readers' opens go on
+  ASSERT_GE(holder, 0);
   const std::string before = "if [ {task} = 0 ]; then touch " + barrier +
-                             "/{attempt}; i=0; while [ $(ls " + barrier +
-                             " | wc -l) -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); "
-                             "done; else sleep 0.2; fi;";
+                             "/{attempt}; timeout 120 cat " + fifo +
+                             " > /dev/null; else sleep 0.2; fi;";
   submit(writingJob("speculative", tasks, before),
          {{"dynamicAllocation.maxExecutors", "3"},
           {"dynamicAllocation.minExecutors", "2"},
           {"speculation", "true"},
           {"speculation.quantile", "0.5"},
-          {"speculation.multiplier", "1.5"}},
+          {"speculation.multiplier", "1.5"},
+          {"log.level", "debug"}},
          /*session=*/false);
+  const auto started = [&] {
+    int count = 0;
+    for (const auto& entry : fs::directory_iterator(barrier)) count += entry.is_regular_file();
+    return count;
+  };
+  ASSERT_TRUE(eventually([&] { return started() >= 2; }, 60s)) << "no second attempt of task 0";
+  ASSERT_TRUE(eventually([&] { return processesWithOpen(fifo) >= 2; }, 60s))
+      << "the two attempts of task 0 did not both open the FIFO";
+  ::close(holder);  // the last writer: both readers get the end of file now
   const rest::ApplicationReport report = waitForEnd(120s);
   ++gFaultsInjected;
   ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  int started = 0;
-  for (const auto& entry : fs::directory_iterator(barrier)) {
-    (void)entry;
-    ++started;
-  }
-  EXPECT_EQ(started, 2) << "task 0 did not run twice at once: no duplicate to test";
+  EXPECT_EQ(started(), 2) << "task 0 did not run twice at once: no duplicate to test";
+  // Both exited 0 and asked: the AM denied one of them (because the other is committing or
+  // has committed, or, when the job has ended meanwhile, because its executor is released).
+  EXPECT_THAT(executorLogs(), HasSubstr("KILLED: commit denied: "));
   const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
   EXPECT_TRUE(fs::exists(barrier + "/" + std::to_string(attempts.count(0) ? attempts.at(0) : -1)))
       << "task 0's output names an attempt that never ran";
@@ -307,7 +364,8 @@ TEST_F(ImpossibleRequestTest, AnExecutorLargerThanEveryNode) {
   auto result = tideRun({"executor.memory=99999t"});
   EXPECT_EQ(result.status, 2) << result.output;
   EXPECT_THAT(result.output, HasSubstr("executor.memory=99999t"));
-  EXPECT_THAT(result.output, HasSubstr("asks for 104856576 MB, above the largest node's 2048 MB"));
+  EXPECT_THAT(result.output,
+              HasSubstr("asks for 104856551424 MB, above the largest node's 2048 MB"));
   // executor.cores=4 on 2-core nodes: the cores are checked too.
   result = tideRun({});
   EXPECT_EQ(result.status, 2) << result.output;

@@ -231,7 +231,9 @@ TEST_F(ClusterStateTest, AmLaunchCarriesTheAttemptsEnvironmentAndToken) {
 }
 
 TEST_F(ClusterStateTest, AmContainersComeBeforeExecutorContainers) {
-  create();
+  RmConfig config;
+  config.maxAmShare = 1.0;  // AMs may take the whole node here
+  create(config);
   const std::string node = addNode("h1", 1, 3, 100000);
   const std::string first = submit();
   const std::string firstAttempt = registerAm(first);
@@ -841,7 +843,7 @@ TEST_F(ClusterStateTest, AmContainersHoldAtMostMaxAmShareOfTheCluster) {
   create();  // rm.maxAmShare = 0.5
   const std::string node = addNode("h1", 1, 8, 8192);
   std::vector<std::string> apps;
-  for (int i = 0; i < 6; ++i) apps.push_back(submit(1024, 1));
+  for (int i = 0; i < 6; ++i) apps.push_back(submit(512, 1));
   // 4 AMs of 1 vCore fit in half of 8 vCores; the 5th and 6th wait, saying why.
   EXPECT_EQ(launches_.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(state().applicationReport(apps[i]).diagnostics, "");
