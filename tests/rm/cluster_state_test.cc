@@ -782,7 +782,6 @@ TEST_F(ClusterStateTest, AmLaunchFailureFailsTheAttempt) {
   EXPECT_THAT(report.diagnostics, HasSubstr("could not be launched"));
 }
 
-
 // --- Robustness: ready nodes, transient launch refusals, rm.maxAmShare, fail-fast sizes.
 
 TEST_F(ClusterStateTest, ANodeGetsContainersOnlyAfterItsFirstHeartbeat) {
