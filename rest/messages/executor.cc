@@ -255,7 +255,6 @@ CommitDecision commitDecisionFromJson(const rapidjson::Value& json) {
   return decision;
 }
 
-
 std::string toJson(const TaskLaunch& value) {
   return taskLaunchFields().toJson(value);
 }
