@@ -177,6 +177,7 @@ void AdaptiveAllocationPolicy::onTaskStart(const std::string& stageId, const Exe
   ++runningTasks_;
   stage.starts[executor].push_back(clock_.nowMs());
   monitor_.onTaskStart(executor);
+  busyHistory_.emplace_back(clock_.nowMs(), monitor_.busyCount());
 }
 
 void AdaptiveAllocationPolicy::onTaskEnd(const std::string& stageId, const ExecutorId& executor,

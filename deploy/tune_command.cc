@@ -313,12 +313,25 @@ int runTuneCommand(int argc, char** argv) {
                   << grantDelay << "ms); " << (cli.flag("all") ? "all" : "the Pareto frontier")
                   << ", fastest first:\n";
         std::cout << "job_time_s  executor_s  makespan_s  frontier  setting\n";
+        const Outcome* previous = nullptr;
+        int same = 0;
         for (const Outcome* o : shown) {
+          // Settings with the same outcome as the one above are counted, not listed again.
+          if (!cli.flag("all") && previous != nullptr && previous->timeS == o->timeS &&
+              previous->costS == o->costS) {
+            ++same;
+            continue;
+          }
+          if (same > 0)
+            std::cout << "            (and " << same << " more with the same outcome)\n";
+          same = 0;
+          previous = o;
           char line[96];
           std::snprintf(line, sizeof line, "%10s  %10s  %10s  %8s  ", fmt(o->timeS).c_str(),
                         fmt(o->costS).c_str(), fmt(o->makespanS).c_str(), o->frontier ? "yes" : "");
           std::cout << line << o->setting.label << "\n";
         }
+        if (same > 0) std::cout << "            (and " << same << " more with the same outcome)\n";
         std::cout << "recommended for --weight-time " << fmt(weight, 2) << ": job time "
                   << fmt(chosen->timeS) << " s, " << fmt(chosen->costS) << " executor-seconds:\n  ";
         std::istringstream flags(chosen->setting.label);
