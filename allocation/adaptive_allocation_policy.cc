@@ -273,9 +273,15 @@ TickResult AdaptiveAllocationPolicy::tick() {
   result.previousTarget = reportedTarget_;
   result.decisions = std::move(pendingDecisions_);
   pendingDecisions_.clear();
+  const TimeMs now = clock_.nowMs();
+  busyHistory_.emplace_back(now, monitor_.busyCount());
+  // The busy counts of the last two stage intervals (or two start latencies) are kept.
+  const double window = std::max(2 * std::max(stageIntervalMs_, 0.0),
+                                 kReuseFactor * static_cast<double>(startLatencyMs()));
+  while (!busyHistory_.empty() && static_cast<double>(now - busyHistory_.front().first) > window) {
+    busyHistory_.pop_front();
+  }
   if (config_.enabled) {
-    const TimeMs now = clock_.nowMs();
-    busyHistory_.emplace_back(now, monitor_.busyCount());
     const Estimate e = estimate();
     // The executors the work still needs: what the estimate asks for, and the busy ones.
     const int floor = std::max(e.desired, std::min(monitor_.busyCount(), e.byParallelism));
@@ -371,10 +377,6 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
   }
   const bool expectedSoon = untilNextMs >= 0 && untilNextMs <= kReuseFactor * latency;
   // How many executors the recent work kept busy: the ones kept for the expected work.
-  const double window = std::max(2 * std::max(stageIntervalMs_, 0.0), kReuseFactor * latency);
-  while (!busyHistory_.empty() && static_cast<double>(now - busyHistory_.front().first) > window) {
-    busyHistory_.pop_front();
-  }
   int recentBusy = 0;
   for (const auto& [t, busy] : busyHistory_) recentBusy = std::max(recentBusy, busy);
 

@@ -27,6 +27,11 @@ def main():
                       dashboard_address=None, host="127.0.0.1") as cluster:
         cluster.adapt(minimum=0, maximum=8)
         with Client(cluster) as client:
+            # Warm up as tide's side does: one task (a worker starts), then back to none.
+            client.submit(sleep_task, 0, -1, pure=False).result()
+            deadline = time.monotonic() + 120
+            while len(cluster.scheduler.workers) > 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
             start = time.monotonic()
             stop = threading.Event()
 

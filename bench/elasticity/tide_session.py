@@ -76,7 +76,7 @@ def main():
              "--conf", "nm.workDir=" + os.path.join(work, "nm"), "--conf", "log.level=warn"],
             stdout=log, stderr=log, start_new_session=True))
         poll("the node to register",
-             lambda: get(rm_url + "/ws/v1/cluster/metrics")["activeNodes"] >= 1)
+             lambda: get(rm_url + "/ws/v1/cluster/metrics")["clusterMetrics"]["activeNodes"] >= 1)
         warmup = os.path.join(work, "warmup.json")
         with open(warmup, "w") as f:
             json.dump({"name": "warmup", "stages": [{"id": "w", "tasks": 1, "builtin": "noop"}]}, f)
