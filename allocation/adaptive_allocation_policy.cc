@@ -275,9 +275,11 @@ TickResult AdaptiveAllocationPolicy::tick() {
   pendingDecisions_.clear();
   const TimeMs now = clock_.nowMs();
   busyHistory_.emplace_back(now, monitor_.busyCount());
-  // The busy counts of the last two stage intervals (or two start latencies) are kept.
-  const double window = std::max(2 * std::max(stageIntervalMs_, 0.0),
-                                 kReuseFactor * static_cast<double>(startLatencyMs()));
+  // The busy counts of the last target duration (at least two stage intervals and two start
+  // latencies) are kept: while a stream goes on, an executor it kept busy in that time stays.
+  const double window = std::max({2 * std::max(stageIntervalMs_, 0.0),
+                                  kReuseFactor * static_cast<double>(startLatencyMs()),
+                                  static_cast<double>(config_.targetBacklogDuration)});
   while (!busyHistory_.empty() && static_cast<double>(now - busyHistory_.front().first) > window) {
     busyHistory_.pop_front();
   }

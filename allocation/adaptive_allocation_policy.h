@@ -31,8 +31,8 @@ namespace tide::allocation {
 //   executor without cached or shuffle data is released at once when no task is pending, unless
 //   the next stage is expected (from the recent interval between stages) before a replacement
 //   could start (twice the start latency): then it is kept, up to the number of executors that
-//   were busy recently. Spark's idle deadlines (executorIdleTimeout, cachedExecutorIdleTimeout,
-//   shuffle tracking) still bound how long any executor is kept.
+//   were busy within the last target duration. Spark's idle deadlines (executorIdleTimeout,
+//   cachedExecutorIdleTimeout, shuffle tracking) still bound how long any executor is kept.
 class AdaptiveAllocationPolicy final : public AllocationPolicy {
  public:
   // Before any task has ended, a task is assumed to take this long (Dask's
