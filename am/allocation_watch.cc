@@ -23,7 +23,7 @@ std::string boundsText(const allocation::Bounds& b) {
 }  // namespace
 
 void ApplicationMaster::observeTick(TimeMs now, double tickSeconds) {
-  const allocation::AllocationSnapshot a = allocation_->snapshot();
+  const allocation::AllocationSnapshot a = allocation_.snapshot();
   const AllocatorSnapshot c = allocator_.snapshot();
   const int pendingExecutors = c.outstanding + c.starting;
   const int pendingRemoval = a.pendingRemoval + c.releasing;
@@ -83,21 +83,21 @@ std::string ApplicationMaster::changeBounds(std::optional<int> minExecutors,
     return "dynamicAllocation.enabled is false: the executor count is fixed at "
            "executor.instances";
   }
-  const allocation::Bounds current = allocation_->config().bounds;
+  const allocation::Bounds current = allocation_.config().bounds;
   const allocation::Bounds wanted =
       allocation::changedBounds(current, minExecutors, initialExecutors, maxExecutors);
   std::string warning;
-  const std::string error = allocation_->setBounds(wanted, &warning);
+  const std::string error = allocation_.setBounds(wanted, &warning);
   if (!error.empty()) {
     log_.warn() << source << ": bounds not changed: " << error;
-    recordDecision("operator", "bounds_rejected", allocation_->snapshot().target,
+    recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
                    source + ": bounds not changed: " + error, "");
     return error;
   }
   if (!warning.empty()) log_.warn() << source << ": " << warning;
-  const allocation::Bounds now = allocation_->config().bounds;
+  const allocation::Bounds now = allocation_.config().bounds;
   log_.info() << source << ": executor bounds " << boundsText(current) << " -> " << boundsText(now)
-              << "; target now " << allocation_->snapshot().target;
+              << "; target now " << allocation_.snapshot().target;
   if (applied != nullptr) *applied = now;
   publishStatusSnapshot(clock_.nowMs());  // the new bounds show at once
   return "";
@@ -106,14 +106,14 @@ std::string ApplicationMaster::changeBounds(std::optional<int> minExecutors,
 void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
   auto snapshot = std::make_shared<StatusSnapshot>();
   snapshot->takenAt = now;
-  snapshot->allocation = allocation_->snapshot();
+  snapshot->allocation = allocation_.snapshot();
   snapshot->containers = allocator_.snapshot();
   snapshot->stopping = stopping_;
   snapshot->peakExecutors = peakExecutors_;
   snapshot->pendingTasks = scheduler_->pendingTaskCount();
   snapshot->runningTasks = scheduler_->runningTaskCount();
   snapshot->jobs = scheduler_->jobSummaries();
-  const auto& monitor = allocation_->monitor();
+  const auto& monitor = allocation_.monitor();
   for (const auto* tracker : monitor.all()) {
     ExecutorStatus e;
     e.id = tracker->id;
@@ -146,7 +146,7 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
 void ApplicationMaster::recordRejectedBoundsChange(const std::string& source,
                                                    const std::string& error) {
   std::lock_guard<std::mutex> lock(mu_);
-  recordDecision("operator", "bounds_rejected", allocation_->snapshot().target,
+  recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
                  source + ": bounds not changed: " + error, "");
 }
 

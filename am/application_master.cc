@@ -80,13 +80,14 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
       identity_(std::move(identity)),
       rm_(std::make_unique<InstrumentedResourceManagerClient>(std::move(rm), metrics_)),
       startedAt_(clock_.nowMs()),
-      allocation_(allocation::makeAllocationPolicy(config_.allocation, clock_)),
-      allocationListener_(*allocation_),
+      allocationPolicy_(allocation::makeAllocationPolicy(config_.allocation, clock_)),
+      allocation_(*allocationPolicy_),
+      allocationListener_(allocation_),
       allocator_(config_.containers, clock_) {
   schedulerListener_ = std::make_unique<JobEndListener>(*this);
   scheduler_ = std::make_unique<TaskScheduler>(config_.scheduler, clock_, *schedulerListener_,
                                                static_cast<uint64_t>(startedAt_));
-  allocator_.setTarget(allocation_->initialTarget());
+  allocator_.setTarget(allocation_.initialTarget());
 }
 
 ApplicationMaster::~ApplicationMaster() {
@@ -141,12 +142,12 @@ int ApplicationMaster::start() {
   rm_->setExecutorTemplate(executorTemplate());
   rm_->registerAm({config_.host, port_, trackingUrl()});
   log_.info() << "registered with the resource manager as " << identity_.attemptId
-              << "; initial target " << allocation_->initialTarget();
+              << "; initial target " << allocation_.initialTarget();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    recordDecision("allocation", "initial_target", allocation_->initialTarget(),
-                   "initial target " + std::to_string(allocation_->initialTarget()) + " (policy " +
-                       allocation_->name() + ")",
+    recordDecision("allocation", "initial_target", allocation_.initialTarget(),
+                   "initial target " + std::to_string(allocation_.initialTarget()) + " (policy " +
+                       allocation_.name() + ")",
                    "initial");
     publishStatusSnapshot(clock_.nowMs());
   }
@@ -230,7 +231,7 @@ void ApplicationMaster::allocationLoop() {
   while (!stopping_) {
     const TimeMs now = clock_.nowMs();
     const auto tickStart = std::chrono::steady_clock::now();
-    const allocation::TickResult result = allocation_->tick();
+    const allocation::TickResult result = allocation_.tick();
     applyTick(result, now);
     detectSilentExecutors(now);
     // The scheduler looks for slow tasks at most every speculation.interval.
@@ -275,7 +276,7 @@ void ApplicationMaster::releaseExecutor(const std::string& executorId, const std
   scheduler_->executorRemoved(executorId);  // its blocks go with it
   // The executor is gone for the policy and the scheduler from now on; it gets no more tasks
   // and is told to shut down at its next sync.
-  allocation_->onExecutorRemoved(executorId);
+  allocation_.onExecutorRemoved(executorId);
   log_.info() << "releasing executor " << executorId << " (" << why << ")";
   heartbeatRequested_ = true;
   heartbeatWake_.notify_all();
@@ -390,7 +391,7 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
   for (const auto& lost : actions.lost) {
     metrics_.executorFailures.labels({lost.exit.cause}).inc();
     if (lost.wasRegistered) scheduler_->executorLost(lost.executorId, lost.reason);
-    allocation_->onExecutorRemoved(lost.executorId);
+    allocation_.onExecutorRemoved(lost.executorId);
     forgetExecutor(lost.executorId, now);
   }
   for (auto& launch : actions.launches) launchQueue_.push_back(std::move(launch));
@@ -492,7 +493,7 @@ void ApplicationMaster::handleExecutorRegister(const httplib::Request& req,
   if (registration.port > 0) {
     executor.blockUrl = "http://" + req.remote_addr + ":" + std::to_string(registration.port);
   }
-  allocation_->onExecutorAdded(executor.id);
+  allocation_.onExecutorAdded(executor.id);
   peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
   log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
               << executor.containerId << ")";

@@ -138,10 +138,11 @@ class ApplicationMaster {
   Logger log_{"am"};
 
   std::mutex mu_;
-  std::condition_variable workAvailable_;                     // wakes executors' long polls
-  std::condition_variable heartbeatWake_;                     // the target changed: heartbeat now
-  std::condition_variable stateChanged_;                      // jobs ended or stop requested
-  std::unique_ptr<allocation::AllocationPolicy> allocation_;  // dynamicAllocation.policy
+  std::condition_variable workAvailable_;  // wakes executors' long polls
+  std::condition_variable heartbeatWake_;  // the target changed: heartbeat now
+  std::condition_variable stateChanged_;   // jobs ended or stop requested
+  std::unique_ptr<allocation::AllocationPolicy> allocationPolicy_;  // dynamicAllocation.policy
+  allocation::AllocationPolicy& allocation_;
   AllocationListener allocationListener_;
   class JobEndListener;
   std::unique_ptr<SchedulerListener> schedulerListener_;

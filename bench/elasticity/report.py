@@ -89,8 +89,6 @@ def chart(results, path):
             r = runs[s]
             label = s if not r else "%s (%.0f executor-s)" % (s, r["executor_seconds"])
             out.append('<text x="%.1f" y="%.1f" fill="%s">%s</text>'
-                       % (x0 + left, py(0) + 30 + 0 * i, COLORS[s], "") )
-            out.append('<text x="%.1f" y="%.1f" fill="%s">%s</text>'
                        % (x0 + left + i * 125, height - 8, COLORS[s], label))
     out.append("</svg>")
     with open(path, "w") as f:
