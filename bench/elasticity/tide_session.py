@@ -26,14 +26,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-def get(url):
-    with urllib.request.urlopen(url, timeout=5) as r:
+def get(url, token=None):
+    headers = {"Authorization": "Bearer " + token} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
         return json.loads(r.read())
 
 
-def post(url, body):
+def post(url, body, token):
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + token})
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
 
@@ -66,29 +68,38 @@ def main():
     am_url = "http://127.0.0.1:%d" % ui_port
     procs = []
     log = open(os.path.join(work, "daemons.log"), "w")
+    # tide-rm creates its secret here; tide-nm and tide submit read it (docs/security.md).
+    secret_file = os.path.join(work, "rm.secret")
+    secret = "--conf", "rm.secretFile=" + secret_file
     try:
         procs.append(subprocess.Popen(
-            [bin_dir + "/tide-rm", "--conf", "rm.port=%d" % rm_port, "--conf", "log.level=warn"],
+            [bin_dir + "/tide-rm", "--conf", "rm.port=%d" % rm_port, "--conf", "log.level=warn",
+             *secret],
             stdout=log, stderr=log, start_new_session=True))
         procs.append(subprocess.Popen(
             [bin_dir + "/tide-nm", "--conf", "nm.rm=" + rm_url, "--conf", "nm.port=%d" % nm_port,
              "--conf", "nm.cores=10", "--conf", "nm.memory=6g",
-             "--conf", "nm.workDir=" + os.path.join(work, "nm"), "--conf", "log.level=warn"],
+             "--conf", "nm.workDir=" + os.path.join(work, "nm"), "--conf", "log.level=warn",
+             *secret],
             stdout=log, stderr=log, start_new_session=True))
+        admin = poll("the secret file", lambda: open(secret_file).read().strip())
         poll("the node to register",
-             lambda: get(rm_url + "/ws/v1/cluster/metrics")["clusterMetrics"]["activeNodes"] >= 1)
+             lambda: get(rm_url + "/ws/v1/cluster/metrics",
+                         admin)["clusterMetrics"]["activeNodes"] >= 1)
         warmup = os.path.join(work, "warmup.json")
         with open(warmup, "w") as f:
             json.dump({"name": "warmup", "stages": [{"id": "w", "tasks": 1, "builtin": "noop"}]}, f)
-        subprocess.run(
-            [bin_dir + "/tide", "submit", "--master", rm_url, warmup, "--session",
+        app_id = subprocess.run(
+            [bin_dir + "/tide", "submit", "--master", rm_url, warmup, "--session", *secret,
              "--conf", "dynamicAllocation.policy=" + policy,
              "--conf", "dynamicAllocation.maxExecutors=8",
              "--conf", "dynamicAllocation.executorIdleTimeout=3s",
              "--conf", "executor.cores=1", "--conf", "executor.memory=256m",
              "--conf", "am.memory=256m", "--conf", "ui.port=%d" % ui_port,
              "--conf", "log.level=warn"],
-            check=True, stdout=log, stderr=log)
+            check=True, stdout=subprocess.PIPE, stderr=log, text=True).stdout.strip()
+        token = get(rm_url + "/ws/v1/cluster/apps/%s/control-token" % app_id,
+                    admin)["controlToken"]
         # The warm-up job done and its executor gone: the workload starts from nothing.
         poll("the warm-up job", lambda: all(j["state"] == "SUCCEEDED"
                                             for j in get(am_url + "/api/v1/jobs")["jobs"])
@@ -117,7 +128,7 @@ def main():
             if delay > 0:
                 time.sleep(delay)
             ids.append(post(am_url + "/api/v1/jobs",
-                            job_json("%s-%d" % (workload, i + 1), tasks, seconds))["id"])
+                            job_json("%s-%d" % (workload, i + 1), tasks, seconds), token)["id"])
 
         def finished():
             out = []
