@@ -64,6 +64,10 @@ Bounds changedBounds(const Bounds& current, std::optional<int> minExecutors,
   return bounds;
 }
 
+const char* policyKindName(PolicyKind kind) {
+  return kind == PolicyKind::kAdaptive ? "adaptive" : "spark";
+}
+
 AllocationConfig AllocationConfig::fromProperties(const Properties& props,
                                                   std::vector<std::string>* warnings) {
   AllocationConfig config;
@@ -119,6 +123,14 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   config.shuffleTrackingEnabled = props.getBool("dynamicAllocation.shuffleTracking.enabled");
   config.shuffleTrackingTimeout = props.getDuration("dynamicAllocation.shuffleTracking.timeout");
   config.interval = getPositiveDuration(props, "dynamicAllocation.interval");
+  config.policy = props.getString("dynamicAllocation.policy") == "adaptive" ? PolicyKind::kAdaptive
+                                                                            : PolicyKind::kSpark;
+  config.targetBacklogDuration =
+      getPositiveDuration(props, "dynamicAllocation.adaptive.targetBacklogDuration");
+  if (config.targetBacklogDuration == kInfiniteMs) {
+    throw ConfigError(props.describe("dynamicAllocation.adaptive.targetBacklogDuration") +
+                      ": must be finite");
+  }
   return config;
 }
 

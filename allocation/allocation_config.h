@@ -30,6 +30,13 @@ std::string validateBounds(Bounds& bounds, std::string* warning);
 Bounds changedBounds(const Bounds& current, std::optional<int> minExecutors,
                      std::optional<int> initialExecutors, std::optional<int> maxExecutors);
 
+// Which policy sizes the executor set (dynamicAllocation.policy).
+enum class PolicyKind {
+  kSpark,    // Spark's ExecutorAllocationManager: backlog timers, exponential ramp, idle timeout
+  kAdaptive  // AdaptiveAllocationPolicy: sized from the estimated work and a target duration
+};
+const char* policyKindName(PolicyKind kind);
+
 // Everything the allocation policy reads, with Spark's defaults. Immutable once built.
 struct AllocationConfig {
   bool enabled = true;  // false: a fixed executor.instances, no scaling
@@ -45,6 +52,9 @@ struct AllocationConfig {
   int executorCores = 1;
   int taskCpus = 1;
   int executorInstances = 0;  // used when dynamic allocation is off
+  PolicyKind policy = PolicyKind::kSpark;
+  // The adaptive policy asks for the executors that finish the backlog within this time.
+  DurationMs targetBacklogDuration = 5000;
 
   int tasksPerExecutor() const { return executorCores / taskCpus; }
 

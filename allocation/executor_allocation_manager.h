@@ -6,102 +6,60 @@
 #include <vector>
 
 #include "allocation/allocation_config.h"
+#include "allocation/allocation_policy.h"
 #include "allocation/executor_monitor.h"
 #include "common/clock.h"
 
 namespace tide::allocation {
 
-// One decision of the policy, with the reason a person can read. Non-actions are decisions too:
-// "not adding: at maxExecutors=8" answers "why is it not scaling?".
-struct Decision {
-  enum class Action {
-    kRaiseTarget,   // more executors requested
-    kLowerTarget,   // pending requests cancelled (never kills an executor)
-    kNotAdding,     // the backlog timer fired but the target could not rise
-    kRemove,        // an idle executor is released
-    kKeep,          // an idle executor is past its deadline but kept (min or target)
-    kBoundsChanged  // the bounds were changed at runtime
-  };
-  Action action;
-  int target = 0;       // the target after this decision
-  ExecutorId executor;  // for kRemove / kKeep
-  std::string why;
-};
-
-const char* actionName(Decision::Action action);
-
-// What a tick asks of the world: the total to hold and the executors to release.
-struct TickResult {
-  int previousTarget = 0;
-  int target = 0;
-  std::vector<ExecutorId> toRemove;
-  std::vector<Decision> decisions;
-  bool targetChanged() const { return target != previousTarget; }
-};
-
-// The policy's state at a glance (for the status API and the simulator).
-struct AllocationSnapshot {
-  Bounds bounds;
-  int target = 0;
-  int maxNeeded = 0;
-  int numExecutorsToAdd = 1;
-  bool initializing = true;
-  TimeMs addTime = -1;  // when the backlog timer fires; -1 when not armed
-  int live = 0;         // registered executors (including those being removed)
-  int pendingRemoval = 0;
-  int busy = 0;
-  int idle = 0;
-  int64_t pendingTasks = 0;
-  int64_t pendingSpeculativeTasks = 0;
-  int64_t runningTasks = 0;
-};
-
 // Spark's ExecutorAllocationManager: a pure policy fed with scheduler and executor events and
 // ticked every `dynamicAllocation.interval`. It owns no threads or sockets; time comes from the
 // injected clock. The caller applies TickResult: it asks the resource manager for `target`
 // executors in total and releases `toRemove` once they are idle.
-class ExecutorAllocationManager {
+class ExecutorAllocationManager final : public AllocationPolicy {
  public:
+  using TaskEnd = allocation::TaskEnd;
+
   ExecutorAllocationManager(const AllocationConfig& config, const Clock& clock);
 
+  const char* name() const override { return "spark"; }
   // The total to request at start, before any tick (initialExecutors, or executor.instances
   // when dynamic allocation is off).
-  int initialTarget() const { return target_; }
+  int initialTarget() const override { return target_; }
 
   // Scheduler events. Stage ids are unique over the application's life.
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks);
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override;
   // The stage finished or was aborted: its pending and speculative tasks no longer count.
-  void onStageCompleted(const std::string& stageId);
+  void onStageCompleted(const std::string& stageId) override;
   void onTaskStart(const std::string& stageId, const ExecutorId& executor,
-                   bool speculative = false);
-  enum class TaskEnd { kSuccess, kFailed, kKilled };
+                   bool speculative = false) override;
   // A failed non-speculative task goes back to pending (it will be retried) and re-arms the
   // backlog timer; a killed task (e.g. the losing speculative copy) does not.
   void onTaskEnd(const std::string& stageId, const ExecutorId& executor, TaskEnd how,
-                 bool speculative = false);
-  void onSpeculativeTaskSubmitted(const std::string& stageId);
+                 bool speculative = false) override;
+  void onSpeculativeTaskSubmitted(const std::string& stageId) override;
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
   // onTaskEnd(kFailed) first.
-  void onExecutorAdded(const ExecutorId& id);
-  void onExecutorRemoved(const ExecutorId& id);
+  void onExecutorAdded(const ExecutorId& id) override;
+  void onExecutorRemoved(const ExecutorId& id) override;
 
   // Data held by executors: persisted (cached) stages and shuffle output of active jobs.
-  void onBlocksCached(const ExecutorId& id, const std::string& dataId);
-  void onBlocksUncached(const std::string& dataId);
-  void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId);
-  void onShuffleReleased(const std::string& shuffleId);
+  void onBlocksCached(const ExecutorId& id, const std::string& dataId) override;
+  void onBlocksUncached(const std::string& dataId) override;
+  void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override;
+  void onShuffleReleased(const std::string& shuffleId) override;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
   // at once. Returns an error naming the field, or "" when applied.
-  std::string setBounds(Bounds bounds, std::string* warning = nullptr);
+  std::string setBounds(Bounds bounds, std::string* warning = nullptr) override;
 
   // One step of the policy (Spark's schedule()).
-  TickResult tick();
+  TickResult tick() override;
 
-  AllocationSnapshot snapshot() const;
-  const ExecutorMonitor& monitor() const { return monitor_; }
-  const AllocationConfig& config() const { return config_; }
+  AllocationSnapshot snapshot() const override;
+  const ExecutorMonitor& monitor() const override { return monitor_; }
+  const AllocationConfig& config() const override { return config_; }
   int maxNumExecutorsNeeded() const;
 
  private:

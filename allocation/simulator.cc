@@ -11,12 +11,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "allocation/executor_allocation_manager.h"
+#include "allocation/allocation_policy.h"
 
 namespace tide::allocation {
 namespace {
-
-using TaskEnd = ExecutorAllocationManager::TaskEnd;
 
 // A stage of the trace as the modelled scheduler sees it. Tasks are not objects: fresh tasks
 // are an index into the stage's durations and only failed tasks are queued one by one.
@@ -81,7 +79,7 @@ class Simulation {
         trace_(trace),
         options_(options),
         observer_(observer),
-        engine_(config, clock_) {}
+        engine_(makeAllocationPolicy(config, clock_)) {}
 
   SimulationSummary run();
 
@@ -118,7 +116,7 @@ class Simulation {
   const SimulationOptions& options_;
   const SimulationObserver& observer_;
   ManualClock clock_;
-  ExecutorAllocationManager engine_;
+  std::unique_ptr<AllocationPolicy> engine_;
   TimeMs now_ = 0;
 
   size_t nextEvent_ = 0;
@@ -151,6 +149,7 @@ class Simulation {
   int64_t executorMs_ = 0;
   int64_t busyExecutorMs_ = 0;
   int peakLive_ = 0;
+  std::vector<StageTiming> stageTimings_;  // indexed like stages_
 
   // Output: what the previous line showed, and what happened since.
   LineCounts printedCounts_;
@@ -161,7 +160,7 @@ class Simulation {
 
 SimulationSummary Simulation::run() {
   // Asked for at start, before the first tick, like an application master registering.
-  for (int i = 0; i < engine_.initialTarget(); ++i) {
+  for (int i = 0; i < engine_->initialTarget(); ++i) {
     requests_.push_back({0, addSaturating(0, options_.grantDelay)});
   }
 
@@ -183,7 +182,7 @@ SimulationSummary Simulation::run() {
     const bool isTick = t == nextTick_;
     TickResult result;
     if (isTick) {
-      result = engine_.tick();
+      result = engine_->tick();
       releaseExecutors(result.toRemove);
     }
     reconcileRequests();
@@ -211,7 +210,7 @@ SimulationSummary Simulation::run() {
                             "ms): " + std::to_string(pendingTasks_) + " tasks pending, " +
                             std::to_string(runningTasks_.size()) + " running, " +
                             std::to_string(liveExecutors_.size()) + " executors live, target " +
-                            std::to_string(engine_.snapshot().target) +
+                            std::to_string(engine_->snapshot().target) +
                             (options_.until ? "" : "; bound the run with --until"));
     }
   }
@@ -246,7 +245,7 @@ void Simulation::applyTraceEvent(const TraceEvent& event) {
       break;
     case TraceEvent::Type::kUncache: {
       stages_[stageIndex_.at(event.stage)].uncached = true;
-      engine_.onBlocksUncached(event.stage);
+      engine_->onBlocksUncached(event.stage);
       break;
     }
     case TraceEvent::Type::kJobEnd:
@@ -267,11 +266,12 @@ void Simulation::submitStage(const TraceEvent& event) {
   stage.event = &event;
   stage.unfinished = event.taskCount;
   stages_.push_back(std::move(stage));
+  stageTimings_.push_back({event.stage, now_, event.taskCount == 0 ? now_ : -1});
   stageIndex_.emplace(event.stage, index);
   if (event.shuffle) jobShuffleStages_[event.job].push_back(index);
   stagesWithPending_.insert(index);
   pendingTasks_ += event.taskCount;
-  engine_.onStageSubmitted(event.stage, event.taskCount);
+  engine_->onStageSubmitted(event.stage, event.taskCount);
 }
 
 void Simulation::endJob(const TraceEvent& event) {
@@ -281,15 +281,15 @@ void Simulation::endJob(const TraceEvent& event) {
     SimStage& stage = stages_[index];
     if (stage.shuffleReleased) continue;
     stage.shuffleReleased = true;
-    engine_.onShuffleReleased(stage.event->stage);
+    engine_->onShuffleReleased(stage.event->stage);
   }
 }
 
 void Simulation::setBounds(const TraceEvent& event) {
-  Bounds bounds = changedBounds(engine_.snapshot().bounds, event.minExecutors,
+  Bounds bounds = changedBounds(engine_->snapshot().bounds, event.minExecutors,
                                 event.initialExecutors, event.maxExecutors);
   std::string warning;
-  const std::string error = engine_.setBounds(bounds, &warning);
+  const std::string error = engine_->setBounds(bounds, &warning);
   // Like a rejected PUT on a running application master: reported, and the run goes on.
   if (!error.empty()) diagnose(event, "set_bounds rejected, bounds unchanged: " + error);
   if (!warning.empty()) diagnose(event, "set_bounds: " + warning);
@@ -324,11 +324,11 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
 
   // The executor stored the task's output before the task's end reached the scheduler.
   if (stage.event->cache && !stage.uncached && executor.reportedCache.insert(task.stage).second) {
-    engine_.onBlocksCached(executor.id, stageId);
+    engine_->onBlocksCached(executor.id, stageId);
   }
   if (stage.event->shuffle && !stage.shuffleReleased &&
       executor.reportedShuffle.insert(task.stage).second) {
-    engine_.onShuffleOutput(executor.id, stageId);
+    engine_->onShuffleOutput(executor.id, stageId);
   }
 
   const int before = static_cast<int>(executor.running.size());
@@ -336,11 +336,14 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
   ++executor.freeSlots;
   if (executor.live) executorsWithFreeSlots_.insert(task.executor);
   onRunningChanged(executor, before);
-  engine_.onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
+  engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
 
   ++completedTasks_;
   lastTaskEnd_ = now_;
-  if (--stage.unfinished == 0) engine_.onStageCompleted(stageId);
+  if (--stage.unfinished == 0) {
+    engine_->onStageCompleted(stageId);
+    stageTimings_[task.stage].finishedAt = now_;
+  }
 }
 
 void Simulation::failRunningTasks(size_t executorIndex) {
@@ -356,7 +359,7 @@ void Simulation::failRunningTasks(size_t executorIndex) {
     stage.retries.push_front(task.duration);
     stagesWithPending_.insert(task.stage);
     ++pendingTasks_;
-    engine_.onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed);
+    engine_->onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed);
   }
   executor.freeSlots += before;
   executor.running.clear();
@@ -392,7 +395,7 @@ void Simulation::grantExecutors() {
     executorsWithFreeSlots_.insert(index);
     peakLive_ = std::max(peakLive_, static_cast<int>(liveExecutors_.size()));
     addedSinceLine_.push_back(executors_[index].id);
-    engine_.onExecutorAdded(executors_[index].id);
+    engine_->onExecutorAdded(executors_[index].id);
   }
 }
 
@@ -430,7 +433,7 @@ void Simulation::startTask(size_t executorIndex) {
   executor.running.push_back(key);
   --executor.freeSlots;
   onRunningChanged(executor, before);
-  engine_.onTaskStart(stage.event->stage, executor.id);
+  engine_->onTaskStart(stage.event->stage, executor.id);
 }
 
 void Simulation::releaseExecutors(const std::vector<ExecutorId>& ids) {
@@ -451,11 +454,11 @@ void Simulation::releaseExecutor(size_t executorIndex) {
   liveExecutors_.erase(executorIndex);
   executorsWithFreeSlots_.erase(executorIndex);
   removedSinceLine_.push_back(executor.id);
-  engine_.onExecutorRemoved(executor.id);
+  engine_->onExecutorRemoved(executor.id);
 }
 
 void Simulation::reconcileRequests() {
-  const int64_t target = engine_.snapshot().target;
+  const int64_t target = engine_->snapshot().target;
   const int64_t outstanding =
       static_cast<int64_t>(liveExecutors_.size()) + static_cast<int64_t>(requests_.size());
   if (target > outstanding) {
@@ -523,7 +526,7 @@ bool Simulation::settled(const TickResult& result) const {
   if (!config_.enabled) return true;  // a fixed executor set: no policy acts on it
   // An idle deadline still ahead will make a decision then (a removal, or keeping the executor
   // at minExecutors, which a line reports); one already past was decided on.
-  for (const ExecutorTracker* tracker : engine_.monitor().all()) {
+  for (const ExecutorTracker* tracker : engine_->monitor().all()) {
     if (tracker->timeoutAt > now_ && tracker->timeoutAt != kInfiniteMs) return false;
   }
   return true;
@@ -534,7 +537,7 @@ void Simulation::checkStalled() const {
       !liveExecutors_.empty() || !requests_.empty()) {
     return;
   }
-  const AllocationSnapshot snapshot = engine_.snapshot();
+  const AllocationSnapshot snapshot = engine_->snapshot();
   if (snapshot.target > 0) return;
   // The backlog timer has fired (or never will) and still no executor was asked for.
   const bool timerSpent =
@@ -560,6 +563,7 @@ SimulationSummary Simulation::finish(TimeMs end) {
   summary.peakLive = peakLive_;
   summary.tasks = completedTasks_;
   summary.endMs = end;
+  summary.stages = stageTimings_;
   return summary;
 }
 

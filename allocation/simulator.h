@@ -53,13 +53,21 @@ struct SimulationLine {
   std::string why;                   // the tick's decisions, joined with "; "
 };
 
+// When a stage of the trace was submitted and when its last task ended (-1: never).
+struct StageTiming {
+  std::string stage;
+  TimeMs submittedAt = 0;
+  TimeMs finishedAt = -1;
+};
+
 struct SimulationSummary {
   TimeMs makespanMs = 0;       // when the last task ended
   int64_t executorMs = 0;      // sum of executor lifetimes (grant to release or end of run)
   int64_t busyExecutorMs = 0;  // sum of the time each executor ran at least one task
   int peakLive = 0;
-  int64_t tasks = 0;  // tasks completed
-  TimeMs endMs = 0;   // when the run ended (not printed: --until, or when it settled)
+  int64_t tasks = 0;                // tasks completed
+  TimeMs endMs = 0;                 // when the run ended (not printed: --until, or when it settled)
+  std::vector<StageTiming> stages;  // in submission order (not printed; `tide tune` reads it)
 };
 
 struct SimulationObserver {

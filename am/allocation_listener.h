@@ -3,14 +3,14 @@
 // Feeds the task scheduler's events to the dynamic allocation policy, which sizes the executor
 // set from pending and running tasks. Job ends are not the policy's business.
 
-#include "allocation/executor_allocation_manager.h"
+#include "allocation/allocation_policy.h"
 #include "am/scheduler/scheduler_listener.h"
 
 namespace tide::am {
 
 class AllocationListener : public SchedulerListener {
  public:
-  explicit AllocationListener(allocation::ExecutorAllocationManager& manager) : manager_(manager) {}
+  explicit AllocationListener(allocation::AllocationPolicy& manager) : manager_(manager) {}
 
   void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
     manager_.onStageSubmitted(stageId, numTasks);
@@ -47,14 +47,14 @@ class AllocationListener : public SchedulerListener {
   void onBlocksUncached(const std::string& dataId) override { manager_.onBlocksUncached(dataId); }
 
  private:
-  static allocation::ExecutorAllocationManager::TaskEnd taskEnd(TaskOutcome outcome) {
-    using TaskEnd = allocation::ExecutorAllocationManager::TaskEnd;
+  static allocation::TaskEnd taskEnd(TaskOutcome outcome) {
+    using TaskEnd = allocation::TaskEnd;
     return outcome == TaskOutcome::kSucceeded ? TaskEnd::kSuccess
            : outcome == TaskOutcome::kFailed  ? TaskEnd::kFailed
                                               : TaskEnd::kKilled;
   }
 
-  allocation::ExecutorAllocationManager& manager_;
+  allocation::AllocationPolicy& manager_;
 };
 
 }  // namespace tide::am

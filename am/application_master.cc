@@ -80,7 +80,8 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
       identity_(std::move(identity)),
       rm_(std::make_unique<InstrumentedResourceManagerClient>(std::move(rm), metrics_)),
       startedAt_(clock_.nowMs()),
-      allocation_(config_.allocation, clock_),
+      allocationPolicy_(allocation::makeAllocationPolicy(config_.allocation, clock_)),
+      allocation_(*allocationPolicy_),
       allocationListener_(allocation_),
       allocator_(config_.containers, clock_) {
   schedulerListener_ = std::make_unique<JobEndListener>(*this);
@@ -150,7 +151,9 @@ int ApplicationMaster::start() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     recordDecision("allocation", "initial_target", allocation_.initialTarget(),
-                   "initial target " + std::to_string(allocation_.initialTarget()), "initial");
+                   "initial target " + std::to_string(allocation_.initialTarget()) + " (policy " +
+                       allocation_.name() + ")",
+                   "initial");
     publishStatusSnapshot(clock_.nowMs());
   }
   threads_.emplace_back([this] { allocationLoop(); });

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "allocation/executor_allocation_manager.h"
+#include "allocation/allocation_policy.h"
 #include "am/allocation_listener.h"
 #include "am/config.h"
 #include "am/containers/container_allocator.h"
@@ -143,7 +143,8 @@ class ApplicationMaster {
   std::condition_variable workAvailable_;  // wakes executors' long polls
   std::condition_variable heartbeatWake_;  // the target changed: heartbeat now
   std::condition_variable stateChanged_;   // jobs ended or stop requested
-  allocation::ExecutorAllocationManager allocation_;
+  std::unique_ptr<allocation::AllocationPolicy> allocationPolicy_;  // dynamicAllocation.policy
+  allocation::AllocationPolicy& allocation_;
   AllocationListener allocationListener_;
   class JobEndListener;
   std::unique_ptr<SchedulerListener> schedulerListener_;

@@ -52,6 +52,15 @@ std::vector<KeyInfo> buildKeyTable() {
       key("dynamicAllocation.interval", K::kDuration, "100ms",
           "Period of the allocation loop",  // tide name; Spark hard-codes 100 ms
           kMs),
+      // tide's own: the policy that sizes the executor set.
+      key("dynamicAllocation.policy", K::kString, "spark",
+          "Allocation policy: spark (Spark's ExecutorAllocationManager) or adaptive (sized from "
+          "the estimated work, see dynamicAllocation.adaptive.*)",
+          1, {"spark", "adaptive"}),
+      key("dynamicAllocation.adaptive.targetBacklogDuration", K::kDuration, "5s",
+          "Adaptive policy: ask for the executors that finish the pending and running work "
+          "within this time",
+          kSeconds),
 
       // Executors and tasks.
       key("executor.instances", K::kInt, "",

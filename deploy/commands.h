@@ -6,6 +6,7 @@
 namespace tide::deploy {
 
 int runSimulateCommand(int argc, char** argv);
+int runTuneCommand(int argc, char** argv);
 int runRunCommand(int argc, char** argv);
 int runSubmitCommand(int argc, char** argv);
 int runStatusCommand(int argc, char** argv);

@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
      tide::deploy::runTokenCommand},
     {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",
      tide::deploy::runSimulateCommand},
+    {"tune", "Replay a trace under a grid of policies and settings; print the Pareto frontier",
+     tide::deploy::runTuneCommand},
 };
 
 void printUsage(std::ostream& out) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "allocation/executor_allocation_manager.h"
+#include "allocation/allocation_policy.h"
 #include "am/containers/container_allocator.h"
 #include "am/scheduler/task_scheduler.h"
 #include "common/clock.h"

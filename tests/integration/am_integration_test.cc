@@ -78,6 +78,40 @@ TEST_F(AmIntegrationTest, RampsUpIdlesDownAndComesBackForASecondJob) {
   EXPECT_EQ(waitForEnd(30s).state, "KILLED");
 }
 
+TEST_F(AmIntegrationTest, TheAdaptivePolicyAsksForAllAtOnceAndReleasesWhenTheWorkIsDone) {
+  startCluster();
+  // Idle timeout 60s: executors that go within seconds of the job's end go by the adaptive
+  // rule (no work pending or expected), not by the timeout.
+  submit(kSleepJob200,
+         {{"dynamicAllocation.policy", "adaptive"},
+          {"dynamicAllocation.maxExecutors", "8"},
+          {"dynamicAllocation.executorIdleTimeout", "60s"}},
+         /*session=*/true);
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  EXPECT_EQ(status()["tasks"]["succeeded"].GetInt64(), 200);
+  const std::vector<int> raised = raisedTargets();
+  ASSERT_FALSE(raised.empty());
+  EXPECT_EQ(raised.front(), 8);  // 200 tasks of 500 ms assumed: 100 s of work / 5 s, max 8
+  EXPECT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() == 0; }, 30s));
+  bool initial = false, raise = false, removal = false;
+  auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+  for (const auto& d : doc["decisions"].GetArray()) {
+    const std::string why = d["why"].GetString();
+    initial = initial || why == "initial target 0 (policy adaptive)";
+    raise =
+        raise || why.find("backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors)") == 0;
+    removal = removal ||
+              (why.find("removing ") == 0 &&
+               why.find("with no task pending; the work needs 0 executors") != std::string::npos);
+  }
+  EXPECT_TRUE(initial);
+  EXPECT_TRUE(raise);
+  EXPECT_TRUE(removal);
+  client->kill(appId);
+  EXPECT_EQ(waitForEnd(30s).state, "KILLED");
+}
+
 TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
   startCluster();
   submit(R"({"name": "survive", "stages": [

@@ -144,3 +144,47 @@ TEST(TideSimulateCliTest, HelpListsCommandsAndOptions) {
 }
 
 }  // namespace
+
+// `tide tune` replays the trace under its grid and recommends from the frontier.
+TEST(TideTuneCliTest, PrintsTheFrontierARecommendationAndAPlot) {
+  tide::testing_support::TempDir dir;
+  const std::string svg = (dir.path() / "frontier.svg").string();
+  const Result result =
+      runTide("tune --trace " + kExamples +
+              "/bursts.jsonl --conf dynamicAllocation.maxExecutors=8 "
+              "--conf dynamicAllocation.executorIdleTimeout=3s --grant-delay 400ms "
+              "--weight-time 0.5 --svg " +
+              svg);
+  ASSERT_EQ(result.status, 0) << result.err;
+  const std::vector<std::string> out = lines(result.out);
+  ASSERT_GE(out.size(), 4u) << result.out;
+  EXPECT_EQ(out[0].rfind("108 settings replayed on ", 0), 0u) << out[0];
+  EXPECT_EQ(out[1], "job_time_s  executor_s  makespan_s  frontier  setting");
+  // On three bursts of 40 s of work, the adaptive policy at 16 executors uses exactly the work
+  // (120 executor-seconds) and is on the frontier; Spark's settings there cost far more.
+  EXPECT_NE(result.out.find("      120.0  "), std::string::npos) << result.out;
+  const std::string recommended = "recommended for --weight-time 0.50: ";
+  const size_t at = result.out.find(recommended);
+  ASSERT_NE(at, std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("--conf dynamicAllocation.policy=adaptive", at), std::string::npos)
+      << result.out;
+  std::ifstream plot(svg);
+  std::ostringstream text;
+  text << plot.rdbuf();
+  EXPECT_EQ(text.str().rfind("<svg ", 0), 0u);
+  EXPECT_NE(text.str().find("</svg>"), std::string::npos);
+  EXPECT_NE(text.str().find("policy=adaptive"), std::string::npos);
+}
+
+TEST(TideTuneCliTest, BadInputExitsTwo) {
+  EXPECT_EQ(runTide("tune").status, 2);  // no --trace
+  const Result weight = runTide("tune --trace " + kExamples + "/bursts.jsonl --weight-time 1.5");
+  EXPECT_EQ(weight.status, 2);
+  EXPECT_NE(weight.err.find("--weight-time '1.5': expected a number between 0 and 1"),
+            std::string::npos)
+      << weight.err;
+  EXPECT_EQ(
+      runTide("tune --trace " + kExamples + "/bursts.jsonl --conf dynamicAllocation.policy=fast")
+          .status,
+      2);
+}

@@ -1,0 +1,119 @@
+#pragma once
+
+// The dynamic allocation policy as the application master and the simulator see it: fed with
+// scheduler and executor events, ticked every dynamicAllocation.interval, answering with the
+// total of executors to hold and the idle executors to release. Two implementations:
+// ExecutorAllocationManager (Spark's exact policy, `dynamicAllocation.policy=spark`, the
+// default) and AdaptiveAllocationPolicy (`dynamicAllocation.policy=adaptive`). Both are pure:
+// no threads or sockets, time from the injected Clock.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "allocation/allocation_config.h"
+#include "allocation/executor_monitor.h"
+#include "common/clock.h"
+
+namespace tide::allocation {
+
+// One decision of the policy, with the reason a person can read. Non-actions are decisions too:
+// "not adding: at maxExecutors=8" answers "why is it not scaling?".
+struct Decision {
+  enum class Action {
+    kRaiseTarget,   // more executors requested
+    kLowerTarget,   // pending requests cancelled (never kills an executor)
+    kNotAdding,     // the backlog timer fired but the target could not rise
+    kRemove,        // an idle executor is released
+    kKeep,          // an idle executor is past its deadline but kept (min or target)
+    kBoundsChanged  // the bounds were changed at runtime
+  };
+  Action action;
+  int target = 0;       // the target after this decision
+  ExecutorId executor;  // for kRemove / kKeep
+  std::string why;
+};
+
+const char* actionName(Decision::Action action);
+
+// What a tick asks of the world: the total to hold and the executors to release.
+struct TickResult {
+  int previousTarget = 0;
+  int target = 0;
+  std::vector<ExecutorId> toRemove;
+  std::vector<Decision> decisions;
+  bool targetChanged() const { return target != previousTarget; }
+};
+
+// The policy's state at a glance (for the status API and the simulator).
+struct AllocationSnapshot {
+  Bounds bounds;
+  int target = 0;
+  int maxNeeded = 0;
+  int numExecutorsToAdd = 1;
+  bool initializing = true;
+  TimeMs addTime = -1;  // when the backlog timer fires; -1 when not armed
+  int live = 0;         // registered executors (including those being removed)
+  int pendingRemoval = 0;
+  int busy = 0;
+  int idle = 0;
+  int64_t pendingTasks = 0;
+  int64_t pendingSpeculativeTasks = 0;
+  int64_t runningTasks = 0;
+};
+
+// How a task attempt ended, as the policy counts it.
+enum class TaskEnd { kSuccess, kFailed, kKilled };
+
+class AllocationPolicy {
+ public:
+  virtual ~AllocationPolicy() = default;
+
+  // "spark" or "adaptive": the value of dynamicAllocation.policy.
+  virtual const char* name() const = 0;
+
+  // The total to request at start, before any tick (initialExecutors, or executor.instances
+  // when dynamic allocation is off).
+  virtual int initialTarget() const = 0;
+
+  // Scheduler events. Stage ids are unique over the application's life.
+  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks) = 0;
+  // The stage finished or was aborted: its pending and speculative tasks no longer count.
+  virtual void onStageCompleted(const std::string& stageId) = 0;
+  virtual void onTaskStart(const std::string& stageId, const ExecutorId& executor,
+                           bool speculative = false) = 0;
+  // A failed non-speculative task goes back to pending (it will be retried); a killed task
+  // (e.g. the losing speculative copy) does not.
+  virtual void onTaskEnd(const std::string& stageId, const ExecutorId& executor, TaskEnd how,
+                         bool speculative = false) = 0;
+  virtual void onSpeculativeTaskSubmitted(const std::string& stageId) = 0;
+
+  // Executor events. When an executor is lost with tasks running, report those tasks with
+  // onTaskEnd(kFailed) first.
+  virtual void onExecutorAdded(const ExecutorId& id) = 0;
+  virtual void onExecutorRemoved(const ExecutorId& id) = 0;
+
+  // Data held by executors: persisted (cached) stages and shuffle output of active jobs.
+  virtual void onBlocksCached(const ExecutorId& id, const std::string& dataId) = 0;
+  virtual void onBlocksUncached(const std::string& dataId) = 0;
+  virtual void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) = 0;
+  virtual void onShuffleReleased(const std::string& shuffleId) = 0;
+
+  // Changes min/initial/max on a running application; the target is clipped into [min, max]
+  // at once. Returns an error naming the field, or "" when applied.
+  virtual std::string setBounds(Bounds bounds, std::string* warning = nullptr) = 0;
+
+  // One step of the policy.
+  virtual TickResult tick() = 0;
+
+  virtual AllocationSnapshot snapshot() const = 0;
+  virtual const ExecutorMonitor& monitor() const = 0;
+  virtual const AllocationConfig& config() const = 0;
+};
+
+// The policy `config.policy` names.
+std::unique_ptr<AllocationPolicy> makeAllocationPolicy(const AllocationConfig& config,
+                                                       const Clock& clock);
+
+}  // namespace tide::allocation
