@@ -8,6 +8,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/executor_monitor.h"
 #include "common/clock.h"
+#include "common/status.h"
 
 namespace tide::allocation {
 
@@ -93,8 +94,8 @@ class ExecutorAllocationManager {
   void onShuffleReleased(const std::string& shuffleId);
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
-  // at once. Returns an error naming the field, or "" when applied.
-  std::string setBounds(Bounds bounds, std::string* warning = nullptr);
+  // at once. kInvalidArgument with a message naming the field (first) when refused.
+  Status setBounds(Bounds bounds, std::string* warning = nullptr);
 
   // One step of the policy (Spark's schedule()).
   TickResult tick();
