@@ -229,6 +229,9 @@ TEST_F(DataIntegrationTest, ALaterJobReadsAPersistedStageAndUnpersistLetsItsExec
   am->deleteJson("api/v1/cache/job-1/words");
   EXPECT_TRUE(eventually([&] { return liveExecutors() == 0; }, 3s));
   EXPECT_EQ(am->getJson("api/v1/cache")["stages"].Size(), 0u);
+  // Refusals carry their code: no longer persisted is a conflict, an unknown stage not found.
+  EXPECT_EQ(am->request("DELETE", "api/v1/cache/job-1/words").status, 409);
+  EXPECT_EQ(am->request("DELETE", "api/v1/cache/job-9/x").status, 404);
   client->kill(appId);
   waitForEnd(30s);
 }
