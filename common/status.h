@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "common/enum_names.h"
+
 namespace tide {
 
 enum class StatusCode {
@@ -21,21 +23,9 @@ enum class StatusCode {
 };
 
 inline const char* statusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case StatusCode::kInternal:
-      return "INTERNAL";
-  }
-  return "UNKNOWN";
+  static constexpr const char* kNames[] = {
+      "OK", "INVALID_ARGUMENT", "NOT_FOUND", "FAILED_PRECONDITION", "UNAVAILABLE", "INTERNAL"};
+  return enumName(code, kNames);
 }
 
 class [[nodiscard]] Status {

@@ -3,27 +3,20 @@
 // The one place a Status becomes an HTTP status code: handlers return or throw through here,
 // never choose a code by reading a message.
 
+#include <cstddef>
+#include <iterator>
+
 #include "common/status.h"
 #include "rest/http_server.h"
 
 namespace tide::rest {
 
+// In StatusCode's order: OK 200, INVALID_ARGUMENT 400, NOT_FOUND 404, FAILED_PRECONDITION 409,
+// UNAVAILABLE 503, INTERNAL 500.
 inline int httpStatusOf(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kFailedPrecondition:
-      return 409;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kInternal:
-      return 500;
-  }
-  return 500;
+  static constexpr int kHttpStatus[] = {200, 400, 404, 409, 503, 500};
+  const auto index = static_cast<size_t>(code);
+  return index < std::size(kHttpStatus) ? kHttpStatus[index] : 500;
 }
 
 // Throws the RestError a handler answers with when `status` is not ok.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "am/scheduler/speculation.h"
+#include "common/enum_names.h"
 
 namespace tide::am {
 
@@ -60,43 +61,19 @@ std::string failureReason(const rest::TaskStatusUpdate& update) {
 }  // namespace
 
 const char* taskOutcomeName(TaskOutcome outcome) {
-  switch (outcome) {
-    case TaskOutcome::kSucceeded:
-      return "succeeded";
-    case TaskOutcome::kFailed:
-      return "failed";
-    case TaskOutcome::kKilled:
-      return "killed";
-  }
-  return "failed";
+  static constexpr const char* kNames[] = {"succeeded", "failed", "killed"};
+  return enumName(outcome, kNames);
 }
 
 const char* jobStateName(JobState state) {
-  switch (state) {
-    case JobState::kRunning:
-      return "RUNNING";
-    case JobState::kSucceeded:
-      return "SUCCEEDED";
-    case JobState::kFailed:
-      return "FAILED";
-  }
-  return "FAILED";
+  static constexpr const char* kNames[] = {"RUNNING", "SUCCEEDED", "FAILED"};
+  return enumName(state, kNames);
 }
 
 const char* stageStateName(StageState state) {
-  switch (state) {
-    case StageState::kWaiting:
-      return "WAITING";
-    case StageState::kRunning:
-      return "RUNNING";
-    case StageState::kSucceeded:
-      return "SUCCEEDED";
-    case StageState::kFailed:
-      return "FAILED";
-    case StageState::kCancelled:
-      return "CANCELLED";
-  }
-  return "FAILED";
+  static constexpr const char* kNames[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED",
+                                           "CANCELLED"};
+  return enumName(state, kNames);
 }
 
 SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {

@@ -328,8 +328,7 @@ TEST_F(AllocationTest, RuntimeBoundsClipTheTargetAtOnce) {
 }
 
 TEST_F(AllocationTest, InvalidRuntimeBoundsAreRefusedAndChangeNothing) {
-  EXPECT_EQ(manager().setBounds({5, 5, 2}),
-            Status::invalidArgument("min=5 is greater than max=2"));
+  EXPECT_EQ(manager().setBounds({5, 5, 2}), Status::invalidArgument("min=5 is greater than max=2"));
   EXPECT_EQ(manager().setBounds({0, 7, 4}),
             Status::invalidArgument("initial=7 is greater than max=4"));
   EXPECT_EQ(manager().setBounds({-1, 0, 4}), Status::invalidArgument("min: must not be negative"));

@@ -63,10 +63,8 @@ TEST(FairSchedulingOrderTest, MinShareAndWeightComeFromThePoolsFile) {
 
 TEST(FairSchedulingOrderTest, AFairPoolOrdersItsSetsByRunningTasksThenStageId) {
   const FairSchedulingOrder fair({PoolConfig{"etl", SchedulingMode::kFair, 1, 0}});
-  const SchedulingQueue queue = queueOf({{"etl", "job-1/z", 3},
-                                         {"etl", "job-1/y", 1},
-                                         {"etl", "job-2/b", 0},
-                                         {"etl", "job-2/a", 0}});
+  const SchedulingQueue queue = queueOf(
+      {{"etl", "job-1/z", 3}, {"etl", "job-1/y", 1}, {"etl", "job-2/b", 0}, {"etl", "job-2/a", 0}});
   EXPECT_THAT(offered(fair, queue), ElementsAre("job-2/a", "job-2/b", "job-1/y", "job-1/z"));
 }
 

@@ -122,6 +122,7 @@ TEST(ExecutorMessagesTest, TaskStatesAreNamesOnlyOnTheWire) {
     EXPECT_STREQ(taskStateName(state), name);
     TaskStatusUpdate update = sampleUpdate(3);
     update.state = state;
+    update.failedInput = {"job-1/map", 3, "e2", "http://127.0.0.1:1", "job-1/map/3", 10};
     const std::string json = toJson(update);
     EXPECT_NE(json.find(std::string("\"state\":\"") + name + "\""), std::string::npos) << json;
     EXPECT_EQ(taskStatusUpdateFromJson(parseJson(json)).state, state) << name;

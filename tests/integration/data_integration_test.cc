@@ -116,7 +116,14 @@ TEST_F(DataIntegrationTest, WordcountSurvivesAnExecutorKilledDuringTheReduceStag
   int64_t victimPid = 0;
   ASSERT_TRUE(eventually(
       [&] {
-        auto doc = job("job-1");
+        // The AM serves its status before it submits its job: until then job-1 is a 404.
+        rapidjson::Document doc;
+        try {
+          doc = job("job-1");
+        } catch (const rest::HttpError& e) {
+          if (e.status() == 404) return false;
+          throw;
+        }
         const rapidjson::Value* counts = stage(doc, "counts");
         if (counts == nullptr || (*counts)["running"].GetInt64() == 0) return false;
         auto list = executors();
