@@ -244,9 +244,9 @@ void AdaptiveAllocationPolicy::onShuffleReleased(const std::string& shuffleId) {
   monitor_.onShuffleReleased(shuffleId);
 }
 
-std::string AdaptiveAllocationPolicy::setBounds(Bounds bounds, std::string* warning) {
+Status AdaptiveAllocationPolicy::setBounds(Bounds bounds, std::string* warning) {
   std::string error = validateBounds(bounds, warning);
-  if (!error.empty()) return error;
+  if (!error.empty()) return Status::invalidArgument(std::move(error));
   const Bounds old = config_.bounds;
   config_.bounds = bounds;
   const int before = target_;
@@ -256,7 +256,7 @@ std::string AdaptiveAllocationPolicy::setBounds(Bounds bounds, std::string* warn
       << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
   if (target_ != before) why << "; target " << before << " -> " << target_;
   pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
-  return "";
+  return Status();
 }
 
 void AdaptiveAllocationPolicy::trackRequests(TimeMs now) {

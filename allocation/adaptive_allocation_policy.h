@@ -59,7 +59,7 @@ class AdaptiveAllocationPolicy final : public AllocationPolicy {
   void onBlocksUncached(const std::string& dataId) override;
   void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override;
   void onShuffleReleased(const std::string& shuffleId) override;
-  std::string setBounds(Bounds bounds, std::string* warning = nullptr) override;
+  Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
   TickResult tick() override;
   AllocationSnapshot snapshot() const override;
   const ExecutorMonitor& monitor() const override { return monitor_; }

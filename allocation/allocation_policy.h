@@ -15,6 +15,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/executor_monitor.h"
 #include "common/clock.h"
+#include "common/status.h"
 
 namespace tide::allocation {
 
@@ -101,8 +102,8 @@ class AllocationPolicy {
   virtual void onShuffleReleased(const std::string& shuffleId) = 0;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
-  // at once. Returns an error naming the field, or "" when applied.
-  virtual std::string setBounds(Bounds bounds, std::string* warning = nullptr) = 0;
+  // at once. kInvalidArgument with a message naming the field (first) when refused.
+  virtual Status setBounds(Bounds bounds, std::string* warning = nullptr) = 0;
 
   // One step of the policy.
   virtual TickResult tick() = 0;

@@ -172,9 +172,9 @@ void ExecutorAllocationManager::onShuffleReleased(const std::string& shuffleId) 
   monitor_.onShuffleReleased(shuffleId);
 }
 
-std::string ExecutorAllocationManager::setBounds(Bounds bounds, std::string* warning) {
+Status ExecutorAllocationManager::setBounds(Bounds bounds, std::string* warning) {
   std::string error = validateBounds(bounds, warning);
-  if (!error.empty()) return error;
+  if (!error.empty()) return Status::invalidArgument(std::move(error));
   const Bounds old = config_.bounds;
   config_.bounds = bounds;
   const int before = target_;
@@ -185,7 +185,7 @@ std::string ExecutorAllocationManager::setBounds(Bounds bounds, std::string* war
       << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
   if (target_ != before) why << "; target " << before << " -> " << target_;
   pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
-  return "";
+  return Status();
 }
 
 TickResult ExecutorAllocationManager::tick() {

@@ -9,6 +9,7 @@
 #include "allocation/allocation_policy.h"
 #include "allocation/executor_monitor.h"
 #include "common/clock.h"
+#include "common/status.h"
 
 namespace tide::allocation {
 
@@ -51,8 +52,8 @@ class ExecutorAllocationManager final : public AllocationPolicy {
   void onShuffleReleased(const std::string& shuffleId) override;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
-  // at once. Returns an error naming the field, or "" when applied.
-  std::string setBounds(Bounds bounds, std::string* warning = nullptr) override;
+  // at once. kInvalidArgument with a message naming the field (first) when refused.
+  Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
 
   // One step of the policy (Spark's schedule()).
   TickResult tick() override;

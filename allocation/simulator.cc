@@ -289,9 +289,11 @@ void Simulation::setBounds(const TraceEvent& event) {
   Bounds bounds = changedBounds(engine_->snapshot().bounds, event.minExecutors,
                                 event.initialExecutors, event.maxExecutors);
   std::string warning;
-  const std::string error = engine_->setBounds(bounds, &warning);
+  const Status applied = engine_->setBounds(bounds, &warning);
   // Like a rejected PUT on a running application master: reported, and the run goes on.
-  if (!error.empty()) diagnose(event, "set_bounds rejected, bounds unchanged: " + error);
+  if (!applied.ok()) {
+    diagnose(event, "set_bounds rejected, bounds unchanged: " + applied.message());
+  }
   if (!warning.empty()) diagnose(event, "set_bounds: " + warning);
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
-// Feeds the task scheduler's events to the dynamic allocation policy, which sizes the executor
-// set from pending and running tasks. Job ends are not the policy's business.
+// Subscribes the dynamic allocation policy to the task scheduler's listener list: translates the
+// scheduler's events into ExecutorAllocationManager's calls (the policy, which sizes the
+// executor set from pending and running tasks, knows nothing of the bus). Job ends are not the
+// policy's business.
 
 #include "allocation/allocation_policy.h"
 #include "am/scheduler/scheduler_listener.h"
@@ -23,8 +25,6 @@ class AllocationListener : public SchedulerListener {
                  TaskOutcome outcome) override {
     manager_.onTaskEnd(stageId, executorId, taskEnd(outcome));
   }
-  void onJobEnd(const std::string&, bool, const std::string&) override {}
-
   void onSpeculativeTaskSubmitted(const std::string& stageId) override {
     manager_.onSpeculativeTaskSubmitted(stageId);
   }

@@ -73,34 +73,35 @@ void ApplicationMaster::observeTick(TimeMs now, double tickSeconds) {
   }
 }
 
-std::string ApplicationMaster::changeBounds(std::optional<int> minExecutors,
-                                            std::optional<int> initialExecutors,
-                                            std::optional<int> maxExecutors,
-                                            const std::string& source,
-                                            allocation::Bounds* applied) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!config_.allocation.enabled) {
-    return "dynamicAllocation.enabled is false: the executor count is fixed at "
-           "executor.instances";
-  }
-  const allocation::Bounds current = allocation_.config().bounds;
-  const allocation::Bounds wanted =
-      allocation::changedBounds(current, minExecutors, initialExecutors, maxExecutors);
-  std::string warning;
-  const std::string error = allocation_.setBounds(wanted, &warning);
-  if (!error.empty()) {
-    log_.warn() << source << ": bounds not changed: " << error;
-    recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
-                   source + ": bounds not changed: " + error, "");
-    return error;
-  }
-  if (!warning.empty()) log_.warn() << source << ": " << warning;
-  const allocation::Bounds now = allocation_.config().bounds;
-  log_.info() << source << ": executor bounds " << boundsText(current) << " -> " << boundsText(now)
-              << "; target now " << allocation_.snapshot().target;
-  if (applied != nullptr) *applied = now;
-  publishStatusSnapshot(clock_.nowMs());  // the new bounds show at once
-  return "";
+Status ApplicationMaster::changeBounds(std::optional<int> minExecutors,
+                                       std::optional<int> initialExecutors,
+                                       std::optional<int> maxExecutors, const std::string& source,
+                                       allocation::Bounds* applied) {
+  return withState([&] {
+    if (!config_.allocation.enabled) {
+      return Status::failedPrecondition(
+          "dynamicAllocation.enabled is false: the executor count is fixed at "
+          "executor.instances");
+    }
+    const allocation::Bounds current = allocation_.config().bounds;
+    const allocation::Bounds wanted =
+        allocation::changedBounds(current, minExecutors, initialExecutors, maxExecutors);
+    std::string warning;
+    Status set = allocation_.setBounds(wanted, &warning);
+    if (!set.ok()) {
+      log_.warn() << source << ": bounds not changed: " << set.message();
+      recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
+                     source + ": bounds not changed: " + set.message(), "");
+      return set;
+    }
+    if (!warning.empty()) log_.warn() << source << ": " << warning;
+    const allocation::Bounds now = allocation_.config().bounds;
+    log_.info() << source << ": executor bounds " << boundsText(current) << " -> "
+                << boundsText(now) << "; target now " << allocation_.snapshot().target;
+    if (applied != nullptr) *applied = now;
+    publishStatusSnapshot(clock_.nowMs());  // the new bounds show at once
+    return Status();
+  });
 }
 
 void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
@@ -145,9 +146,10 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
 
 void ApplicationMaster::recordRejectedBoundsChange(const std::string& source,
                                                    const std::string& error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
-                 source + ": bounds not changed: " + error, "");
+  withState([&] {
+    recordDecision("operator", "bounds_rejected", allocation_.snapshot().target,
+                   source + ": bounds not changed: " + error, "");
+  });
 }
 
 }  // namespace tide::am

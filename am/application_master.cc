@@ -6,6 +6,7 @@
 
 #include "am/control_auth.h"
 #include "am/instrumented_rm_client.h"
+#include "am/status_handlers.h"
 #include "common/config.h"
 #include "rest/json.h"
 #include "rest/messages/credentials.h"
@@ -14,52 +15,12 @@ namespace tide::am {
 
 using rest::JsonWriter;
 
-// Feeds scheduler events to the allocation policy and notes when jobs end.
+// Notes when jobs end: the outcome run() reports, and a status published at once.
 class ApplicationMaster::JobEndListener : public SchedulerListener {
  public:
-  JobEndListener(ApplicationMaster& am) : am_(am) {}
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    am_.allocationListener_.onStageSubmitted(stageId, numTasks);
-  }
-  void onStageCompleted(const std::string& stageId) override {
-    am_.allocationListener_.onStageCompleted(stageId);
-  }
-  void onTaskStart(const std::string& stageId, const std::string& executorId) override {
-    am_.allocationListener_.onTaskStart(stageId, executorId);
-  }
-  void onTaskEnd(const std::string& stageId, const std::string& executorId,
-                 TaskOutcome outcome) override {
-    am_.allocationListener_.onTaskEnd(stageId, executorId, outcome);
-    (outcome == TaskOutcome::kSucceeded ? am_.metrics_.tasksSucceeded
-     : outcome == TaskOutcome::kFailed  ? am_.metrics_.tasksFailed
-                                        : am_.metrics_.tasksKilled)
-        .inc();
-  }
-  // Data and speculation events go to the allocation policy as they are.
-  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
-    am_.allocationListener_.onSpeculativeTaskSubmitted(stageId);
-  }
-  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executorId) override {
-    am_.allocationListener_.onSpeculativeTaskStart(stageId, executorId);
-  }
-  void onSpeculativeTaskEnd(const std::string& stageId, const std::string& executorId,
-                            TaskOutcome outcome) override {
-    am_.allocationListener_.onSpeculativeTaskEnd(stageId, executorId, outcome);
-  }
-  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
-    am_.allocationListener_.onShuffleOutput(executorId, shuffleId);
-  }
-  void onShuffleReleased(const std::string& shuffleId) override {
-    am_.allocationListener_.onShuffleReleased(shuffleId);
-  }
-  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
-    am_.allocationListener_.onBlocksCached(executorId, dataId);
-  }
-  void onBlocksUncached(const std::string& dataId) override {
-    am_.allocationListener_.onBlocksUncached(dataId);
-  }
+  explicit JobEndListener(ApplicationMaster& am) : am_(am) {}
   void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
-    // Called under mu_.
+    // Posted by the scheduler, under mu_.
     am_.jobEndedSincePublish_ = true;
     if (succeeded) {
       am_.log_.info() << "job " << jobId << " succeeded";
@@ -74,27 +35,52 @@ class ApplicationMaster::JobEndListener : public SchedulerListener {
   ApplicationMaster& am_;
 };
 
+// Counts task ends by outcome for /metrics.
+class ApplicationMaster::TaskMetricsListener : public SchedulerListener {
+ public:
+  explicit TaskMetricsListener(AmMetrics& metrics) : metrics_(metrics) {}
+  void onTaskEnd(const std::string&, const std::string&, TaskOutcome outcome) override {
+    (outcome == TaskOutcome::kSucceeded ? metrics_.tasksSucceeded
+     : outcome == TaskOutcome::kFailed  ? metrics_.tasksFailed
+                                        : metrics_.tasksKilled)
+        .inc();
+  }
+
+ private:
+  AmMetrics& metrics_;
+};
+
 ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
                                      std::unique_ptr<ResourceManagerClient> rm)
     : config_(std::move(config)),
       identity_(std::move(identity)),
       rm_(std::make_unique<InstrumentedResourceManagerClient>(std::move(rm), metrics_)),
       startedAt_(clock_.nowMs()),
+      info_{identity_.applicationId,
+            identity_.attemptId,
+            startedAt_,
+            config_.allocation.enabled,
+            config_.allocation.executorCores,
+            config_.session,
+            config_.uiMaxRequestsPerSecond},
       allocationPolicy_(allocation::makeAllocationPolicy(config_.allocation, clock_)),
       allocation_(*allocationPolicy_),
       allocationListener_(allocation_),
+      jobEndListener_(std::make_unique<JobEndListener>(*this)),
+      metricsListener_(std::make_unique<TaskMetricsListener>(metrics_)),
+      scheduler_(std::make_unique<TaskScheduler>(config_.scheduler, clock_,
+                                                 static_cast<uint64_t>(startedAt_))),
       allocator_(config_.containers, clock_) {
-  schedulerListener_ = std::make_unique<JobEndListener>(*this);
-  scheduler_ = std::make_unique<TaskScheduler>(config_.scheduler, clock_, *schedulerListener_,
-                                               static_cast<uint64_t>(startedAt_));
+  // The scheduler's one listener list: the policy first (as Spark's ExecutorAllocationListener),
+  // then the metrics, then the job bookkeeping.
+  scheduler_->subscribe(allocationListener_);
+  scheduler_->subscribe(*metricsListener_);
+  scheduler_->subscribe(*jobEndListener_);
   allocator_.setTarget(allocation_.initialTarget());
 }
 
 ApplicationMaster::~ApplicationMaster() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
+  withState([&] { stopping_ = true; });
   workAvailable_.notify_all();
   heartbeatWake_.notify_all();
   launchWake_.notify_all();
@@ -128,13 +114,15 @@ int ApplicationMaster::start() {
   rest::HttpServerOptions status;
   status.bindAddress = config_.host;
   status.port = config_.uiPort;
-  status.threadCount = 4;  // readers take turns; see status_endpoints.cc
+  status.threadCount = 4;  // readers take turns; see status_handlers.cc
   status.log = options.log;
   // Writes (and with ui.auth=all, reads) need the application's control token.
   status.auth = controlAuth(rest::controlTokenOf(identity_.appSecret), config_.uiAuth);
   status.authExemptPaths = controlAuthExemptPaths();
   server_ = std::make_unique<rest::HttpServer>(status);
-  registerRoutes();
+  handlers_ = std::make_unique<StatusHandlers>(*this);
+  handlers_->registerExecutorRoutes(*executorServer_);
+  handlers_->registerStatusRoutes(*server_);
   executorPort_ = executorServer_->start();
   port_ = server_->start();
   log_.info() << "status at " << trackingUrl() << "; executors connect to port " << executorPort_;
@@ -148,14 +136,13 @@ int ApplicationMaster::start() {
   }
   log_.info() << "registered with the resource manager as " << identity_.attemptId
               << "; initial target " << allocation_.initialTarget();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  withState([&] {
     recordDecision("allocation", "initial_target", allocation_.initialTarget(),
                    "initial target " + std::to_string(allocation_.initialTarget()) + " (policy " +
                        allocation_.name() + ")",
                    "initial");
     publishStatusSnapshot(clock_.nowMs());
-  }
+  });
   threads_.emplace_back([this] { allocationLoop(); });
   threads_.emplace_back([this] { heartbeatLoop(); });
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { launchLoop(); });
@@ -163,40 +150,36 @@ int ApplicationMaster::start() {
 }
 
 std::string ApplicationMaster::submitJob(Job job) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const std::string name = job.name;
-  std::string jobId = scheduler_->submitJob(std::move(job));
-  ++jobsSubmitted_;
-  log_.info() << "submitted job " << jobId << " (" << name << ")";
-  workAvailable_.notify_all();
-  return jobId;
+  return withState([&] {
+    const std::string name = job.name;
+    std::string jobId = scheduler_->submitJob(std::move(job));
+    ++jobsSubmitted_;
+    log_.info() << "submitted job " << jobId << " (" << name << ")";
+    workAvailable_.notify_all();
+    return jobId;
+  });
 }
 
 void ApplicationMaster::requestStop(const std::string& finalStatus,
                                     const std::string& diagnostics) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!stopOutcome_) stopOutcome_ = AmOutcome{finalStatus, diagnostics};
-  stateChanged_.notify_all();
+  withState([&] {
+    if (!stopOutcome_) stopOutcome_ = AmOutcome{finalStatus, diagnostics};
+    stateChanged_.notify_all();
+  });
 }
 
 AmOutcome ApplicationMaster::run() {
-  AmOutcome outcome;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
+  const AmOutcome outcome = withState([&](StateLock& lock) {
     stateChanged_.wait(lock, [&] {
       return stopOutcome_.has_value() ||
              (!config_.session && jobsSubmitted_ > 0 && scheduler_->allJobsDone());
     });
-    if (stopOutcome_) {
-      outcome = *stopOutcome_;
-    } else if (failedJobMessages_.empty()) {
-      outcome = {"SUCCEEDED", ""};
-    } else {
-      outcome = {"FAILED", failedJobMessages_.front()};
-    }
     // Executors are told to finish; their containers go back with the last heartbeat.
     stopping_ = true;
-  }
+    if (stopOutcome_) return *stopOutcome_;
+    if (failedJobMessages_.empty()) return AmOutcome{"SUCCEEDED", ""};
+    return AmOutcome{"FAILED", failedJobMessages_.front()};
+  });
   workAvailable_.notify_all();
   launchWake_.notify_all();
   heartbeatWake_.notify_all();
@@ -204,15 +187,13 @@ AmOutcome ApplicationMaster::run() {
     if (thread.joinable()) thread.join();
   }
   threads_.clear();
-  ContainerAsk last;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  const ContainerAsk last = withState([&] {
     const TimeMs now = clock_.nowMs();
     for (auto& [id, executor] : executors_) executorMsClosed_ += now - executor.registeredAt;
     executors_.clear();
     allocator_.releaseAll();
-    last = allocator_.nextAsk();
-  }
+    return allocator_.nextAsk();
+  });
   try {
     rm_->heartbeat(last);
   } catch (const std::exception& e) {
@@ -232,22 +213,23 @@ AmOutcome ApplicationMaster::run() {
 // The allocation loop
 
 void ApplicationMaster::allocationLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    const TimeMs now = clock_.nowMs();
-    const auto tickStart = std::chrono::steady_clock::now();
-    const allocation::TickResult result = allocation_.tick();
-    applyTick(result, now);
-    detectSilentExecutors(now);
-    // The scheduler looks for slow tasks at most every speculation.interval.
-    if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
-    observeTick(
-        now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart).count());
-    const TimeMs next = now + config_.allocation.interval;
-    stateChanged_.wait_for(lock,
-                           std::chrono::milliseconds(std::max<TimeMs>(1, next - clock_.nowMs())),
-                           [&] { return stopping_; });
-  }
+  withState([&](StateLock& lock) {
+    while (!stopping_) {
+      const TimeMs now = clock_.nowMs();
+      const auto tickStart = std::chrono::steady_clock::now();
+      const allocation::TickResult result = allocation_.tick();
+      applyTick(result, now);
+      detectSilentExecutors(now);
+      // The scheduler looks for slow tasks at most every speculation.interval.
+      if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
+      observeTick(
+          now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart).count());
+      const TimeMs next = now + config_.allocation.interval;
+      stateChanged_.wait_for(lock,
+                             std::chrono::milliseconds(std::max<TimeMs>(1, next - clock_.nowMs())),
+                             [&] { return stopping_; });
+    }
+  });
 }
 
 void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs now) {
@@ -327,7 +309,7 @@ void ApplicationMaster::heartbeatLoop() {
   while (true) {
     ContainerAsk ask;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      const StateLock lock = lockState();
       if (stopping_) return;
       std::vector<std::string> decisions;
       allocator_.setLocalityHints(scheduler_->pendingTasksByPreferredNode(),
@@ -362,7 +344,7 @@ void ApplicationMaster::heartbeatLoop() {
       log_.warn() << "heartbeat to the resource manager failed (" << consecutiveFailures
                   << " in a row): " << e.what();
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    StateLock lock = lockState();
     if (ok) {
       AllocatorActions actions = allocator_.onHeartbeat(result);
       applyAllocatorActions(actions, clock_.nowMs());
@@ -441,24 +423,26 @@ void ApplicationMaster::launchLoop() {
   while (true) {
     std::pair<rest::Container, std::string> next;
     ExecutorLaunch launch;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
+    const bool stopping = withState([&](StateLock& lock) {
       launchWake_.wait(lock, [&] { return stopping_ || !launchQueue_.empty(); });
-      if (stopping_) return;
+      if (stopping_) return true;
       next = std::move(launchQueue_.front());
       launchQueue_.pop_front();
       launch = executorLaunchFor(next.second, next.first.id);
       // Where it runs, for locality: node managers on one machine are still two places.
       launch.environment.emplace_back("TIDE_NODE_ID", next.first.nodeId);
-    }
+      return false;
+    });
+    if (stopping) return;
     try {
       rm_->launchExecutor(next.first, launch);
       log_.info() << "started executor " << next.second << " in " << next.first.id << " on "
                   << next.first.nodeId;
     } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mu_);
-      AllocatorActions actions = allocator_.onLaunchFailed(next.second, e.what());
-      applyAllocatorActions(actions, clock_.nowMs());
+      withState([&] {
+        AllocatorActions actions = allocator_.onLaunchFailed(next.second, e.what());
+        applyAllocatorActions(actions, clock_.nowMs());
+      });
     }
   }
 }
@@ -466,45 +450,45 @@ void ApplicationMaster::launchLoop() {
 // ------------------------------------------------------------------------------------------
 // Executors
 
-void ApplicationMaster::handleExecutorRegister(const httplib::Request& req,
-                                               httplib::Response& res) {
-  const auto registration = rest::executorRegistrationFromJson(rest::parseJson(req.body));
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!stopping_ && startingExecutors_.count(registration.executorId) != 0 &&
-      !allocator_.containerOf(registration.executorId)) {
-    // Started by the backend (a Slurm job) and already up, but the heartbeat that grants its
-    // container has not come yet: ask for it now; the executor retries a 503.
-    heartbeatRequested_ = true;
-    heartbeatWake_.notify_all();
-    throw rest::RestError(503, "executor " + registration.executorId +
-                                   " is starting: its container is not granted yet; retry");
-  }
-  if (stopping_ || !allocator_.onExecutorRegistered(registration.executorId)) {
-    throw rest::RestError(
-        404, "executor " + registration.executorId + " is not one this application master started");
-  }
-  const TimeMs now = clock_.nowMs();
-  Executor& executor = executors_[registration.executorId];
-  executor.id = registration.executorId;
-  executor.host = registration.host;
-  executor.containerId = registration.containerId;
-  executor.pid = registration.pid;
-  executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
-  executor.registeredAt = now;
-  executor.lastSeen = now;
-  executor.node = registration.node.empty() ? registration.host : registration.node;
-  // The address the executor reached us from is one other executors can reach it at.
-  if (registration.port > 0) {
-    executor.blockUrl = "http://" + req.remote_addr + ":" + std::to_string(registration.port);
-  }
-  allocation_.onExecutorAdded(executor.id);
-  peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
-  log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
-              << executor.containerId << ")";
-  rest::ExecutorRegistered reply;
-  reply.heartbeatIntervalMs = config_.executorSyncWait;
-  reply.taskSlots = executor.slots;
-  rest::replyJson(res, rest::toJson(reply));
+Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& registration,
+                                           const std::string& remoteAddress,
+                                           rest::ExecutorRegistered* reply) {
+  return withState([&] {
+    if (!stopping_ && startingExecutors_.count(registration.executorId) != 0 &&
+        !allocator_.containerOf(registration.executorId)) {
+      // Started by the backend (a Slurm job) and already up, but the heartbeat that grants its
+      // container has not come yet: ask for it now; the executor retries a 503.
+      heartbeatRequested_ = true;
+      heartbeatWake_.notify_all();
+      return Status::unavailable("executor " + registration.executorId +
+                                 " is starting: its container is not granted yet; retry");
+    }
+    if (stopping_ || !allocator_.onExecutorRegistered(registration.executorId)) {
+      return Status::notFound("executor " + registration.executorId +
+                              " is not one this application master started");
+    }
+    const TimeMs now = clock_.nowMs();
+    Executor& executor = executors_[registration.executorId];
+    executor.id = registration.executorId;
+    executor.host = registration.host;
+    executor.containerId = registration.containerId;
+    executor.pid = registration.pid;
+    executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
+    executor.registeredAt = now;
+    executor.lastSeen = now;
+    executor.node = registration.node.empty() ? registration.host : registration.node;
+    // The address the executor reached us from is one other executors can reach it at.
+    if (registration.port > 0) {
+      executor.blockUrl = "http://" + remoteAddress + ":" + std::to_string(registration.port);
+    }
+    allocation_.onExecutorAdded(executor.id);
+    peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
+    log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
+                << executor.containerId << ")";
+    reply->heartbeatIntervalMs = config_.executorSyncWait;
+    reply->taskSlots = executor.slots;
+    return Status();
+  });
 }
 
 void ApplicationMaster::routeKills() {
@@ -518,94 +502,158 @@ void ApplicationMaster::routeKills() {
   }
 }
 
-void ApplicationMaster::handleExecutorCommit(const httplib::Request& req, httplib::Response& res) {
-  const std::string executorId = req.matches[1];
-  const rest::CommitRequest request = rest::commitRequestFromJson(rest::parseJson(req.body));
+rest::CommitDecision ApplicationMaster::decideCommit(const std::string& executorId,
+                                                    const rest::CommitRequest& request) {
   rest::CommitDecision decision;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  withState([&] {
     if (executors_.count(executorId) == 0) {
       decision.reason = "executor " + executorId + " is not registered (lost or released)";
     } else {
       decision.reason = scheduler_->canCommit(request.taskId, executorId);
     }
-    decision.allowed = decision.reason.empty();
-  }
+  });
+  decision.allowed = decision.reason.empty();
   if (!decision.allowed) {
     log_.info() << "task " << request.taskId << " on " << executorId
                 << " may not commit its output: " << decision.reason;
   }
-  rest::replyJson(res, rest::toJson(decision));
+  return decision;
 }
 
-void ApplicationMaster::handleExecutorSync(const httplib::Request& req, httplib::Response& res) {
-  const std::string executorId = req.matches[1];
-  const rest::ExecutorSync sync = rest::executorSyncFromJson(rest::parseJson(req.body));
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = executors_.find(executorId);
-  if (it == executors_.end()) {
-    if (releasedExecutors_.count(executorId) != 0) {
-      rest::ExecutorSyncReply goodbye;
-      goodbye.shutdown = true;
-      lock.unlock();
-      rest::replyJson(res, rest::toJson(goodbye));
-      return;
+Status ApplicationMaster::syncExecutor(const std::string& executorId,
+                                       const rest::ExecutorSync& sync,
+                                       rest::ExecutorSyncReply* reply) {
+  return withState([&](StateLock& lock) {
+    if (executors_.count(executorId) == 0) {
+      if (releasedExecutors_.count(executorId) == 0) {
+        return Status::notFound("executor " + executorId + " is not registered");
+      }
+      reply->shutdown = true;
+      return Status();
     }
-    throw rest::RestError(404, "executor " + executorId + " is not registered");
-  }
-  bool changed = false;
-  for (const auto& update : sync.updates) {
-    if (scheduler_->statusUpdate(update, executorId)) {
-      changed = true;
-      metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
-    }
-  }
-  if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
-  if (changed) workAvailable_.notify_all();  // finished stages may have released others
-
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::milliseconds(
-          sync.updates.empty() ? std::min(sync.maxWaitMs, config_.executorSyncWait) : 0);
-  rest::ExecutorSyncReply reply;
-  while (true) {
-    it = executors_.find(executorId);
-    if (it == executors_.end()) {
-      reply.shutdown = true;  // released or lost meanwhile
-      break;
-    }
-    Executor& executor = it->second;
-    executor.lastSeen = clock_.nowMs();
-    routeKills();
-    reply.kills = std::move(executor.kills);
-    executor.kills.clear();
-    reply.dropBlocks = std::move(executor.blockDrops);
-    executor.blockDrops.clear();
-    if (stopping_) {
-      reply.shutdown = true;
-      break;
-    }
-    if (sync.freeSlots > 0) {
-      // The scheduler counts cpus; an executor counts slots of task.cpus each.
-      reply.launches = scheduler_->resourceOffers(
-          {{executorId, executor.node, sync.freeSlots * config_.allocation.taskCpus}});
-      // The scheduler knows where blocks are; only the AM knows where executors serve them.
-      for (rest::TaskLaunch& launch : reply.launches) {
-        for (rest::BlockInput& input : launch.inputs) {
-          auto holder = executors_.find(input.executorId);
-          input.url = holder == executors_.end() ? "" : holder->second.blockUrl;
-        }
+    bool changed = false;
+    for (const auto& update : sync.updates) {
+      if (scheduler_->statusUpdate(update, executorId)) {
+        changed = true;
+        metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
       }
     }
-    if (!reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty()) break;
-    if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      it = executors_.find(executorId);
-      if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();
-      break;
+    if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
+    if (changed) workAvailable_.notify_all();  // finished stages may have released others
+
+    // With nothing to report, the executor waits here for work, up to its maxWaitMs.
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::milliseconds(
+            sync.updates.empty() ? std::min(sync.maxWaitMs, config_.executorSyncWait) : 0);
+    while (!takeWork(executorId, sync.freeSlots, *reply)) {
+      if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        auto it = executors_.find(executorId);
+        if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();
+        break;
+      }
+    }
+    return Status();
+  });
+}
+
+bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
+                                 rest::ExecutorSyncReply& reply) {
+  auto it = executors_.find(executorId);
+  if (it == executors_.end()) {
+    reply.shutdown = true;  // released or lost meanwhile
+    return true;
+  }
+  Executor& executor = it->second;
+  executor.lastSeen = clock_.nowMs();
+  routeKills();
+  reply.kills = std::move(executor.kills);
+  executor.kills.clear();
+  reply.dropBlocks = std::move(executor.blockDrops);
+  executor.blockDrops.clear();
+  if (stopping_) {
+    reply.shutdown = true;
+    return true;
+  }
+  if (freeSlots > 0) {
+    // The scheduler counts cpus; an executor counts slots of task.cpus each.
+    reply.launches = scheduler_->resourceOffers(
+        {{executorId, executor.node, freeSlots * config_.allocation.taskCpus}});
+    // The scheduler knows where blocks are; only the AM knows where executors serve them.
+    for (rest::TaskLaunch& launch : reply.launches) {
+      for (rest::BlockInput& input : launch.inputs) {
+        auto holder = executors_.find(input.executorId);
+        input.url = holder == executors_.end() ? "" : holder->second.blockUrl;
+      }
     }
   }
-  lock.unlock();
-  rest::replyJson(res, rest::toJson(reply));
+  return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty();
+}
+
+// ------------------------------------------------------------------------------------------
+// What the status handlers read
+
+std::shared_ptr<const StatusSnapshot> ApplicationMaster::status() {
+  // The newest published snapshot; before the first tick, one made now.
+  if (auto snapshot = statusSnapshot_.latest()) return snapshot;
+  return withState([&] {
+    publishStatusSnapshot(clock_.nowMs());
+    return statusSnapshot_.latest();
+  });
+}
+
+std::optional<JobSummary> ApplicationMaster::job(const std::string& jobId) {
+  return withState([&] { return scheduler_->jobSummary(jobId); });
+}
+
+std::vector<JobSummary> ApplicationMaster::jobs() {
+  return withState([&] { return scheduler_->jobSummaries(); });
+}
+
+std::vector<CachedStageSummary> ApplicationMaster::cachedStages() {
+  return withState([&] { return scheduler_->cachedStages(); });
+}
+
+std::vector<DecisionRecord> ApplicationMaster::decisions(size_t limit) {
+  return decisions_.newest(limit);  // its own lock
+}
+
+std::string ApplicationMaster::metricsText() const {
+  return metrics_.registry.render();
+}
+
+Status ApplicationMaster::unpersist(const std::string& stageId) {
+  return withState([&] {
+    Status done = scheduler_->unpersist(stageId);
+    if (done.ok()) log_.info() << "unpersisted " << stageId;
+    return done;
+  });
+}
+
+std::string ApplicationMaster::reportJson() {
+  const RunReport report = withState([&] {
+    RunReport r;
+    const TimeMs now = clock_.nowMs();
+    r.executorMs = executorMsClosed_;
+    for (const auto& [id, executor] : executors_) r.executorMs += now - executor.registeredAt;
+    r.durationMs = now - startedAt_;
+    r.jobs = scheduler_->jobSummaries();
+    for (const auto& job : r.jobs) {
+      r.tasksSucceeded += job.succeeded;
+      r.tasksFailed += job.failedAttempts;
+    }
+    r.status = "RUNNING";
+    if (stopOutcome_) {
+      r.status = stopOutcome_->finalStatus;
+    } else if (scheduler_->allJobsDone()) {
+      r.status = failedJobMessages_.empty() ? "SUCCEEDED" : "FAILED";
+    }
+    r.peakExecutors = peakExecutors_;
+    r.launchedExecutors = allocator_.snapshot().launched;
+    if (!failedJobMessages_.empty()) r.diagnostics = failedJobMessages_.front();
+    return r;
+  });
+  return runReportJson(report);
 }
 
 }  // namespace tide::am

@@ -3,9 +3,15 @@
 // The ApplicationMaster process's core: registers with the resource manager, runs the
 // allocation loop (the policy's tick every dynamicAllocation.interval) and the RM heartbeat
 // (containers asked for, granted, released), starts executors in granted containers, hands
-// tasks to executors over their sync requests, and serves its status. One mutex guards the
-// policy, the scheduler and the allocator; the loops only gather inputs, call them and carry
-// out what they decide.
+// tasks to executors over their sync requests, and serves its status through StatusHandlers
+// (status_handlers.h), which see it only as a MasterControl.
+//
+// Locking: one mutex, mu_, guards the policy, the scheduler, the allocator and the AM's own
+// bookkeeping (each field below says what guards it). It is taken in one place, withState();
+// the loops and executor syncs that wait on a condition variable take the lock withState hands
+// their body. The loops only gather inputs, call the policy, the scheduler and the allocator,
+// and carry out what they decide. The scheduler's events reach their consumers (the allocation
+// policy, the metrics, the job bookkeeping here) through the scheduler's one listener list.
 
 #include <atomic>
 #include <condition_variable>
@@ -25,7 +31,7 @@
 #include "am/containers/container_allocator.h"
 #include "am/containers/heartbeat_pacer.h"
 #include "am/containers/resource_manager_client.h"
-#include "am/control_thread.h"
+#include "am/master_control.h"
 #include "am/scheduler/task_scheduler.h"
 #include "am/status/allocation_history.h"
 #include "am/status/decision_log.h"
@@ -33,6 +39,7 @@
 #include "am/status/status_snapshot.h"
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/status.h"
 #include "rest/http_server.h"
 #include "rest/messages/executor.h"
 
@@ -51,7 +58,9 @@ struct AmOutcome {
   std::string diagnostics;
 };
 
-class ApplicationMaster {
+class StatusHandlers;
+
+class ApplicationMaster : public MasterControl {
  public:
   ApplicationMaster(AmConfig config, AmIdentity identity,
                     std::unique_ptr<ResourceManagerClient> rm);
@@ -60,7 +69,7 @@ class ApplicationMaster {
   // Serves the status port, registers with the RM and starts the loops. Returns the port.
   int start();
   // Submits a job (throws JobError for a job that cannot run). Thread-safe.
-  std::string submitJob(Job job);
+  std::string submitJob(Job job) override;
   // Waits until every job is done (not in session mode) or stop is requested, then releases
   // every container and unregisters. Returns how it ended.
   AmOutcome run();
@@ -71,17 +80,50 @@ class ApplicationMaster {
   int port() const { return port_; }
   std::string trackingUrl() const;
   // Changes the executor bounds of the running application (PUT /api/v1/allocation/bounds,
-  // SIGHUP): the values given replace the current ones, validated like the config. Returns ""
-  // when applied (the policy clips its target at once; the RM hears of it at the next tick),
-  // else the error naming the field. `applied` receives the bounds now in force.
-  std::string changeBounds(std::optional<int> minExecutors, std::optional<int> initialExecutors,
-                           std::optional<int> maxExecutors, const std::string& source,
-                           allocation::Bounds* applied = nullptr);
+  // SIGHUP): see MasterControl::changeBounds. When applied, the policy clips its target at
+  // once; the RM hears of it at the next tick.
+  Status changeBounds(std::optional<int> minExecutors, std::optional<int> initialExecutors,
+                      std::optional<int> maxExecutors, const std::string& source,
+                      allocation::Bounds* applied = nullptr) override;
   // Notes in the decision log a bounds change that was refused (e.g. a SIGHUP with an invalid
   // file), so that "why did my change not apply?" is answered there too.
   void recordRejectedBoundsChange(const std::string& source, const std::string& error);
 
+  // MasterControl: what the HTTP handlers read and do.
+  const MasterInfo& info() const override { return info_; }
+  TimeMs nowMs() const override { return clock_.nowMs(); }
+  std::shared_ptr<const StatusSnapshot> status() override;
+  std::optional<JobSummary> job(const std::string& jobId) override;
+  std::vector<JobSummary> jobs() override;
+  std::vector<CachedStageSummary> cachedStages() override;
+  std::vector<DecisionRecord> decisions(size_t limit) override;
+  const AllocationHistory& history() const override { return history_; }
+  std::string metricsText() const override;
+  Status unpersist(const std::string& stageId) override;
+  Status registerExecutor(const rest::ExecutorRegistration& registration,
+                          const std::string& remoteAddress,
+                          rest::ExecutorRegistered* reply) override;
+  Status syncExecutor(const std::string& executorId, const rest::ExecutorSync& sync,
+                      rest::ExecutorSyncReply* reply) override;
+  rest::CommitDecision decideCommit(const std::string& executorId,
+                                    const rest::CommitRequest& request) override;
+
  private:
+  using StateLock = std::unique_lock<std::mutex>;
+
+  // The one place mu_ is taken: runs `body` under it and returns what it returns. A body that
+  // waits on a condition variable takes the lock as its argument (`[&](StateLock& lock)`) and
+  // waits on that; the lock is held again whenever the wait returns.
+  template <typename Body>
+  auto withState(Body&& body) {
+    StateLock lock = lockState();
+    if constexpr (std::is_invocable_v<Body&, StateLock&>) {
+      return body(lock);
+    } else {
+      return body();
+    }
+  }
+
   struct Executor {
     std::string id;
     std::string host;
@@ -96,11 +138,15 @@ class ApplicationMaster {
     std::vector<std::string> blockDrops;  // block prefixes to delete, sent at its next sync
   };
 
+  // mu_, taken: for withState, and for the heartbeat loop, whose body holds it in two pieces
+  // around the call to the resource manager.
+  StateLock lockState() { return StateLock(mu_); }
+
   // Loops.
   void allocationLoop();
   void heartbeatLoop();
   void launchLoop();
-  // Under mu_.
+  // The methods below run under mu_ (called from inside withState).
   void applyTick(const allocation::TickResult& result, TimeMs now);
   // After a tick: the history point, the gauges, the allocator's waiting state, the status.
   void observeTick(TimeMs now, double tickSeconds);
@@ -112,54 +158,56 @@ class ApplicationMaster {
   void forgetExecutor(const std::string& executorId, TimeMs now);
   void detectSilentExecutors(TimeMs now);
   void routeKills();
+  // Fills `reply` with what the executor should do now: true when that is something (tasks,
+  // kills, blocks to drop, or shutting down), false when it may wait for work.
+  bool takeWork(const std::string& executorId, int freeSlots, rest::ExecutorSyncReply& reply);
   void recordDecision(const std::string& source, const std::string& action, int target,
                       const std::string& why, const std::string& key);
   ExecutorTemplate executorTemplate() const;
   ExecutorLaunch executorLaunchFor(const std::string& executorId, const std::string& containerId);
 
-  // HTTP.
-  void registerRoutes();
-  void handleExecutorRegister(const httplib::Request& req, httplib::Response& res);
-  void handleExecutorSync(const httplib::Request& req, httplib::Response& res);
-  // The output commit protocol: may this task attempt commit (TaskScheduler::canCommit)?
-  void handleExecutorCommit(const httplib::Request& req, httplib::Response& res);
-  std::shared_ptr<const StatusSnapshot> currentStatus();
-  std::string statusJson();
-  std::string executorsJson();
-  std::string jobsJson(const std::optional<std::string>& jobId);
-  std::string decisionsJson(size_t limit);
-  std::string historyJson(TimeMs sinceMs);
-  void handleBoundsUpdate(const httplib::Request& req, httplib::Response& res);
+  // The task scheduler's subscribers (besides the allocation policy's AllocationListener).
+  class JobEndListener;
+  class TaskMetricsListener;
 
+  // Set at construction, then only read: no lock.
   AmConfig config_;
   AmIdentity identity_;
-  AmMetrics metrics_;  // before rm_, which reports its calls into it
-  std::unique_ptr<ResourceManagerClient> rm_;
+  AmMetrics metrics_;  // before rm_, which reports its calls into it; its own synchronisation
+  std::unique_ptr<ResourceManagerClient> rm_;  // called outside mu_, from one thread at a time
   SteadyClock clock_;
   TimeMs startedAt_;
+  MasterInfo info_;
   Logger log_{"am"};
 
   std::mutex mu_;
-  std::condition_variable workAvailable_;  // wakes executors' long polls
-  std::condition_variable heartbeatWake_;  // the target changed: heartbeat now
+  // Each of these waits under mu_ (withState's lock) and is notified with or after the change
+  // it waits for, made under mu_.
+  std::condition_variable workAvailable_;  // new tasks or kills: wakes executors' long polls
+  std::condition_variable heartbeatWake_;  // heartbeatRequested_ or stopping_: heartbeat now
   std::condition_variable stateChanged_;   // jobs ended or stop requested
-  std::unique_ptr<allocation::AllocationPolicy> allocationPolicy_;  // dynamicAllocation.policy
-  allocation::AllocationPolicy& allocation_;
-  AllocationListener allocationListener_;
-  class JobEndListener;
-  std::unique_ptr<SchedulerListener> schedulerListener_;
+  std::condition_variable launchWake_;     // launchQueue_ has work, or stopping_
+
+  // The policy (dynamicAllocation.policy), the scheduler and the allocator. Guarded by mu_.
+  std::unique_ptr<allocation::AllocationPolicy> allocationPolicy_;
+  allocation::AllocationPolicy& allocation_;  // *allocationPolicy_
+  AllocationListener allocationListener_;                 // subscribed to scheduler_
+  std::unique_ptr<JobEndListener> jobEndListener_;        // subscribed to scheduler_
+  std::unique_ptr<TaskMetricsListener> metricsListener_;  // subscribed to scheduler_
   std::unique_ptr<TaskScheduler> scheduler_;
   ContainerAllocator allocator_;
-  DecisionLog decisions_;
-  AllocationHistory history_;  // own mutex: read without mu_
-  StatusSnapshotBox statusSnapshot_;
+
+  DecisionLog decisions_;             // its own mutex (taken inside mu_ too, never around it)
+  AllocationHistory history_;         // its own mutex: read without mu_
+  StatusSnapshotBox statusSnapshot_;  // its own synchronisation: read without mu_
+
+  // The AM's bookkeeping. Guarded by mu_.
   bool jobEndedSincePublish_ = false;  // publish at once: "job done" and the status agree
   TimeMs waitingSince_ = -1;           // outstanding requests reported as waiting since then
   std::map<std::string, Executor> executors_;  // registered and not released
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
   std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
   std::deque<std::pair<rest::Container, std::string>> launchQueue_;
-  std::condition_variable launchWake_;
   bool heartbeatRequested_ = false;
   std::optional<AmOutcome> stopOutcome_;
   bool stopping_ = false;
@@ -167,17 +215,17 @@ class ApplicationMaster {
   std::vector<std::string> failedJobMessages_;
   int peakExecutors_ = 0;
   DurationMs executorMsClosed_ = 0;  // lifetimes of executors already gone
-  std::string lastTickWhy_;
 
+  // The HTTP side: set up by start(), then only read. The handlers outlive the servers that
+  // call them (declared before them, stopped in the destructor).
+  std::unique_ptr<StatusHandlers> handlers_;
   std::unique_ptr<rest::HttpServer> server_;  // the status port (ui.port): people and tools
   int port_ = 0;
   // Executors' register and sync have a server of their own: a crowd of status readers (a
   // dashboard, a load test) can then never hold the worker threads executors need.
   std::unique_ptr<rest::HttpServer> executorServer_;
   int executorPort_ = 0;
-  // Runs the status port's requests that take mu_ (its own threads serve at idle priority).
-  ControlThread control_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // the loops; started by start(), joined by run()
 };
 
 }  // namespace tide::am

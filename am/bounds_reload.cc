@@ -55,10 +55,10 @@ BoundsReloader BoundsReloader::fromCommandLine(const std::optional<std::string>&
   return BoundsReloader(propertiesFile, std::move(overrides), loaded);
 }
 
-std::string BoundsReloader::reload(ApplicationMaster& master) {
+Status BoundsReloader::reload(ApplicationMaster& master) {
   if (!propertiesFile_) {
     log_.info() << "SIGHUP: started without --properties-file; nothing to re-read";
-    return "";
+    return Status();
   }
   const std::string source = "SIGHUP (" + *propertiesFile_ + ")";
   allocation::Bounds next;
@@ -69,22 +69,22 @@ std::string BoundsReloader::reload(ApplicationMaster& master) {
   } catch (const ConfigError& e) {
     log_.error() << source << ": not applied, the file is invalid: " << e.what();
     master.recordRejectedBoundsChange(source, e.what());
-    return e.what();
+    return Status::invalidArgument(e.what());
   }
   const BoundsChange change = boundsChange(loaded_, next);
   if (change.empty()) {
     log_.info() << source << ": executor bounds unchanged";
-    return "";
+    return Status();
   }
   log_.info() << source << ": applying " << change.describe();
-  const std::string error = master.changeBounds(change.minExecutors, change.initialExecutors,
-                                                change.maxExecutors, source);
-  if (!error.empty()) {
-    log_.error() << source << ": not applied: " << error;
-    return error;
+  Status applied = master.changeBounds(change.minExecutors, change.initialExecutors,
+                                       change.maxExecutors, source);
+  if (!applied.ok()) {
+    log_.error() << source << ": not applied: " << applied.message();
+    return applied;
   }
   loaded_ = next;
-  return "";
+  return Status();
 }
 
 }  // namespace tide::am

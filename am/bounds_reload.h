@@ -12,6 +12,7 @@
 
 #include "allocation/allocation_config.h"
 #include "common/logging.h"
+#include "common/status.h"
 
 namespace tide {
 class Properties;
@@ -46,9 +47,10 @@ class BoundsReloader {
   // For the file and --conf values of this command line (entries not from the file).
   static BoundsReloader fromCommandLine(const std::optional<std::string>& propertiesFile,
                                         const Properties& commandLine, allocation::Bounds loaded);
-  // Re-reads and applies; logs what happened. Returns "" when the bounds are as the file now
-  // says (changed or not), else the error.
-  std::string reload(ApplicationMaster& master);
+  // Re-reads and applies; logs what happened. OK when the bounds are as the file now says
+  // (changed or not); kInvalidArgument when the file does not load or validate (the message is
+  // the ConfigError's), else what changeBounds refused with.
+  Status reload(ApplicationMaster& master);
 
  private:
   std::optional<std::string> propertiesFile_;

@@ -1,7 +1,7 @@
 #pragma once
 
 // One thread at normal CPU priority that runs work handed to it and lets the caller wait for
-// the result. The status port's threads run at idle priority (status_endpoints.cc); the few
+// the result. The status port's threads run at idle priority (status_handlers.cc); the few
 // requests that must take the AM's mutex (jobs, bounds, cache) run here instead, because a holder
 // of that mutex preempted at idle priority would stall the loops and every executor (priority
 // inversion).

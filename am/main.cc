@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
           int sig = 0;
           while (sigwait(&stopSignals, &sig) == 0) {
             if (sig == SIGHUP) {
-              reloader.reload(master);
+              (void)reloader.reload(master);  // it logs what happened
               continue;
             }
             if (sig != SIGUSR2) {

@@ -26,9 +26,9 @@ extern char** environ;
 namespace tide::executor {
 namespace {
 
-constexpr char kFinished[] = "FINISHED";
-constexpr char kFailed[] = "FAILED";
-constexpr char kKilled[] = "KILLED";
+constexpr rest::TaskState kFinished = rest::TaskState::kFinished;
+constexpr rest::TaskState kFailed = rest::TaskState::kFailed;
+constexpr rest::TaskState kKilled = rest::TaskState::kKilled;
 // What a task that never had a process reports as its exit code.
 constexpr int kNoProcessExitCode = -1;
 
@@ -217,7 +217,7 @@ void TaskRunner::prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt) {
       tasks_.erase(it);
       rest::TaskStatusUpdate update;
       update.taskId = launch.taskId;
-      update.state = "FETCH_FAILED";
+      update.state = rest::TaskState::kFetchFailed;
       update.exitCode = kNoProcessExitCode;
       update.reason = "fetch failed: " + failure->reason;
       update.durationMs = std::max<TimeMs>(0, now - launchedAt);
@@ -483,7 +483,7 @@ void TaskRunner::reportLocked(rest::TaskStatusUpdate update) {
   changed_.notify_all();
 }
 
-void TaskRunner::finishWithoutProcessLocked(int64_t taskId, const char* state, int exitCode,
+void TaskRunner::finishWithoutProcessLocked(int64_t taskId, rest::TaskState state, int exitCode,
                                             std::string reason, TimeMs startedAt, TimeMs now) {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
@@ -588,7 +588,7 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   if (update.state == kFailed) {
     update.stderrTail = readFileTail(task.stderrPath, options_.stderrTailBytes);
   }
-  TIDE_LOG(log_, debug) << "task " << taskId << " " << update.state
+  TIDE_LOG(log_, debug) << "task " << taskId << " " << rest::taskStateName(update.state)
                         << (update.reason.empty() ? "" : ": ") << update.reason;
   tasks_.erase(it);
   reportLocked(std::move(update));

@@ -191,7 +191,7 @@ class TaskRunner {
   void fireDueTimersLocked(TimeMs now);
   void reapLocked(int64_t taskId, TimeMs now);
   void reportLocked(rest::TaskStatusUpdate update);
-  void finishWithoutProcessLocked(int64_t taskId, const char* state, int exitCode,
+  void finishWithoutProcessLocked(int64_t taskId, rest::TaskState state, int exitCode,
                                   std::string reason, TimeMs startedAt, TimeMs now);
 
   void supervise();

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "common/config.h"
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "rest/json.h"
 
@@ -353,15 +354,8 @@ bool isPersistedStageReference(std::string_view dependency) {
 }
 
 const char* taskKindName(TaskKind kind) {
-  switch (kind) {
-    case TaskKind::kCommand:
-      return "command";
-    case TaskKind::kNoop:
-      return "noop";
-    case TaskKind::kSleep:
-      return "sleep";
-  }
-  return "command";
+  static constexpr const char* kNames[] = {"command", "noop", "sleep"};
+  return enumName(kind, kNames);
 }
 
 void checkJob(const Job& job) {

@@ -3,8 +3,10 @@
 // What the task scheduler tells the rest of the AM: the scheduler events the dynamic
 // allocation policy counts pending and running tasks from (ExecutorAllocationManager's
 // onStageSubmitted / onTaskStart / onTaskEnd / onStageCompleted), and the end of each job.
-// Calls are synchronous, from inside the scheduler's methods, under the caller's lock: a
-// listener must not call back into the scheduler.
+// The scheduler posts each event once, to its one listener list (listener_bus.h), which hands
+// it to every subscriber. Calls are synchronous, from inside the scheduler's methods, under
+// the caller's lock: a listener must not call back into the scheduler. Every event has a no-op
+// default, so a subscriber overrides only the events it cares about.
 
 #include <cstdint>
 #include <string>
@@ -28,14 +30,15 @@ class SchedulerListener {
   virtual ~SchedulerListener() = default;
 
   // Stage ids are unique over the AM's life: "<jobId>/<stage id>", e.g. "job-1/resize".
-  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks) = 0;
+  virtual void onStageSubmitted(const std::string& /*stageId*/, int64_t /*numTasks*/) {}
   // The stage succeeded, or was cancelled because its job failed.
-  virtual void onStageCompleted(const std::string& stageId) = 0;
-  virtual void onTaskStart(const std::string& stageId, const std::string& executorId) = 0;
-  virtual void onTaskEnd(const std::string& stageId, const std::string& executorId,
-                         TaskOutcome outcome) = 0;
+  virtual void onStageCompleted(const std::string& /*stageId*/) {}
+  virtual void onTaskStart(const std::string& /*stageId*/, const std::string& /*executorId*/) {}
+  virtual void onTaskEnd(const std::string& /*stageId*/, const std::string& /*executorId*/,
+                         TaskOutcome /*outcome*/) {}
   // `message` says why, e.g. "Job 'thumbnails' failed: task resize[17] failed 4 times; ...".
-  virtual void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) = 0;
+  virtual void onJobEnd(const std::string& /*jobId*/, bool /*succeeded*/,
+                        const std::string& /*message*/) {}
 
   // Speculation (ExecutorAllocationManager counts speculative copies apart): a slow task got a
   // second copy to run; such a copy started; it ended.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "am/scheduler/speculation.h"
+#include "common/enum_names.h"
 
 namespace tide::am {
 
@@ -66,43 +67,19 @@ std::string failureReason(const rest::TaskStatusUpdate& update) {
 }  // namespace
 
 const char* taskOutcomeName(TaskOutcome outcome) {
-  switch (outcome) {
-    case TaskOutcome::kSucceeded:
-      return "succeeded";
-    case TaskOutcome::kFailed:
-      return "failed";
-    case TaskOutcome::kKilled:
-      return "killed";
-  }
-  return "failed";
+  static constexpr const char* kNames[] = {"succeeded", "failed", "killed"};
+  return enumName(outcome, kNames);
 }
 
 const char* jobStateName(JobState state) {
-  switch (state) {
-    case JobState::kRunning:
-      return "RUNNING";
-    case JobState::kSucceeded:
-      return "SUCCEEDED";
-    case JobState::kFailed:
-      return "FAILED";
-  }
-  return "FAILED";
+  static constexpr const char* kNames[] = {"RUNNING", "SUCCEEDED", "FAILED"};
+  return enumName(state, kNames);
 }
 
 const char* stageStateName(StageState state) {
-  switch (state) {
-    case StageState::kWaiting:
-      return "WAITING";
-    case StageState::kRunning:
-      return "RUNNING";
-    case StageState::kSucceeded:
-      return "SUCCEEDED";
-    case StageState::kFailed:
-      return "FAILED";
-    case StageState::kCancelled:
-      return "CANCELLED";
-  }
-  return "FAILED";
+  static constexpr const char* kNames[] = {"WAITING", "RUNNING", "SUCCEEDED", "FAILED",
+                                           "CANCELLED"};
+  return enumName(state, kNames);
 }
 
 SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
@@ -156,9 +133,11 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   return config;
 }
 
-TaskScheduler::TaskScheduler(SchedulerConfig config, const Clock& clock,
-                             SchedulerListener& listener, uint64_t seed)
-    : config_(config), clock_(clock), listener_(listener), random_(seed) {}
+TaskScheduler::TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_t seed)
+    : config_(config),
+      clock_(clock),
+      order_(makeSchedulingOrder(config_.mode, config_.pools)),
+      random_(seed) {}
 
 TaskScheduler::~TaskScheduler() = default;
 
@@ -252,7 +231,7 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.queueKey = {job.number, nextStageSubmission_++};
   activeTaskSets_[stage.queueKey] = {&job, stageIndex};
   updatePreferences(job, stageIndex);
-  listener_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks);
+  listeners_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks);
 }
 
 // Preferences cost a record per task; beyond this a stage schedules without locality.
@@ -308,7 +287,7 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
   // Kept for stages whose output may be lost and re-run (lineage); the rest need only counters.
   if (stage.dependents.empty() && !stage.spec->persist) stage.tasks->releaseAfterSuccess();
   activeTaskSets_.erase(stage.queueKey);
-  listener_.onStageCompleted(stage.schedulerStageId);
+  listeners_.onStageCompleted(stage.schedulerStageId);
 
   if (++job.stagesSucceeded == job.stages.size()) {
     job.state = JobState::kSucceeded;
@@ -320,7 +299,7 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
                   (tasks == 1 ? " task" : " tasks") + " in " +
                   formatDuration(job.completedMs - job.submittedMs);
     releaseJobData(job);
-    listener_.onJobEnd(job.id, true, job.message);
+    listeners_.onJobEnd(job.id, true, job.message);
     return;
   }
   for (size_t dependent : stage.dependents) {
@@ -355,14 +334,14 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
       stage.state = StageState::kCancelled;  // ran, then waited for re-run inputs
       stage.completedMs = job.completedMs;
       stage.tasks->abort();
-      listener_.onStageCompleted(stage.schedulerStageId);
+      listeners_.onStageCompleted(stage.schedulerStageId);
     } else if (stage.state == StageState::kWaiting) {
       stage.state = StageState::kCancelled;
     } else if (stage.state == StageState::kRunning) {
       stage.state = failedStage == i ? StageState::kFailed : StageState::kCancelled;
       stage.completedMs = job.completedMs;
       stage.tasks->abort();
-      listener_.onStageCompleted(stage.schedulerStageId);
+      listeners_.onStageCompleted(stage.schedulerStageId);
     }
   }
 
@@ -377,7 +356,7 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
     tasksToKill_.push_back(TaskToKill{taskId, runningTasks_.at(taskId).executorId});
   }
   releaseJobData(job);
-  listener_.onJobEnd(job.id, false, message);
+  listeners_.onJobEnd(job.id, false, message);
 }
 
 bool TaskScheduler::cancelJob(const std::string& jobId, const std::string& reason) {
@@ -392,43 +371,23 @@ std::vector<std::pair<TaskScheduler::JobRun*, size_t>> TaskScheduler::sortedTask
   std::vector<std::pair<JobRun*, size_t>> sets;
   sets.reserve(activeTaskSets_.size());
   for (const auto& [key, ref] : activeTaskSets_) sets.push_back(ref);  // FIFO order
-  if (config_.mode == SchedulingMode::kFifo) return sets;
-
-  // FAIR: group by pool, order the pools, then each pool's TaskSets by its own mode.
-  std::map<std::string, PoolConfig> pools;
-  for (const PoolConfig& pool : config_.pools) pools[pool.name] = pool;
-  std::map<std::string, std::vector<std::pair<JobRun*, size_t>>> byPool;
-  std::map<std::string, int64_t> runningByPool;
-  for (const auto& ref : sets) {
-    const std::string pool = ref.first->job.pool.empty() ? kDefaultPoolName : ref.first->job.pool;
-    byPool[pool].push_back(ref);
-    if (pools.count(pool) == 0) pools[pool] = PoolConfig{pool};
+  const auto poolOf = [](const JobRun& job) {
+    return job.job.pool.empty() ? std::string(kDefaultPoolName) : job.job.pool;
+  };
+  SchedulingQueue queue;
+  queue.sets.reserve(sets.size());
+  const bool counts = order_->readsRunningTasks();
+  for (const auto& [job, stageIndex] : sets) {
+    const StageRun& stage = job->stages[stageIndex];
+    queue.sets.push_back(SchedulableTaskSet{poolOf(*job), stage.schedulerStageId,
+                                            counts ? stage.tasks->runningCount() : 0});
   }
-  for (const auto& [taskId, task] : runningTasks_) {
-    const std::string pool = task.job->job.pool.empty() ? kDefaultPoolName : task.job->job.pool;
-    ++runningByPool[pool];
+  if (counts) {
+    for (const auto& [taskId, task] : runningTasks_) ++queue.runningByPool[poolOf(*task.job)];
   }
-  std::vector<FairShareState> poolStates;
-  for (const auto& [name, members] : byPool) {
-    const PoolConfig& pool = pools[name];
-    poolStates.push_back(FairShareState{runningByPool[name], pool.minShare, pool.weight, name});
-  }
-  std::sort(poolStates.begin(), poolStates.end(), fairSchedulingBefore);
   std::vector<std::pair<JobRun*, size_t>> ordered;
   ordered.reserve(sets.size());
-  for (const FairShareState& state : poolStates) {
-    std::vector<std::pair<JobRun*, size_t>>& members = byPool[state.name];
-    if (pools[state.name].mode == SchedulingMode::kFair) {
-      std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) {
-        const StageRun& sa = a.first->stages[a.second];
-        const StageRun& sb = b.first->stages[b.second];
-        return fairSchedulingBefore(
-            FairShareState{sa.tasks->runningCount(), 0, 1, sa.schedulerStageId},
-            FairShareState{sb.tasks->runningCount(), 0, 1, sb.schedulerStageId});
-      });
-    }
-    ordered.insert(ordered.end(), members.begin(), members.end());
-  }
+  for (size_t index : order_->order(queue)) ordered.push_back(sets[index]);
   return ordered;
 }
 
@@ -593,9 +552,9 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   if (speculative) {
     ++stage.speculativeLaunches;
     // The speculative copy was counted when it was submitted, not as a pending task.
-    listener_.onSpeculativeTaskStart(stage.schedulerStageId, executorId);
+    listeners_.onSpeculativeTaskStart(stage.schedulerStageId, executorId);
   } else {
-    listener_.onTaskStart(stage.schedulerStageId, executorId);
+    listeners_.onTaskStart(stage.schedulerStageId, executorId);
   }
   return launch;
 }
@@ -633,21 +592,21 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
   const TimeMs now = clock_.nowMs();
   const auto taskEnded = [&](TaskOutcome outcome) {
     if (task.speculative) {
-      listener_.onSpeculativeTaskEnd(stage.schedulerStageId, executorId, outcome);
+      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, executorId, outcome);
     } else {
-      listener_.onTaskEnd(stage.schedulerStageId, executorId, outcome);
+      listeners_.onTaskEnd(stage.schedulerStageId, executorId, outcome);
     }
   };
 
   auto authorized = stage.commitAuthorized.find(task.attempt.index);
-  if (update.state == "FINISHED" && authorized != stage.commitAuthorized.end() &&
+  if (update.state == rest::TaskState::kFinished && authorized != stage.commitAuthorized.end() &&
       authorized->second != update.taskId) {
     // Another attempt holds the commit: this one's output is not the task's (an executor that
     // did not ask). It ends as a kill, never as the task's success.
     taskEnded(TaskOutcome::kKilled);
     return true;
   }
-  if (update.state == "FINISHED") {
+  if (update.state == rest::TaskState::kFinished) {
     const bool counted =
         stageActive && stage.tasks->markSucceeded(task.attempt.index, now - task.startMs);
     if (authorized != stage.commitAuthorized.end()) stage.commitAuthorized.erase(authorized);
@@ -660,7 +619,7 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     return true;
   }
 
-  if (update.state == "KILLED") {
+  if (update.state == rest::TaskState::kKilled) {
     if (killRequested || !stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
       taskEnded(TaskOutcome::kKilled);
     } else {
@@ -671,14 +630,13 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     return true;
   }
 
-  if (update.state == "FETCH_FAILED") {
+  if (update.state == rest::TaskState::kFetchFailed) {
     handleFetchFailure(task, update.taskId, update);
     return true;
   }
 
-  // FAILED (and any state the codec let through that is not a success or a kill).
-  const std::string reason = update.state == "FAILED" ? failureReason(update)
-                                                      : "unknown task state '" + update.state + "'";
+  // FAILED: the one state left.
+  const std::string reason = failureReason(update);
   stage.tasks->countFailedAttempt();
   FailedAttempt failed;
   failed.taskId = update.taskId;
@@ -746,9 +704,9 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
   StageRun& stage = job.stages[task.stage];
   const auto taskEnded = [&](TaskOutcome outcome) {
     if (task.speculative) {
-      listener_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
     } else {
-      listener_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+      listeners_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
     }
   };
   if (stage.state != StageState::kRunning || stage.tasks->isSucceeded(task.attempt.index)) {
@@ -813,8 +771,8 @@ void TaskScheduler::registerOutput(JobRun& job, size_t stageIndex, int64_t index
   blocks_.registerOutput(stage.schedulerStageId, stage.spec->numTasks, index, std::move(output));
   // An executor holds data only if the task left some there (builtin tasks never do).
   if (blocks.empty()) return;
-  if (!stage.dependents.empty()) listener_.onShuffleOutput(executorId, stage.schedulerStageId);
-  if (stage.spec->persist) listener_.onBlocksCached(executorId, stage.schedulerStageId);
+  if (!stage.dependents.empty()) listeners_.onShuffleOutput(executorId, stage.schedulerStageId);
+  if (stage.spec->persist) listeners_.onBlocksCached(executorId, stage.schedulerStageId);
 }
 
 void TaskScheduler::killOtherCopies(const JobRun& job, size_t stageIndex, int64_t index,
@@ -888,23 +846,23 @@ void TaskScheduler::rerunStage(JobRun& job, size_t stageIndex, const std::vector
     }
   }
   const int64_t requeued = stage.tasks->resubmit(indices);
-  if (requeued > 0) listener_.onStageSubmitted(stage.schedulerStageId, requeued);
+  if (requeued > 0) listeners_.onStageSubmitted(stage.schedulerStageId, requeued);
 }
 
 void TaskScheduler::releaseJobData(JobRun& job) {
   for (StageRun& stage : job.stages) {
     const std::string& id = stage.schedulerStageId;
-    if (!stage.dependents.empty()) listener_.onShuffleReleased(id);
+    if (!stage.dependents.empty()) listeners_.onShuffleReleased(id);
     if (stage.spec->persist && stage.state == StageState::kSucceeded) {
       persisted_.insert(id);  // kept, with its cached-data hold on its executors
       continue;
     }
-    if (stage.spec->persist) listener_.onBlocksUncached(id);
+    if (stage.spec->persist) listeners_.onBlocksUncached(id);
     blocks_.dropStage(id);
     dropStageBlocks(id, job.executorsUsed);
   }
   for (const std::string& stageId : job.job.unpersist) {
-    if (persisted_.count(stageId) != 0) unpersist(stageId);
+    if (persisted_.count(stageId) != 0) (void)unpersist(stageId);
   }
 }
 
@@ -916,18 +874,24 @@ void TaskScheduler::dropStageBlocks(const std::string& stageId,
   }
 }
 
-std::string TaskScheduler::unpersist(const std::string& stageId) {
+Status TaskScheduler::unpersist(const std::string& stageId) {
   auto found = stagesById_.find(stageId);
-  if (found == stagesById_.end()) return "no stage " + stageId;
+  if (found == stagesById_.end()) return Status::notFound("no stage " + stageId);
   JobRun& job = *found->second.first;
   const StageRun& stage = job.stages[found->second.second];
-  if (!stage.spec->persist) return "stage " + stageId + " is not persisted";
-  if (job.state == JobState::kRunning) return "the job of stage " + stageId + " is still running";
-  if (persisted_.erase(stageId) == 0) return "stage " + stageId + " is no longer persisted";
-  listener_.onBlocksUncached(stageId);
+  if (!stage.spec->persist) {
+    return Status::failedPrecondition("stage " + stageId + " is not persisted");
+  }
+  if (job.state == JobState::kRunning) {
+    return Status::failedPrecondition("the job of stage " + stageId + " is still running");
+  }
+  if (persisted_.erase(stageId) == 0) {
+    return Status::failedPrecondition("stage " + stageId + " is no longer persisted");
+  }
+  listeners_.onBlocksUncached(stageId);
   blocks_.dropStage(stageId);
   dropStageBlocks(stageId, job.executorsUsed);
-  return "";
+  return Status();
 }
 
 std::vector<CachedStageSummary> TaskScheduler::cachedStages() const {
@@ -995,7 +959,7 @@ int TaskScheduler::checkSpeculatableTasks() {
          speculatableTasks(stage.tasks->numTasks(), stage.tasks->successfulDurations(), running,
                            now, speculation)) {
       if (stage.tasks->isSucceeded(index) || !stage.speculatable.insert(index).second) continue;
-      listener_.onSpeculativeTaskSubmitted(stage.schedulerStageId);
+      listeners_.onSpeculativeTaskSubmitted(stage.schedulerStageId);
       ++marked;
     }
   }

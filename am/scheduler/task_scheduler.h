@@ -29,11 +29,14 @@
 
 #include "am/scheduler/block_registry.h"
 #include "am/scheduler/job.h"
+#include "am/scheduler/listener_bus.h"
 #include "am/scheduler/scheduler_listener.h"
+#include "am/scheduler/scheduling_order.h"
 #include "am/scheduler/scheduling_pool.h"
 #include "am/scheduler/task_set_manager.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/status.h"
 #include "rest/messages/executor.h"
 
 namespace tide::am {
@@ -158,12 +161,14 @@ struct CachedStageSummary {
 
 class TaskScheduler {
  public:
-  // The listener must outlive the scheduler.
-  TaskScheduler(SchedulerConfig config, const Clock& clock, SchedulerListener& listener,
-                uint64_t seed);
+  TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_t seed);
   ~TaskScheduler();
   TaskScheduler(const TaskScheduler&) = delete;
   TaskScheduler& operator=(const TaskScheduler&) = delete;
+
+  // Adds a subscriber to the scheduler's one listener list (it must outlive the scheduler);
+  // every event goes to every subscriber, in subscription order. Subscribe before submitting.
+  void subscribe(SchedulerListener& listener) { listeners_.subscribe(listener); }
 
   // Checks the job (checkJob; throws JobError) and submits the stages without dependencies.
   // Returns its id: "job-1", "job-2", ...
@@ -199,9 +204,9 @@ class TaskScheduler {
   std::vector<BlocksToDrop> takeBlocksToDrop();
 
   // Drops a persisted stage ("job-1/words") of an ended job: its blocks are deleted and its
-  // executors idle out after executorIdleTimeout again. Returns "" when done, else why not
-  // (unknown, not persisted, its job still running).
-  std::string unpersist(const std::string& stageId);
+  // executors idle out after executorIdleTimeout again. kNotFound for an unknown stage,
+  // kFailedPrecondition when it is not (or no longer) persisted or its job still runs.
+  Status unpersist(const std::string& stageId);
   std::vector<CachedStageSummary> cachedStages() const;
   // Pending tasks of runnable stages by the node they prefer: where containers should be asked.
   std::map<std::string, int64_t> pendingTasksByPreferredNode() const;
@@ -285,7 +290,8 @@ class TaskScheduler {
 
   SchedulerConfig config_;
   const Clock& clock_;
-  SchedulerListener& listener_;
+  ListenerBus listeners_;
+  std::unique_ptr<SchedulingOrder> order_;  // from config_.mode, chosen once
   std::mt19937_64 random_;
   int64_t nextJobNumber_ = 1;
   int64_t nextTaskId_ = 1;

@@ -1,23 +1,14 @@
 #include "am/scheduler/task_set_manager.h"
+#include "common/enum_names.h"
 
 #include <algorithm>
 
 namespace tide::am {
 
 const char* taskLocalityName(TaskLocality locality) {
-  switch (locality) {
-    case TaskLocality::kProcessLocal:
-      return "PROCESS_LOCAL";
-    case TaskLocality::kNodeLocal:
-      return "NODE_LOCAL";
-    case TaskLocality::kNoPref:
-      return "NO_PREF";
-    case TaskLocality::kRackLocal:
-      return "RACK_LOCAL";
-    case TaskLocality::kAny:
-      return "ANY";
-  }
-  return "ANY";
+  static constexpr const char* kNames[] = {"PROCESS_LOCAL", "NODE_LOCAL", "NO_PREF", "RACK_LOCAL",
+                                           "ANY"};
+  return enumName(locality, kNames);
 }
 
 TaskSetManager::TaskSetManager(int64_t numTasks)

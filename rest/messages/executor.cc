@@ -1,9 +1,11 @@
 #include "rest/messages/executor.h"
 
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "common/enum_names.h"
 #include "rest/json.h"
 #include "rest/json_fields.h"
 
@@ -117,7 +119,24 @@ const JsonFields<TaskLaunch>& taskLaunchFields() {
 }
 
 bool fetchFailed(const TaskStatusUpdate& update) {
-  return update.state == "FETCH_FAILED";
+  return update.state == TaskState::kFetchFailed;
+}
+
+// In TaskState's order: the state's names exist only here, on the wire.
+constexpr const char* kTaskStates[] = {"FINISHED", "FAILED", "KILLED", "FETCH_FAILED"};
+
+void readTaskState(const JsonObjectReader& reader, TaskStatusUpdate& update) {
+  const std::string state = reader.requireString("state");
+  std::string expected;
+  for (size_t i = 0; i < std::size(kTaskStates); ++i) {
+    if (state == kTaskStates[i]) {
+      update.state = static_cast<TaskState>(i);
+      return;
+    }
+    expected += std::string(expected.empty() ? "" : ", ") + "\"" + kTaskStates[i] + "\"";
+  }
+  throw JsonFieldError(reader.fieldPath("state"),
+                       "expected one of " + expected + ", got \"" + state + "\"");
 }
 
 const JsonFields<TaskStatusUpdate>& taskStatusUpdateFields() {
@@ -125,8 +144,10 @@ const JsonFields<TaskStatusUpdate>& taskStatusUpdateFields() {
   static const JsonFields<U> fields =
       JsonFields<U>()
           .required("taskId", &U::taskId, atLeast<int64_t>(0))
-          .required("state", &U::state,
-                    oneOfQuoted({"FINISHED", "FAILED", "KILLED", "FETCH_FAILED"}))
+          .custom("state", readTaskState,
+                  [](JsonWriter& out, const U& value) {
+                    out.field("state", taskStateName(value.state));
+                  })
           .optional("exitCode", &U::exitCode, 0)
           .optional("reason", &U::reason, "")
           .optional("stderrTail", &U::stderrTail, "")
@@ -220,6 +241,10 @@ const JsonFields<ExecutorSyncReply>& syncReplyFields() {
 }
 
 }  // namespace
+
+const char* taskStateName(TaskState state) {
+  return enumName(state, kTaskStates);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Encoders and decoders: the tables above. A sync with a thousand updates is one pass over

@@ -77,11 +77,16 @@ struct TaskLaunch {
   bool speculative = false;  // a second copy of a slow task
 };
 
-// The end of a task. state: "FINISHED", "FAILED", "KILLED" or "FETCH_FAILED" (an input block
-// could not be had after retries: `failedInput` names it; never counted as the task's fault).
+// How a task attempt ended. On the wire (and only there): "FINISHED", "FAILED", "KILLED",
+// "FETCH_FAILED" (an input block could not be had after retries: `failedInput` names it; never
+// counted as the task's fault).
+enum class TaskState { kFinished, kFailed, kKilled, kFetchFailed };
+const char* taskStateName(TaskState state);  // its wire name, for the codec and logs
+
+// The end of a task.
 struct TaskStatusUpdate {
   int64_t taskId = 0;
-  std::string state;
+  TaskState state = TaskState::kFinished;
   int exitCode = 0;        // the process's exit code, 128 + signal, or -1 when it never ran
   std::string reason;      // e.g. "exited with code 1", "timed out after 5s", "spawn failed: ..."
   std::string stderrTail;  // the last few KiB of the task's stderr

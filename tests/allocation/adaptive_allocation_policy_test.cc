@@ -209,11 +209,11 @@ TEST_F(AdaptiveTest, NeverBelowMinExecutorsAndTheInitialTargetHoldsUntilTheFirst
 TEST_F(AdaptiveTest, SetBoundsClipsTheTarget) {
   policy().onStageSubmitted("s1", 200);
   EXPECT_EQ(tickAt(0).target, 8);
-  EXPECT_EQ(policy().setBounds({0, 0, 3}), "");
+  EXPECT_TRUE(policy().setBounds({0, 0, 3}).ok());
   const TickResult result = tickAt(100);
   EXPECT_EQ(result.target, 3);
   ASSERT_NE(find(result, Decision::Action::kBoundsChanged), nullptr);
-  EXPECT_NE(policy().setBounds({5, 0, 3}), "");
+  EXPECT_FALSE(policy().setBounds({5, 0, 3}).ok());
 }
 
 }  // namespace

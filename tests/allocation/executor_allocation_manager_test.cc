@@ -315,7 +315,7 @@ TEST_F(AllocationTest, AKilledTaskIsNotRetried) {
 TEST_F(AllocationTest, RuntimeBoundsClipTheTargetAtOnce) {
   manager().onStageSubmitted("s1", 100);
   targetsEverySecond(1000, 4000);  // 1, 3, 7, 15
-  EXPECT_EQ(manager().setBounds({0, 0, 5}), "");
+  EXPECT_TRUE(manager().setBounds({0, 0, 5}).ok());
   EXPECT_EQ(manager().snapshot().target, 5);
   TickResult result = tickAt(4100);
   EXPECT_TRUE(result.targetChanged());
@@ -323,17 +323,18 @@ TEST_F(AllocationTest, RuntimeBoundsClipTheTargetAtOnce) {
   EXPECT_EQ(result.target, 5);
   ASSERT_TRUE(hasDecision(result, Decision::Action::kBoundsChanged));
   EXPECT_EQ(result.decisions[0].why, "bounds changed from [0, 20] to [0, 5]; target 15 -> 5");
-  EXPECT_EQ(manager().setBounds({9, 9, 12}), "");
+  EXPECT_TRUE(manager().setBounds({9, 9, 12}).ok());
   EXPECT_EQ(tickAt(4200).target, 9) << "raised to the new min";
 }
 
 TEST_F(AllocationTest, InvalidRuntimeBoundsAreRefusedAndChangeNothing) {
-  EXPECT_EQ(manager().setBounds({5, 5, 2}), "min=5 is greater than max=2");
-  EXPECT_EQ(manager().setBounds({0, 7, 4}), "initial=7 is greater than max=4");
-  EXPECT_EQ(manager().setBounds({-1, 0, 4}), "min: must not be negative");
+  EXPECT_EQ(manager().setBounds({5, 5, 2}), Status::invalidArgument("min=5 is greater than max=2"));
+  EXPECT_EQ(manager().setBounds({0, 7, 4}),
+            Status::invalidArgument("initial=7 is greater than max=4"));
+  EXPECT_EQ(manager().setBounds({-1, 0, 4}), Status::invalidArgument("min: must not be negative"));
   EXPECT_EQ(manager().snapshot().bounds.maxExecutors, 20);
   std::string warning;
-  EXPECT_EQ(manager().setBounds({3, 1, 4}, &warning), "");
+  EXPECT_TRUE(manager().setBounds({3, 1, 4}, &warning).ok());
   EXPECT_EQ(warning, "initial=1 is less than min=3; using min");
   EXPECT_EQ(manager().snapshot().bounds.initialExecutors, 3);
 }

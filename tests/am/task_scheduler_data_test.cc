@@ -58,7 +58,7 @@ class DataListener : public SchedulerListener {
 rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions = {}) {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "FINISHED";
+  update.state = rest::TaskState::kFinished;
   for (int64_t p : partitions) update.blocks.push_back(rest::BlockOutput{p, 100 + p});
   return update;
 }
@@ -74,7 +74,7 @@ rest::BlockInput block(const std::string& stage, int64_t mapIndex, const std::st
 rest::TaskStatusUpdate fetchFailed(int64_t taskId, const rest::BlockInput& input) {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "FETCH_FAILED";
+  update.state = rest::TaskState::kFetchFailed;
   update.reason = "fetch failed: connection refused";
   update.failedInput = input;
   return update;
@@ -87,7 +87,10 @@ const char* kMapReduce = R"({"name": "wc", "stages": [
 class SchedulerDataTest : public ::testing::Test {
  protected:
   TaskScheduler& scheduler() {
-    if (!scheduler_) scheduler_ = std::make_unique<TaskScheduler>(config, clock, listener, 7);
+    if (!scheduler_) {
+      scheduler_ = std::make_unique<TaskScheduler>(config, clock, 7);
+      scheduler_->subscribe(listener);
+    }
     return *scheduler_;
   }
   std::vector<rest::TaskLaunch> offer(const std::string& executor, int slots,
@@ -279,8 +282,9 @@ TEST_F(SchedulerDataTest, PersistedStagesAreCachedReadByLaterJobsAndUnpersisted)
   EXPECT_THROW(scheduler().submitJob(parseJob(R"({"stages": [
       {"id": "c", "depends_on": ["job-1/words"], "tasks": 1, "command": ["r"]}]})")),
                JobError);
-  EXPECT_THAT(scheduler().unpersist("job-1/words"), HasSubstr("no longer persisted"));
-  EXPECT_THAT(scheduler().unpersist("job-9/x"), HasSubstr("no stage"));
+  EXPECT_EQ(scheduler().unpersist("job-1/words"),
+            Status::failedPrecondition("stage job-1/words is no longer persisted"));
+  EXPECT_EQ(scheduler().unpersist("job-9/x"), Status::notFound("no stage job-9/x"));
 }
 
 TEST_F(SchedulerDataTest, ReduceTasksWaitForTheExecutorHoldingTheirInput) {
@@ -367,7 +371,7 @@ TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
   EXPECT_EQ(kills[0].executorId, "e1");
   rest::TaskStatusUpdate killed;
   killed.taskId = launches[0].taskId;
-  killed.state = "KILLED";
+  killed.state = rest::TaskState::kKilled;
   ASSERT_TRUE(scheduler().statusUpdate(killed, "e1"));
   EXPECT_EQ(scheduler().pendingTaskCount(), 0) << "a killed loser is not run again";
   EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].speculativeLaunches, 2);
@@ -398,7 +402,7 @@ TEST_F(SchedulerDataTest, TheFirstAttemptToAskCommitsAndASpeculativeLoserIsDenie
   // The loser, denied, reports KILLED: not a failure, not run again.
   rest::TaskStatusUpdate denied;
   denied.taskId = original;
-  denied.state = "KILLED";
+  denied.state = rest::TaskState::kKilled;
   denied.reason = "commit denied: attempt 3 of s[0] is committing";
   ASSERT_TRUE(scheduler().statusUpdate(denied, "e1"));
   ASSERT_TRUE(scheduler().statusUpdate(finished(copy), "e2"));
@@ -429,7 +433,7 @@ TEST_F(SchedulerDataTest, AnAuthorisedAttemptThatFailsFreesTheTaskForTheNext) {
   ASSERT_EQ(scheduler().canCommit(first[0].taskId, "e1"), "");
   rest::TaskStatusUpdate failedCommit;
   failedCommit.taskId = first[0].taskId;
-  failedCommit.state = "FAILED";
+  failedCommit.state = rest::TaskState::kFailed;
   failedCommit.reason = "cannot keep its output: disk full";
   ASSERT_TRUE(scheduler().statusUpdate(failedCommit, "e1"));
   auto retry = offer("e2", 1);
@@ -453,7 +457,7 @@ TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
   // The copy fails (the original still runs: no retry), then the original fails: its retry
   // would be "attempt 0 + 1" again, and takes 2 instead.
   rest::TaskStatusUpdate failure;
-  failure.state = "FAILED";
+  failure.state = rest::TaskState::kFailed;
   failure.reason = "exited with code 1";
   failure.taskId = copy[0].taskId;
   ASSERT_TRUE(scheduler().statusUpdate(failure, "e2"));

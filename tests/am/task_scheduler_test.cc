@@ -57,7 +57,7 @@ class RecordingListener : public SchedulerListener {
 rest::TaskStatusUpdate finished(int64_t taskId) {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "FINISHED";
+  update.state = rest::TaskState::kFinished;
   return update;
 }
 
@@ -65,7 +65,7 @@ rest::TaskStatusUpdate failed(int64_t taskId, const std::string& reason = "exite
                               const std::string& stderrTail = "") {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "FAILED";
+  update.state = rest::TaskState::kFailed;
   update.exitCode = 1;
   update.reason = reason;
   update.stderrTail = stderrTail;
@@ -75,7 +75,7 @@ rest::TaskStatusUpdate failed(int64_t taskId, const std::string& reason = "exite
 rest::TaskStatusUpdate killed(int64_t taskId) {
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "KILLED";
+  update.state = rest::TaskState::kKilled;
   update.exitCode = 143;
   update.reason = "killed by signal 15";
   return update;
@@ -96,7 +96,10 @@ std::vector<std::string> describe(const TaskScheduler& scheduler,
 class TaskSchedulerTest : public ::testing::Test {
  protected:
   TaskScheduler& scheduler() {
-    if (!scheduler_) scheduler_ = std::make_unique<TaskScheduler>(config, clock, listener, seed);
+    if (!scheduler_) {
+      scheduler_ = std::make_unique<TaskScheduler>(config, clock, seed);
+      scheduler_->subscribe(listener);
+    }
     return *scheduler_;
   }
 
@@ -413,8 +416,7 @@ TEST_F(TaskSchedulerTest, TasksSpreadRoundRobinOverOffers) {
 // The order in which a fresh scheduler with `seed` hands one task to each of 8 offers.
 std::vector<std::string> firstAssignment(uint64_t seed) {
   ManualClock clock;
-  RecordingListener listener;
-  TaskScheduler scheduler(SchedulerConfig{}, clock, listener, seed);
+  TaskScheduler scheduler(SchedulerConfig{}, clock, seed);
   scheduler.submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 8, "builtin": "noop"}]})"));
   std::vector<WorkerOffer> offers;
   for (int i = 1; i <= 8; ++i) {
@@ -513,7 +515,8 @@ TEST_F(TaskSchedulerTest, AllocationListenerKeepsThePolicysTaskCountsInStep) {
   allocationConfig.bounds = {0, 0, 10};
   allocation::ExecutorAllocationManager manager(allocationConfig, clock);
   AllocationListener bridge(manager);
-  TaskScheduler scheduler(config, clock, bridge, seed);
+  TaskScheduler scheduler(config, clock, seed);
+  scheduler.subscribe(bridge);
   manager.onExecutorAdded("e1");
   scheduler.submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 5, "builtin": "noop"}]})"));
   EXPECT_EQ(manager.snapshot().pendingTasks, 5);

@@ -31,7 +31,7 @@ TaskLaunch sampleLaunch(int64_t taskId) {
 TaskStatusUpdate sampleUpdate(int64_t taskId) {
   TaskStatusUpdate update;
   update.taskId = taskId;
-  update.state = "FAILED";
+  update.state = rest::TaskState::kFailed;
   update.exitCode = 137;
   update.reason = "killed by signal 9";
   update.stderrTail = "line 1\nline \"2\"\t\x01\n";
@@ -113,6 +113,22 @@ TEST(ExecutorMessagesTest, TaskLaunchRoundTrips) {
   expectSameLaunch(taskLaunchFromJson(parseJson(toJson(sleep))), sleep);
 }
 
+TEST(ExecutorMessagesTest, TaskStatesAreNamesOnlyOnTheWire) {
+  const std::pair<TaskState, const char*> states[] = {{TaskState::kFinished, "FINISHED"},
+                                                      {TaskState::kFailed, "FAILED"},
+                                                      {TaskState::kKilled, "KILLED"},
+                                                      {TaskState::kFetchFailed, "FETCH_FAILED"}};
+  for (const auto& [state, name] : states) {
+    EXPECT_STREQ(taskStateName(state), name);
+    TaskStatusUpdate update = sampleUpdate(3);
+    update.state = state;
+    update.failedInput = {"job-1/map", 3, "e2", "http://127.0.0.1:1", "job-1/map/3", 10};
+    const std::string json = toJson(update);
+    EXPECT_NE(json.find(std::string("\"state\":\"") + name + "\""), std::string::npos) << json;
+    EXPECT_EQ(taskStatusUpdateFromJson(parseJson(json)).state, state) << name;
+  }
+}
+
 TEST(ExecutorMessagesTest, TaskStatusUpdateRoundTrips) {
   const TaskStatusUpdate update = sampleUpdate(9);
   expectSameUpdate(taskStatusUpdateFromJson(parseJson(toJson(update))), update);
@@ -121,7 +137,7 @@ TEST(ExecutorMessagesTest, TaskStatusUpdateRoundTrips) {
 TEST(ExecutorMessagesTest, SyncRoundTrips) {
   ExecutorSync sync;
   sync.updates = {sampleUpdate(1), sampleUpdate(2)};
-  sync.updates[1].state = "KILLED";
+  sync.updates[1].state = rest::TaskState::kKilled;
   sync.running = {3, 4, 5};
   sync.freeSlots = 2;
   sync.maxWaitMs = 1000;
@@ -253,12 +269,12 @@ TEST(ExecutorDataMessagesTest, InputsBlocksFetchFailuresAndDropsSurviveARoundTri
 
   TaskStatusUpdate update;
   update.taskId = 1;
-  update.state = "FINISHED";
+  update.state = rest::TaskState::kFinished;
   update.blocks = {{0, 10}, {2, 0}};
   const TaskStatusUpdate done = taskStatusUpdateFromJson(parseJson(toJson(update)));
   ASSERT_EQ(done.blocks.size(), 2u);
   EXPECT_EQ(done.blocks[1].partition, 2);
-  update.state = "FETCH_FAILED";
+  update.state = rest::TaskState::kFetchFailed;
   update.failedInput = input;
   const TaskStatusUpdate fetch = taskStatusUpdateFromJson(parseJson(toJson(update)));
   EXPECT_EQ(fetch.failedInput.executorId, "e2");

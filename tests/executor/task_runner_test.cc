@@ -102,7 +102,7 @@ TEST_F(TaskRunnerTest, NoopFinishesInsideLaunch) {
   runner.collect(report);
   ASSERT_EQ(report.updates.size(), 1u);
   EXPECT_EQ(report.updates[0].taskId, 1);
-  EXPECT_EQ(report.updates[0].state, "FINISHED");
+  EXPECT_EQ(report.updates[0].state, rest::TaskState::kFinished);
   EXPECT_TRUE(report.running.empty());
   EXPECT_EQ(report.freeSlots, 4);
 }
@@ -126,7 +126,7 @@ TEST_F(TaskRunnerTest, SleepFinishesWhenTheClockSaysSo) {
   runner.wake();
   std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "FINISHED");
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFinished);
   EXPECT_EQ(updates[0].durationMs, 5000);
   EXPECT_EQ(runner.freeSlots(), 2);
 }
@@ -143,7 +143,7 @@ TEST_F(TaskRunnerTest, SleepTimesOut) {
   runner.wake();
   std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "FAILED");
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
   EXPECT_EQ(updates[0].reason, "timed out after 2s");
 }
 
@@ -155,7 +155,7 @@ TEST_F(TaskRunnerTest, KilledSleepIsKilledAtOnce) {
   RunnerReport report;
   runner.collect(report);
   ASSERT_EQ(report.updates.size(), 1u);
-  EXPECT_EQ(report.updates[0].state, "KILLED");
+  EXPECT_EQ(report.updates[0].state, rest::TaskState::kKilled);
   EXPECT_TRUE(report.running.empty());
 }
 
@@ -170,7 +170,7 @@ TEST_F(TaskRunnerTest, ARelaunchOfARunningTaskIsIgnored) {
 TEST_F(TaskRunnerTest, CommandOutputGoesToItsTaskDirectory) {
   TaskRunner runner(options());
   TaskStatusUpdate update = runOne(runner, commandTask(3, "echo out; echo err >&2"));
-  EXPECT_EQ(update.state, "FINISHED");
+  EXPECT_EQ(update.state, rest::TaskState::kFinished);
   EXPECT_EQ(update.exitCode, 0);
   EXPECT_EQ(update.stderrTail, "");
   const std::filesystem::path taskDir = workDir_.path() / "tasks" / "s1-3-0";
@@ -181,7 +181,7 @@ TEST_F(TaskRunnerTest, CommandOutputGoesToItsTaskDirectory) {
 TEST_F(TaskRunnerTest, ANonZeroExitFailsWithItsCodeAndStderr) {
   TaskRunner runner(options());
   TaskStatusUpdate update = runOne(runner, commandTask(1, "echo 'it broke' >&2; exit 3"));
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_EQ(update.exitCode, 3);
   EXPECT_EQ(update.reason, "exited with code 3");
   EXPECT_EQ(update.stderrTail, "it broke\n");
@@ -190,7 +190,7 @@ TEST_F(TaskRunnerTest, ANonZeroExitFailsWithItsCodeAndStderr) {
 TEST_F(TaskRunnerTest, ASignalledProcessReports128PlusTheSignal) {
   TaskRunner runner(options());
   TaskStatusUpdate update = runOne(runner, commandTask(1, "kill -9 $$"));
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_EQ(update.exitCode, 128 + SIGKILL);
   EXPECT_EQ(update.reason, "killed by signal 9");
 }
@@ -203,7 +203,7 @@ TEST_F(TaskRunnerTest, StderrTailIsBounded) {
       runner, commandTask(1,
                           "i=0; while [ $i -lt 400 ]; do echo 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' "
                           ">&2; i=$((i+1)); done; echo LAST >&2; exit 1"));
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_LE(update.stderrTail.size(), 4096u);
   EXPECT_GE(update.stderrTail.size(), 4000u);
   EXPECT_EQ(update.stderrTail.substr(update.stderrTail.size() - 5), "LAST\n");
@@ -218,7 +218,7 @@ TEST_F(TaskRunnerTest, TasksGetTheirVariablesButNotTheSecret) {
   launch.attempt = 2;
   launch.env = {{"EXTRA", "x y"}, {"FOO", "overridden"}, {"TIDE_APP_SECRET", "leak"}};
   TaskStatusUpdate update = runOne(runner, launch);
-  ASSERT_EQ(update.state, "FINISHED") << update.reason;
+  ASSERT_EQ(update.state, rest::TaskState::kFinished) << update.reason;
   const std::string env = readFile(workDir_.path() / "tasks" / "stage-4-7-2" / "stdout");
   for (const char* expected :
        {"TIDE_TASK_INDEX=7\n", "TIDE_STAGE_ID=stage-4\n", "TIDE_ATTEMPT=2\n", "TIDE_JOB_ID=job-9\n",
@@ -231,7 +231,7 @@ TEST_F(TaskRunnerTest, TasksGetTheirVariablesButNotTheSecret) {
 TEST_F(TaskRunnerTest, WorkingDirectoryIsTheTaskDirOrTheLaunchCwd) {
   TaskRunner runner(options());
   TaskStatusUpdate update = runOne(runner, commandTask(1, "pwd"));
-  ASSERT_EQ(update.state, "FINISHED");
+  ASSERT_EQ(update.state, rest::TaskState::kFinished);
   const std::filesystem::path taskDir = workDir_.path() / "tasks" / "s1-1-0";
   EXPECT_EQ(readFile(taskDir / "stdout"), taskDir.string() + "\n");
 
@@ -239,14 +239,14 @@ TEST_F(TaskRunnerTest, WorkingDirectoryIsTheTaskDirOrTheLaunchCwd) {
   TaskLaunch launch = commandTask(2, "pwd");
   launch.cwd = (workDir_.path() / "elsewhere").string();
   update = runOne(runner, launch);
-  ASSERT_EQ(update.state, "FINISHED");
+  ASSERT_EQ(update.state, rest::TaskState::kFinished);
   EXPECT_EQ(readFile(workDir_.path() / "tasks" / "s1-2-0" / "stdout"),
             (workDir_.path() / "elsewhere").string() + "\n");
 
   launch = commandTask(3, "pwd");
   launch.cwd = "no/such/dir";
   update = runOne(runner, launch);
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_NE(update.reason.find("no/such/dir"), std::string::npos) << update.reason;
 }
 
@@ -255,7 +255,7 @@ TEST_F(TaskRunnerTest, AMissingProgramFailsWith127AndNamesIt) {
   TaskLaunch launch = commandTask(1, "");
   launch.argv = {"tide-no-such-program", "arg"};
   TaskStatusUpdate update = runOne(runner, launch);
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_EQ(update.exitCode, 127);
   EXPECT_NE(update.reason.find("tide-no-such-program"), std::string::npos) << update.reason;
   EXPECT_NE(update.reason.find("No such file or directory"), std::string::npos) << update.reason;
@@ -276,7 +276,7 @@ TEST_F(TaskRunnerTest, TimeoutKillsTheWholeProcessGroup) {
 
   std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "FAILED");
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
   EXPECT_EQ(updates[0].reason, "timed out after 500ms");
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
   EXPECT_GE(updates[0].durationMs, 500);
@@ -293,7 +293,7 @@ TEST_F(TaskRunnerTest, KillStopsACommandAsKilled) {
   std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 2);
   ASSERT_EQ(updates.size(), 2u);
   EXPECT_EQ(updates[1].taskId, 1);
-  EXPECT_EQ(updates[1].state, "KILLED");
+  EXPECT_EQ(updates[1].state, rest::TaskState::kKilled);
   EXPECT_EQ(updates[1].exitCode, 128 + SIGTERM);
   EXPECT_EQ(runner.runningCount(), 0);
 }
@@ -302,7 +302,7 @@ TEST_F(TaskRunnerTest, LeftoverProcessesGoWhenTheTaskEnds) {
   TaskRunner runner(options());
   TaskStatusUpdate update =
       runOne(runner, commandTask(1, "sleep 60 & echo $! > leftover.pid; exit 0"));
-  EXPECT_EQ(update.state, "FINISHED");
+  EXPECT_EQ(update.state, rest::TaskState::kFinished);
   const pid_t leftover = std::stoi(readFile(workDir_.path() / "tasks" / "s1-1-0" / "leftover.pid"));
   EXPECT_TRUE(eventually([&] { return processGone(leftover); }, kBound));
 }
@@ -361,7 +361,7 @@ TEST_F(TaskRunnerTest, OutputsBecomeBlocksInTheUpdate) {
   TaskRunner runner(std::move(runnerOptions));
   const TaskStatusUpdate update =
       runOne(runner, commandTask(4, "printf abc > \"$TIDE_OUTPUT_DIR/part-1\""));
-  EXPECT_EQ(update.state, "FINISHED") << update.reason << update.stderrTail;
+  EXPECT_EQ(update.state, rest::TaskState::kFinished) << update.reason << update.stderrTail;
   ASSERT_EQ(update.blocks.size(), 1u);
   EXPECT_EQ(update.blocks[0].partition, 1);
   EXPECT_EQ(committed, (std::vector<std::string>{"j1/s1/4 abc"}));
@@ -375,7 +375,7 @@ TEST_F(TaskRunnerTest, AnOutputThatCannotBeKeptFailsTheTask) {
   };
   TaskRunner runner(std::move(runnerOptions));
   const TaskStatusUpdate update = runOne(runner, commandTask(1, "true"));
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_NE(update.reason.find("disk full"), std::string::npos);
 }
 
@@ -395,7 +395,7 @@ TEST_F(TaskRunnerTest, InputsArePlacedBeforeTheTaskStarts) {
   TaskLaunch launch = commandTask(2, "cat \"$TIDE_INPUT_DIR/map/part-5\" >&2; exit 9");
   launch.inputs = {mapInput(5, "e7", "j/map/5/part-2")};
   const TaskStatusUpdate update = runOne(runner, launch);
-  EXPECT_EQ(update.state, "FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFailed);
   EXPECT_EQ(update.stderrTail, "from e7");
 }
 
@@ -409,7 +409,7 @@ TEST_F(TaskRunnerTest, AFetchFailureEndsTheTaskWithoutRunningIt) {
   TaskLaunch launch = commandTask(3, "touch ran");
   launch.inputs = {mapInput(1, "e2", "j/map/1/part-3")};
   const TaskStatusUpdate update = runOne(runner, launch);
-  EXPECT_EQ(update.state, "FETCH_FAILED");
+  EXPECT_EQ(update.state, rest::TaskState::kFetchFailed);
   EXPECT_EQ(update.failedInput.executorId, "e2");
   EXPECT_EQ(update.failedInput.mapIndex, 1);
   EXPECT_NE(update.reason.find("connection refused"), std::string::npos);
@@ -437,7 +437,7 @@ TEST_F(TaskRunnerTest, ATaskKilledWhileFetchingNeverStarts) {
   gate.unlock();
   const std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "KILLED");
+  EXPECT_EQ(updates[0].state, rest::TaskState::kKilled);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ class TideExecutorTest : public ::testing::Test {
     EXPECT_EQ(am.updateCount, static_cast<size_t>(count));
     for (const auto& [taskId, updates] : am.updatesByTask) {
       EXPECT_EQ(updates.size(), 1u) << "task " << taskId;
-      EXPECT_EQ(updates.front().state, "FINISHED") << "task " << taskId;
+      EXPECT_EQ(updates.front().state, rest::TaskState::kFinished) << "task " << taskId;
     }
     EXPECT_EQ(am.badSyncs, 0);
   }
@@ -213,11 +213,11 @@ TEST_F(TideExecutorTest, FailingCommandSendsItsStderrTail) {
   EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
 
   const rest::TaskStatusUpdate& failed = am.updatesByTask.at(1).front();
-  EXPECT_EQ(failed.state, "FAILED");
+  EXPECT_EQ(failed.state, rest::TaskState::kFailed);
   EXPECT_EQ(failed.exitCode, 4);
   EXPECT_EQ(failed.reason, "exited with code 4");
   EXPECT_EQ(failed.stderrTail, "disk on fire\n");
-  EXPECT_EQ(am.updatesByTask.at(2).front().state, "FINISHED")
+  EXPECT_EQ(am.updatesByTask.at(2).front().state, rest::TaskState::kFinished)
       << "the task saw TIDE_APP_SECRET or no TIDE_TASK_INDEX";
   EXPECT_EQ(readFile(workDir_.path() / "tasks" / "s1-0-0" / "stderr"), "disk on fire\n");
 }
@@ -245,10 +245,10 @@ TEST_F(TideExecutorTest, OnlyTheAttemptTheAmAuthorisesCommitsItsOutput) {
   EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
 
   EXPECT_EQ(am.commitRequests.size(), 2u);
-  EXPECT_EQ(am.updatesByTask.at(1).front().state, "FINISHED");
+  EXPECT_EQ(am.updatesByTask.at(1).front().state, rest::TaskState::kFinished);
   ASSERT_EQ(am.updatesByTask.at(1).front().blocks.size(), 1u);
   const rest::TaskStatusUpdate& denied = am.updatesByTask.at(2).front();
-  EXPECT_EQ(denied.state, "KILLED");
+  EXPECT_EQ(denied.state, rest::TaskState::kKilled);
   EXPECT_EQ(denied.reason, "commit denied: another attempt has committed");
   EXPECT_TRUE(denied.blocks.empty());
   // The job's output holds the winner's file only, and nothing half-written.
@@ -275,7 +275,7 @@ TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
       << executor->log();
   am.kill(7);
   ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= 1; })) << executor->log();
-  EXPECT_EQ(am.updatesByTask.at(7).front().state, "KILLED");
+  EXPECT_EQ(am.updatesByTask.at(7).front().state, rest::TaskState::kKilled);
   am.shutdownExecutors();
   EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
 }

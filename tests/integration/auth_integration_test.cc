@@ -36,6 +36,8 @@ class AuthIntegrationTest : public testing_support::AmClusterTest {
   void startSession(Conf conf = {}) {
     startCluster(1, 4);
     submit(kQuickJob, std::move(conf), /*session=*/true);
+    // The AM serves its status before it submits its job file's job: counts start after it.
+    ASSERT_TRUE(eventually([&] { return jobCount() >= 1; }, std::chrono::seconds(30)));
   }
 
   // A client of the AM's status port with exactly these headers, nothing else.

@@ -116,7 +116,14 @@ TEST_F(DataIntegrationTest, WordcountSurvivesAnExecutorKilledDuringTheReduceStag
   int64_t victimPid = 0;
   ASSERT_TRUE(eventually(
       [&] {
-        auto doc = job("job-1");
+        // The AM serves its status before it submits its job: until then job-1 is a 404.
+        rapidjson::Document doc;
+        try {
+          doc = job("job-1");
+        } catch (const rest::HttpError& e) {
+          if (e.status() == 404) return false;
+          throw;
+        }
         const rapidjson::Value* counts = stage(doc, "counts");
         if (counts == nullptr || (*counts)["running"].GetInt64() == 0) return false;
         auto list = executors();
@@ -229,6 +236,9 @@ TEST_F(DataIntegrationTest, ALaterJobReadsAPersistedStageAndUnpersistLetsItsExec
   am->deleteJson("api/v1/cache/job-1/words");
   EXPECT_TRUE(eventually([&] { return liveExecutors() == 0; }, 3s));
   EXPECT_EQ(am->getJson("api/v1/cache")["stages"].Size(), 0u);
+  // Refusals carry their code: no longer persisted is a conflict, an unknown stage not found.
+  EXPECT_EQ(am->request("DELETE", "api/v1/cache/job-1/words").status, 409);
+  EXPECT_EQ(am->request("DELETE", "api/v1/cache/job-9/x").status, 404);
   client->kill(appId);
   waitForEnd(30s);
 }

@@ -255,10 +255,12 @@ TEST_F(RmServerTest, AnAmWaitsForItsNodesFirstHeartbeatAndA503DoesNotUseUpTheAtt
   // of the node's heartbeats, and the application is still on its first attempt.
   nodeManager_.refuseNextLaunches(2);
   const rest::HttpHeaders nodeAuth{{"Authorization", "Bearer " + nodeSecret_}};
-  ASSERT_TRUE(eventually([&] {
-    call("POST", "/ws/v1/nm/" + nodeId + "/heartbeat", R"({"containers": []})", nodeAuth);
-    return !nodeManager_.launches().empty();
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        call("POST", "/ws/v1/nm/" + nodeId + "/heartbeat", R"({"containers": []})", nodeAuth);
+        return !nodeManager_.launches().empty();
+      },
+      kBound));
   EXPECT_EQ(nodeManager_.refused(), 2);
   const rest::ContainerLaunchRequest launch = nodeManager_.launches().at(0);
   EXPECT_EQ(launch.environment.at("TIDE_APP_ATTEMPT_ID"), "appattempt_1700000000000_0001_000001");

@@ -1,10 +1,9 @@
-// The ApplicationMaster's HTTP API: executors' register/sync, and what a person (or `tide run`,
-// `tide status`, Prometheus, the status page) reads: status, executors, jobs, the allocation
-// history and decisions, /metrics and the page itself, plus PUT of the executor bounds.
-// Rendering is kept apart from the loops in application_master.cc, and out of the AM's mutex:
-// a handler copies what it needs under mu_ and writes JSON after letting go, so a status
-// poller hammering the port does not hold up executors' syncs. /metrics and the history have
-// their own synchronisation and never take mu_.
+// The ApplicationMaster's HTTP handlers (status_handlers.h). Rendering is kept apart from the
+// loops in application_master.cc, and out of the AM's lock: a handler asks the core for a copy
+// and writes JSON after, so a status poller hammering the port does not hold up executors'
+// syncs. /metrics, status, executors, the history and the decisions never take the AM's lock.
+
+#include "am/status_handlers.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -13,10 +12,11 @@
 #include <climits>
 #include <optional>
 
-#include "am/application_master.h"
+#include "am/status/metrics.h"
 #include "am/status/request_pacer.h"
 #include "am/status/status_page.h"
 #include "common/config.h"
+#include "rest/http_status.h"
 #include "rest/json.h"
 
 namespace tide::am {
@@ -28,6 +28,28 @@ namespace {
 // Decisions one request may ask for (the log keeps 1000).
 constexpr size_t kMaxDecisionsPerRequest = 1000;
 
+// The shapes every document here repeats: `"key": [each item written by write]`, and a list
+// document `{"nowMs": ..., "key": [...]}` (executors, decisions).
+template <typename Items, typename Write>
+JsonWriter& writeArray(JsonWriter& w, std::string_view key, const Items& items, Write write) {
+  w.key(key).startArray();
+  for (const auto& item : items) write(w, item);
+  return w.endArray();
+}
+
+template <typename Items>
+JsonWriter& writeStrings(JsonWriter& w, std::string_view key, const Items& items) {
+  return writeArray(w, key, items, [](JsonWriter& out, const std::string& s) { out.value(s); });
+}
+
+template <typename Items, typename Write>
+std::string listDocument(TimeMs nowMs, std::string_view key, const Items& items, Write write) {
+  JsonWriter w;
+  w.startObject().field("nowMs", nowMs);
+  writeArray(w, key, items, write).endObject();
+  return w.str();
+}
+
 void writeStage(JsonWriter& w, const StageSummary& stage) {
   w.startObject()
       .field("id", stage.id)
@@ -37,9 +59,7 @@ void writeStage(JsonWriter& w, const StageSummary& stage) {
       .field("running", stage.running)
       .field("succeeded", stage.succeeded)
       .field("failedAttempts", stage.failedAttempts);
-  w.key("dependsOn").startArray();
-  for (const auto& dep : stage.dependsOn) w.value(dep);
-  w.endArray();
+  writeStrings(w, "dependsOn", stage.dependsOn);
   const DurationMs duration =
       stage.submittedMs < 0
           ? 0
@@ -75,12 +95,9 @@ void writeJob(JsonWriter& w, const JobSummary& job, bool detailed) {
       .field("succeeded", job.succeeded)
       .field("failedAttempts", job.failedAttempts);
   if (detailed) {
-    w.key("stages").startArray();
-    for (const auto& stage : job.stages) writeStage(w, stage);
-    w.endArray();
-    w.key("failures").startArray();
-    for (const auto& f : job.recentFailures) {
-      w.startObject()
+    writeArray(w, "stages", job.stages, writeStage);
+    writeArray(w, "failures", job.recentFailures, [](JsonWriter& out, const FailedAttempt& f) {
+      out.startObject()
           .field("taskId", f.taskId)
           .field("stage", f.stageId)
           .field("index", f.index)
@@ -90,8 +107,7 @@ void writeJob(JsonWriter& w, const JobSummary& job, bool detailed) {
           .field("exitCode", f.exitCode)
           .field("stderrTail", f.stderrTail)
           .endObject();
-    }
-    w.endArray();
+    });
   }
   w.endObject();
 }
@@ -154,23 +170,31 @@ void replyBadField(httplib::Response& res, int status, const std::string& field,
 
 }  // namespace
 
-void ApplicationMaster::registerRoutes() {
-  rest::HttpServer& e = *executorServer_;
+void StatusHandlers::registerExecutorRoutes(rest::HttpServer& e) {
   e.post("/api/v1/executors/register", [this](const httplib::Request& req, httplib::Response& res) {
-    handleExecutorRegister(req, res);
+    const auto registration = rest::executorRegistrationFromJson(rest::parseJson(req.body));
+    rest::ExecutorRegistered reply;
+    rest::throwIfError(master_.registerExecutor(registration, req.remote_addr, &reply));
+    rest::replyJson(res, rest::toJson(reply));
   });
   e.post(R"(/api/v1/executors/([^/]+)/sync)",
          [this](const httplib::Request& req, httplib::Response& res) {
-           handleExecutorSync(req, res);
+           const rest::ExecutorSync sync = rest::executorSyncFromJson(rest::parseJson(req.body));
+           rest::ExecutorSyncReply reply;
+           rest::throwIfError(master_.syncExecutor(req.matches[1], sync, &reply));
+           rest::replyJson(res, rest::toJson(reply));
          });
   e.post(R"(/api/v1/executors/([^/]+)/commit)",
          [this](const httplib::Request& req, httplib::Response& res) {
-           handleExecutorCommit(req, res);
+           const rest::CommitRequest request =
+               rest::commitRequestFromJson(rest::parseJson(req.body));
+           rest::replyJson(res, rest::toJson(master_.decideCommit(req.matches[1], request)));
          });
+}
 
-  rest::HttpServer& s = *server_;
-  // Handlers that take the AM's mutex, or a lock the loops take under it (decisions,
-  // history), run on the control thread at normal priority: see control_thread.h.
+void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
+  // Handlers that take the AM's lock, or a lock the loops take under it (decisions, history),
+  // run on the control thread at normal priority: see control_thread.h.
   auto onControlThread = [this](rest::RouteHandler handler) -> rest::RouteHandler {
     return
         [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
@@ -179,7 +203,7 @@ void ApplicationMaster::registerRoutes() {
   };
   // Before any route (unknown paths too): every thread of this server serves at low priority.
   // They are paced, too: over ui.maxRequestsPerSecond a request waits its turn.
-  auto pacer = std::make_shared<RequestPacer>(config_.uiMaxRequestsPerSecond);
+  auto pacer = std::make_shared<RequestPacer>(master_.info().uiMaxRequestsPerSecond);
   s.native().set_pre_routing_handler([pacer](const httplib::Request&, httplib::Response&) {
     serveAtLowPriority();
     pacer->wait();
@@ -190,7 +214,7 @@ void ApplicationMaster::registerRoutes() {
     res.set_content(std::string(statusPageHtml()), "text/html; charset=utf-8");
   });
   s.get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.registry.render(), metrics::kPrometheusContentType);
+    res.set_content(master_.metricsText(), metrics::kPrometheusContentType);
   });
   s.get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
     rest::replyJson(res, statusJson());
@@ -207,14 +231,14 @@ void ApplicationMaster::registerRoutes() {
         }));
   s.post(
       "/api/v1/jobs", onControlThread([this](const httplib::Request& req, httplib::Response& res) {
-        if (!config_.session) {
+        if (!master_.info().session) {
           throw rest::RestError(409,
                                 "this application master runs one job; start it with --session "
                                 "to accept more");
         }
         std::string jobId;
         try {
-          jobId = submitJob(parseJob(req.body));
+          jobId = master_.submitJob(parseJob(req.body));
         } catch (const JobError& e) {
           throw rest::RestError(400, e.what());
         }
@@ -223,37 +247,14 @@ void ApplicationMaster::registerRoutes() {
   // Persisted stages: which are kept, and dropping one (its executors' files go, and they idle
   // out after executorIdleTimeout again).
   s.get("/api/v1/cache", onControlThread([this](const httplib::Request&, httplib::Response& res) {
-          std::lock_guard<std::mutex> lock(mu_);
-          JsonWriter w;
-          w.startObject().key("stages").startArray();
-          for (const CachedStageSummary& stage : scheduler_->cachedStages()) {
-            w.startObject()
-                .field("id", stage.stageId)
-                .field("tasks", stage.numTasks)
-                .field("missing", stage.missing)
-                .field("bytes", stage.bytes)
-                .key("executors")
-                .startArray();
-            for (const std::string& executor : stage.executors) w.value(executor);
-            w.endArray().endObject();
-          }
-          w.endArray().endObject();
-          rest::replyJson(res, w.str());
+          rest::replyJson(res, cacheJson());
         }));
   s.del(R"(/api/v1/cache/(.+))",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           const std::string stageId = req.matches[1];
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            const std::string problem = scheduler_->unpersist(stageId);
-            if (!problem.empty()) {
-              throw rest::RestError(problem.rfind("no stage", 0) == 0 ? 404 : 409, problem);
-            }
-            log_.info() << "unpersisted " << stageId;
-          }
-          JsonWriter reply;
-          reply.startObject().field("unpersisted", stageId).endObject();
-          rest::replyJson(res, reply.str());
+          rest::throwIfError(master_.unpersist(stageId));
+          rest::replyJson(
+              res, JsonWriter().startObject().field("unpersisted", stageId).endObject().str());
         }));
   s.get("/api/v1/allocation/decisions",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
@@ -273,8 +274,8 @@ void ApplicationMaster::registerRoutes() {
         }));
 }
 
-void ApplicationMaster::handleBoundsUpdate(const httplib::Request& req, httplib::Response& res) {
-  if (!config_.allocation.enabled) {
+void StatusHandlers::handleBoundsUpdate(const httplib::Request& req, httplib::Response& res) {
+  if (!master_.info().dynamicAllocation) {
     throw rest::RestError(409,
                           "dynamicAllocation.enabled is false: the executor count is fixed at "
                           "executor.instances");
@@ -309,27 +310,22 @@ void ApplicationMaster::handleBoundsUpdate(const httplib::Request& req, httplib:
     throw rest::RestError(400, "expected at least one of min, initial, max");
   }
   allocation::Bounds applied;
-  const std::string error =
-      changeBounds(min, initial, max, "PUT /api/v1/allocation/bounds", &applied);
-  if (!error.empty()) {
-    replyBadField(res, 400, fieldOfBoundsError(error), error);
+  const Status changed =
+      master_.changeBounds(min, initial, max, "PUT /api/v1/allocation/bounds", &applied);
+  if (changed.code() == StatusCode::kInvalidArgument) {
+    replyBadField(res, rest::httpStatusOf(changed.code()), fieldOfBoundsError(changed.message()),
+                  changed.message());
     return;
   }
+  rest::throwIfError(changed);
   JsonWriter w;
   writeBounds(w, applied);
   rest::replyJson(res, w.str());
 }
 
-// The newest published snapshot; before the first tick, one made now.
-std::shared_ptr<const StatusSnapshot> ApplicationMaster::currentStatus() {
-  if (auto snapshot = statusSnapshot_.latest()) return snapshot;
-  std::lock_guard<std::mutex> lock(mu_);
-  publishStatusSnapshot(clock_.nowMs());
-  return statusSnapshot_.latest();
-}
-
-std::string ApplicationMaster::statusJson() {
-  const std::shared_ptr<const StatusSnapshot> snapshot = currentStatus();
+std::string StatusHandlers::statusJson() {
+  const std::shared_ptr<const StatusSnapshot> snapshot = master_.status();
+  const MasterInfo& info = master_.info();
   const allocation::AllocationSnapshot& a = snapshot->allocation;
   const AllocatorSnapshot& c = snapshot->containers;
   const TimeMs at = snapshot->takenAt;
@@ -340,13 +336,13 @@ std::string ApplicationMaster::statusJson() {
   }
   JsonWriter w;
   w.startObject()
-      .field("applicationId", identity_.applicationId)
-      .field("attemptId", identity_.attemptId)
+      .field("applicationId", info.applicationId)
+      .field("attemptId", info.attemptId)
       .field("state", snapshot->stopping ? "STOPPING" : "RUNNING")
-      .field("uptimeMs", clock_.nowMs() - startedAt_)
-      .field("asOfMs", at - startedAt_)
+      .field("uptimeMs", master_.nowMs() - info.startedAt)
+      .field("asOfMs", at - info.startedAt)
       .field("pid", static_cast<int64_t>(::getpid()))
-      .field("dynamicAllocation", config_.allocation.enabled);
+      .field("dynamicAllocation", info.dynamicAllocation);
   w.key("allocation")
       .startObject()
       .field("target", a.target)
@@ -382,104 +378,108 @@ std::string ApplicationMaster::statusJson() {
       .field("succeeded", succeeded)
       .field("failed", failed)
       .endObject();
-  w.key("jobs").startArray();
-  for (const auto& job : snapshot->jobs) writeJob(w, job, false);
-  w.endArray();
+  writeArray(w, "jobs", snapshot->jobs,
+             [](JsonWriter& out, const JobSummary& job) { writeJob(out, job, false); });
   w.endObject();
   return w.str();
 }
 
-std::string ApplicationMaster::executorsJson() {
-  const std::shared_ptr<const StatusSnapshot> snapshot = currentStatus();
+std::string StatusHandlers::executorsJson() {
+  const std::shared_ptr<const StatusSnapshot> snapshot = master_.status();
   const TimeMs at = snapshot->takenAt;
-  JsonWriter w;
-  w.startObject().field("nowMs", at - startedAt_).key("executors").startArray();
-  for (const ExecutorStatus& e : snapshot->executors) {
-    const char* state = e.pendingRemoval ? "PENDING_REMOVAL" : e.runningTasks > 0 ? "BUSY" : "IDLE";
-    w.startObject()
-        .field("id", e.id)
-        .field("host", e.host)
-        .field("container", e.container)
-        .field("pid", e.pid)
-        .field("state", state)
-        .field("cores", config_.allocation.executorCores)
-        .field("runningTasks", e.runningTasks)
-        .field("registeredAtMs", e.registeredAt >= 0 ? e.registeredAt - startedAt_ : -1)
-        .field("idleSinceMs", e.idleSince >= 0 ? e.idleSince - startedAt_ : int64_t{-1})
-        .field("idleForMs", e.idleSince >= 0 ? at - e.idleSince : int64_t{-1})
-        .field("holdsCachedData", e.holdsCachedData)
-        .field("holdsShuffleData", e.holdsShuffleData)
-        .field("node", e.node);
-    // Which data it holds, by stage id, for "why is this executor still here?".
-    w.key("cachedStages").startArray();
-    for (const std::string& stage : e.cachedStages) w.value(stage);
-    w.endArray().key("shuffleStages").startArray();
-    for (const std::string& stage : e.shuffleStages) w.value(stage);
-    w.endArray();
-    if (e.expiry.at == kInfiniteMs) {
-      w.key("expiresInMs").null();
-    } else {
-      w.field("expiresInMs", std::max<int64_t>(0, e.expiry.at - at));
-    }
-    w.field("expiry", e.expiry.why).endObject();
-  }
-  w.endArray().endObject();
-  return w.str();
+  const TimeMs startedAt = master_.info().startedAt;
+  const int cores = master_.info().executorCores;
+  return listDocument(
+      at - startedAt, "executors", snapshot->executors,
+      [&](JsonWriter& w, const ExecutorStatus& e) {
+        const char* state = e.pendingRemoval     ? "PENDING_REMOVAL"
+                            : e.runningTasks > 0 ? "BUSY"
+                                                 : "IDLE";
+        w.startObject()
+            .field("id", e.id)
+            .field("host", e.host)
+            .field("container", e.container)
+            .field("pid", e.pid)
+            .field("state", state)
+            .field("cores", cores)
+            .field("runningTasks", e.runningTasks)
+            .field("registeredAtMs", e.registeredAt >= 0 ? e.registeredAt - startedAt : -1)
+            .field("idleSinceMs", e.idleSince >= 0 ? e.idleSince - startedAt : int64_t{-1})
+            .field("idleForMs", e.idleSince >= 0 ? at - e.idleSince : int64_t{-1})
+            .field("holdsCachedData", e.holdsCachedData)
+            .field("holdsShuffleData", e.holdsShuffleData)
+            .field("node", e.node);
+        // Which data it holds, by stage id, for "why is this executor still
+        // here?".
+        writeStrings(w, "cachedStages", e.cachedStages);
+        writeStrings(w, "shuffleStages", e.shuffleStages);
+        if (e.expiry.at == kInfiniteMs) {
+          w.key("expiresInMs").null();
+        } else {
+          w.field("expiresInMs", std::max<int64_t>(0, e.expiry.at - at));
+        }
+        w.field("expiry", e.expiry.why).endObject();
+      });
 }
 
-std::string ApplicationMaster::jobsJson(const std::optional<std::string>& jobId) {
+std::string StatusHandlers::jobsJson(const std::optional<std::string>& jobId) {
   JsonWriter w;
   if (jobId) {
-    std::optional<JobSummary> job;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      job = scheduler_->jobSummary(*jobId);
-    }
+    const std::optional<JobSummary> job = master_.job(*jobId);
     if (!job) throw rest::RestError(404, "no job " + *jobId);
     writeJob(w, *job, true);
     return w.str();
   }
-  std::vector<JobSummary> jobs;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs = scheduler_->jobSummaries();
-  }
-  w.startObject().key("jobs").startArray();
-  for (const auto& job : jobs) writeJob(w, job, true);
-  w.endArray().endObject();
+  w.startObject();
+  writeArray(w, "jobs", master_.jobs(),
+             [](JsonWriter& out, const JobSummary& job) { writeJob(out, job, true); });
+  w.endObject();
   return w.str();
 }
 
-std::string ApplicationMaster::decisionsJson(size_t limit) {
-  const TimeMs now = clock_.nowMs();
-  const std::vector<DecisionRecord> records = decisions_.newest(limit);  // its own lock
+std::string StatusHandlers::cacheJson() {
   JsonWriter w;
-  w.startObject().field("nowMs", now - startedAt_).key("decisions").startArray();
-  for (const auto& d : records) {
-    w.startObject()
-        .field("atMs", d.atMs)
-        .field("lastMs", d.lastMs)
-        .field("repeats", d.repeats)
-        .field("source", d.source)
-        .field("action", d.action)
-        .field("target", d.target)
-        .field("why", d.why)
-        .endObject();
-  }
-  w.endArray().endObject();
+  w.startObject();
+  writeArray(w, "stages", master_.cachedStages(),
+             [](JsonWriter& out, const CachedStageSummary& stage) {
+               out.startObject()
+                   .field("id", stage.stageId)
+                   .field("tasks", stage.numTasks)
+                   .field("missing", stage.missing)
+                   .field("bytes", stage.bytes);
+               writeStrings(out, "executors", stage.executors).endObject();
+             });
+  w.endObject();
   return w.str();
 }
 
-std::string ApplicationMaster::historyJson(TimeMs sinceMs) {
-  const std::vector<AllocationPoint> points = history_.since(sinceMs);
+std::string StatusHandlers::decisionsJson(size_t limit) {
+  const TimeMs now = master_.nowMs();
+  const std::vector<DecisionRecord> records = master_.decisions(limit);  // its own lock
+  return listDocument(now - master_.info().startedAt, "decisions", records,
+                      [](JsonWriter& w, const DecisionRecord& d) {
+                        w.startObject()
+                            .field("atMs", d.atMs)
+                            .field("lastMs", d.lastMs)
+                            .field("repeats", d.repeats)
+                            .field("source", d.source)
+                            .field("action", d.action)
+                            .field("target", d.target)
+                            .field("why", d.why)
+                            .endObject();
+                      });
+}
+
+std::string StatusHandlers::historyJson(TimeMs sinceMs) {
+  const AllocationHistory& history = master_.history();
+  const std::vector<AllocationPoint> points = history.since(sinceMs);
   JsonWriter w;
   w.startObject()
-      .field("nowMs", clock_.nowMs() - startedAt_)
-      .field("capacity", history_.capacity())
-      .field("thinned", history_.thinned());
-  w.key("points").startArray();
-  for (const auto& p : points) {
-    w.startObject()
+      .field("nowMs", master_.nowMs() - master_.info().startedAt)
+      .field("capacity", history.capacity())
+      .field("thinned", history.thinned());
+  writeArray(w, "points", points, [](JsonWriter& out, const AllocationPoint& p) {
+    out.startObject()
         .field("atMs", p.atMs)
         .field("target", p.target)
         .field("live", p.live)
@@ -490,40 +490,28 @@ std::string ApplicationMaster::historyJson(TimeMs sinceMs) {
         .field("min", p.minExecutors)
         .field("max", p.maxExecutors)
         .endObject();
-  }
-  w.endArray().endObject();
+  });
+  w.endObject();
   return w.str();
 }
 
-std::string ApplicationMaster::reportJson() {
-  std::lock_guard<std::mutex> lock(mu_);
-  const TimeMs now = clock_.nowMs();
-  DurationMs executorMs = executorMsClosed_;
-  for (const auto& [id, executor] : executors_) executorMs += now - executor.registeredAt;
-  int64_t succeeded = 0, failed = 0;
-  const auto jobs = scheduler_->jobSummaries();
-  for (const auto& job : jobs) {
-    succeeded += job.succeeded;
-    failed += job.failedAttempts;
-  }
-  std::string status = "RUNNING";
-  if (stopOutcome_) {
-    status = stopOutcome_->finalStatus;
-  } else if (scheduler_->allJobsDone()) {
-    status = failedJobMessages_.empty() ? "SUCCEEDED" : "FAILED";
-  }
+std::string runReportJson(const RunReport& report) {
   JsonWriter w;
-  w.startObject().field("status", status);
-  w.key("tasks").startObject().field("succeeded", succeeded).field("failed", failed).endObject();
+  w.startObject().field("status", report.status);
+  w.key("tasks")
+      .startObject()
+      .field("succeeded", report.tasksSucceeded)
+      .field("failed", report.tasksFailed)
+      .endObject();
   w.key("executors")
       .startObject()
-      .field("peak", peakExecutors_)
-      .field("launched", allocator_.snapshot().launched)
+      .field("peak", report.peakExecutors)
+      .field("launched", report.launchedExecutors)
       .endObject();
-  w.field("executor_seconds", static_cast<double>(executorMs) / 1000.0)
-      .field("duration_seconds", static_cast<double>(now - startedAt_) / 1000.0);
+  w.field("executor_seconds", static_cast<double>(report.executorMs) / 1000.0)
+      .field("duration_seconds", static_cast<double>(report.durationMs) / 1000.0);
   w.key("stages").startArray();
-  for (const auto& job : jobs) {
+  for (const auto& job : report.jobs) {
     for (const auto& stage : job.stages) {
       w.startObject()
           .field("job", job.jobId)
@@ -540,7 +528,7 @@ std::string ApplicationMaster::reportJson() {
     }
   }
   w.endArray();
-  if (!failedJobMessages_.empty()) w.field("diagnostics", failedJobMessages_.front());
+  if (report.diagnostics) w.field("diagnostics", *report.diagnostics);
   w.endObject();
   return w.str();
 }
