@@ -501,7 +501,10 @@ void TaskRunner::fireDueTimersLocked(TimeMs now) {
         }
         break;
       case TimerKind::kForceKill:
-        // The leader still runs (else the task would be gone): its tree ignored SIGTERM.
+        // The leader still runs (else the task would be gone): its tree ignored SIGTERM. The
+        // leader is stopped first, so that it neither exits nor lets its tree go (its orphans
+        // would leave the tree) while everything below it is killed; then the group goes.
+        ::kill(task.pid, SIGSTOP);
         killDescendants(task.pid);
         ::kill(-task.pid, SIGKILL);
         break;

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   }
   if (!args.cgroupProcs.empty()) {
     std::ofstream procs(args.cgroupProcs);
-    procs << ::getpid() << std::flush;
+    procs << ::getpid() << "\n" << std::flush;
     if (!procs) {
       std::fprintf(stderr, "tide-container: cannot join cgroup %s: %s\n", args.cgroupProcs.c_str(),
                    std::strerror(errno));

@@ -254,7 +254,9 @@ void ContainerManager::requestStop(Container& container, StopReason reason) {
 }
 
 void ContainerManager::killContainerTree(Container& container) {
-  // Descendants first: the supervisor, a subreaper, holds them all while it lives.
+  // Descendants first: the supervisor, a subreaper, holds them all while it lives; stopped, it
+  // can neither exit (which would hand its tree to us) nor act while they are killed.
+  ::kill(container.pid, SIGSTOP);
   killDescendants(container.pid);
   signalProcessGroup(container.pid, SIGKILL);
   ::kill(container.pid, SIGKILL);  // it left its group? never: but it must not survive

@@ -23,6 +23,7 @@
 #include "common/child_process.h"
 #include "common/process_tree.h"
 #include "deploy/nm/container_manager.h"
+#include "executor/task_runner.h"
 #include "rest/http_client.h"
 #include "rest/messages/node.h"
 #include "tests/common/temp_dir.h"
@@ -325,6 +326,81 @@ TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
   const std::string log = runLog();
   EXPECT_NE(log.find("is running beyond physical memory limits"), std::string::npos) << log;
   const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+}
+
+}  // namespace
+}  // namespace tide::faults
+
+// ---- a task below its supervisor, in the executor's TaskRunner ----
+
+namespace tide::faults {
+namespace {
+
+class TaskContainmentTest : public ::testing::Test {
+ protected:
+  TaskContainmentTest() : marker_(uniqueMarker("TASK")) {}
+
+  executor::TaskRunnerOptions options() {
+    executor::TaskRunnerOptions result;
+    result.workDir = dir_.path();
+    result.slots = 2;
+    result.environment = {marker_};
+    result.killGracePeriod = 300;
+    result.supervisorPath = std::string(TIDE_BIN_DIR) + "/tide-container";
+    return result;
+  }
+
+  rest::TaskLaunch command(int64_t id, const std::string& script) {
+    rest::TaskLaunch launch;
+    launch.taskId = id;
+    launch.jobId = "job-1";
+    launch.stageId = "s";
+    launch.index = id;
+    launch.kind = "command";
+    launch.argv = {"/bin/sh", "-c", script};
+    return launch;
+  }
+
+  std::vector<rest::TaskStatusUpdate> waitForUpdate(executor::TaskRunner& runner) {
+    executor::RunnerReport report;
+    eventually([&] {
+      runner.collect(report);
+      return !report.updates.empty();
+    });
+    return report.updates;
+  }
+
+  std::vector<WalkedProcess> left() const { return processesWithEnv(marker_); }
+
+  testing_support::TempDir dir_;
+  std::string marker_;
+};
+
+TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
+  executor::TaskRunner runner(options());
+  runner.launch(command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
+  const auto updates = waitForUpdate(runner);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "FINISHED") << updates[0].reason;
+  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+}
+
+TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm) {
+  executor::TaskRunner runner(options());
+  const std::string ready = (dir_.path() / "ready").string();
+  runner.launch(
+      command(1, "trap '' TERM; ( setsid sh -c \"trap '' TERM; sleep 300; sleep 1\" & ) ; touch " +
+                     ready + "; sleep 300; sleep 1"));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ready); }));
+  ASSERT_TRUE(eventually([&] { return left().size() >= 4; })) << describe(left());
+  runner.kill(1);
+  const auto updates = waitForUpdate(runner);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, "KILLED");
+  EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
+  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 

@@ -189,7 +189,8 @@ TEST_F(ContainerManagerTest, WatchdogKillsAContainerOverItsMemory) {
   ASSERT_TRUE(manager->waitForCompletion("hog", kCompletionBound));
   const rest::ContainerReport done = *manager->report("hog");
   EXPECT_EQ(done.exitStatus, rest::exit_status::kKilledExceededPmem);
-  EXPECT_NE(done.diagnostics.find("of 64 MB allowed"), std::string::npos) << done.diagnostics;
+  EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
+      << done.diagnostics;
   EXPECT_GT(done.memoryUsedMb, 64);
 }
 
