@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -33,6 +34,30 @@ namespace tide::faults {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The suite's one line (issue 11): how many faults were injected and how many processes were
+// left behind after them, summed over the tests that ran.
+struct SuiteTally {
+  int faults = 0;
+  size_t processesLeft = 0;
+};
+SuiteTally& tally() {
+  static SuiteTally instance;
+  return instance;
+}
+void recordFault(const std::vector<WalkedProcess>& leftovers) {
+  ++tally().faults;
+  tally().processesLeft += leftovers.size();
+}
+class TallyPrinter : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::printf("faults suite: %d faults injected, %zu processes left\n", tally().faults,
+                tally().processesLeft);
+  }
+};
+const ::testing::Environment* const kTallyPrinter =
+    ::testing::AddGlobalTestEnvironment(new TallyPrinter);
 
 std::string uniqueMarker(const std::string& what) {
   std::random_device random;
@@ -123,6 +148,7 @@ TEST_F(ContainerContainmentTest, AReleasedContainerLeavesNothing) {
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->state, "COMPLETE");
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -142,6 +168,7 @@ TEST_F(ContainerContainmentTest, ItsMainProcessKilledBySigkillTakesEverythingWit
   ASSERT_TRUE(manager.waitForCompletion("main9", 10000));
   EXPECT_EQ(manager.report("main9")->diagnostics, "killed by signal 9 (SIGKILL)");
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -153,6 +180,7 @@ TEST_F(ContainerContainmentTest, AProcessThatEndsNormallyLeavesNothingRunning) {
   ASSERT_TRUE(manager.waitForCompletion("quick", 10000));
   EXPECT_EQ(manager.report("quick")->exitStatus, 4);
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -174,6 +202,7 @@ TEST_F(ContainerContainmentTest, AContainerOverItsMemoryIsKilledWholeWithTheReas
   EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
       << done.diagnostics;
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -250,6 +279,7 @@ TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
   ASSERT_TRUE(run_->signal(SIGKILL));
   ASSERT_TRUE(run_->waitFor(10s).has_value());
   const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -291,6 +321,7 @@ TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
       return false;
     });
   });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
   run_->stop();
 }
@@ -312,6 +343,7 @@ TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   ASSERT_TRUE(run_->waitFor(60s).has_value()) << runLog();
   EXPECT_NE(*run_->exitStatus(), 0);
   const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -323,9 +355,28 @@ TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
       {"--conf", "dynamicAllocation.maxExecutors=1", "--conf", "nm.memoryEnforcement=watchdog"});
   ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
   EXPECT_NE(*run_->exitStatus(), 0);
+  // The application's failure, as tide run reports it from the RM's final status.
   const std::string log = runLog();
-  EXPECT_NE(log.find("is running beyond physical memory limits"), std::string::npos) << log;
+  EXPECT_NE(log.find("killed for exceeding its memory limit: Container container_"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("is running beyond physical memory limits. Current usage: "),
+            std::string::npos)
+      << log;
+  // The AM's own log of its decisions (the AM runs in the first container, ..._000001).
+  bool amSawIt = false;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(workDir())) {
+    const std::string file = entry.path().string();
+    if (entry.is_regular_file() && file.find("_000001/") != std::string::npos) {
+      const std::string text = readFile(file);
+      amSawIt =
+          amSawIt || (text.find("[am] executor e1 (container") != std::string::npos &&
+                      text.find("is running beyond physical memory limits") != std::string::npos);
+    }
+  }
+  EXPECT_TRUE(amSawIt) << "no AM log under " << workDir() << " names the memory kill";
   const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -384,6 +435,7 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, "FINISHED") << updates[0].reason;
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
@@ -401,6 +453,7 @@ TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm)
   EXPECT_EQ(updates[0].state, "KILLED");
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
+  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 
