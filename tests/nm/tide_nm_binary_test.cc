@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spawn.h"
 #include "deploy/nm/node_manager_server.h"
 #include "deploy/nm/process_group.h"
 #include "rest/http_client.h"
@@ -38,19 +38,17 @@ using testing_support::readFile;
 class NmProcess {
  public:
   NmProcess(const std::vector<std::string>& args, const std::string& logPath) {
-    std::vector<std::string> argv = {TIDE_BIN_DIR "/tide-nm"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> pointers;
-    for (std::string& arg : argv) pointers.push_back(arg.data());
-    pointers.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logPath.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int error = posix_spawn(&pid_, pointers[0], &actions, nullptr, pointers.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) ADD_FAILURE() << "cannot start tide-nm: " << std::strerror(error);
+    SpawnOptions spawn;
+    spawn.argv = {TIDE_BIN_DIR "/tide-nm"};
+    spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+    spawn.stdoutPath = logPath;
+    spawn.stderrPath = logPath;
+    spawn.appendOutput = true;
+    try {
+      pid_ = spawnProcess(spawn);
+    } catch (const SpawnError& e) {
+      ADD_FAILURE() << e.what();
+    }
   }
   ~NmProcess() {
     if (pid_ > 0 && !exitStatus_) {
