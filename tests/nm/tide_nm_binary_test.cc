@@ -199,6 +199,7 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
 TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   pid_t leader = 0;
   pid_t grandchild = 0;
+  pid_t daemon = 0;  // setsid and a double fork: in no process group or session of the container
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
     const int port = waitForPort(path("port1"));
@@ -210,13 +211,16 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
                  std::string::npos;
         },
         kBound));
-    const auto started = launch(*client, "orphan", "sleep 60 & echo $! > grandchild.pid; wait");
+    const auto started = launch(*client, "orphan",
+                                "sleep 60 & echo $! > grandchild.pid; "
+                                "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
     ASSERT_EQ(started.status, 201) << started.body;
     leader = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
     ASSERT_TRUE(eventually(
         [&] {
           grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
-          return grandchild != 0;
+          daemon = readPidFile(containerFile("orphan", "daemon.pid"));
+          return grandchild != 0 && daemon != 0;
         },
         kBound));
     crashing.signal(SIGKILL);
@@ -225,11 +229,14 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   // Nobody cleaned up: the container outlived its node manager.
   EXPECT_FALSE(processGone(leader));
   EXPECT_FALSE(processGone(grandchild));
+  EXPECT_FALSE(processGone(daemon));
 
   NmProcess restarted(nmArgs(path("port2")), path("nm2.log"));
   ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
   // The port file is written after the cleanup, so the kill has been sent by now.
-  EXPECT_TRUE(eventually([&] { return processGone(leader) && processGone(grandchild); }, kBound));
+  EXPECT_TRUE(eventually(
+      [&] { return processGone(leader) && processGone(grandchild) && processGone(daemon); },
+      kBound));
   EXPECT_NE(readFile(path("nm2.log")).find("left behind by a previous node manager"),
             std::string::npos);
   restarted.signal(SIGTERM);
