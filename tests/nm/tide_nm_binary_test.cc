@@ -256,3 +256,40 @@ TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
 
 }  // namespace
 }  // namespace tide::nm
+
+namespace tide::nm {
+namespace {
+
+TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager) {
+  // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
+  // to the NM, which kills it.
+  NmProcess nm(nmArgs(path("port")), path("nm.log"));
+  const int port = waitForPort(path("port"));
+  ASSERT_GT(port, 0) << readFile(path("nm.log"));
+  auto client = clientFor(port);
+  ASSERT_TRUE(waitFor([&] {
+    return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+           std::string::npos;
+  }));
+  const auto started = launch(*client, "abandoned",
+                              "sleep 60 & echo $! > grandchild.pid; "
+                              "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+  ASSERT_EQ(started.status, 201) << started.body;
+  const pid_t supervisor =
+      static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
+  pid_t grandchild = 0;
+  pid_t daemon = 0;
+  ASSERT_TRUE(waitFor([&] {
+    grandchild = readPidFile(containerFile("abandoned", "grandchild.pid"));
+    daemon = readPidFile(containerFile("abandoned", "daemon.pid"));
+    return grandchild != 0 && daemon != 0;
+  }));
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  EXPECT_TRUE(waitFor([&] { return processGone(grandchild) && processGone(daemon); }))
+      << readFile(path("nm.log"));
+  nm.signal(SIGTERM);
+  ASSERT_TRUE(nm.waitExit().has_value());
+}
+
+}  // namespace
+}  // namespace tide::nm
