@@ -262,6 +262,47 @@ class TideRunContainmentTest : public ::testing::Test {
 
   std::string runLog() const { return readFile((dir_.path() / "tide-run.log").string()); }
 
+  // The executor a task process runs below: the tide-executor binary (found by its executable,
+  // since its container's supervisor and its tasks carry the same environment) that the task
+  // descends from. Its TIDE_CONTAINER_ID entry ties every process of its container (the tasks
+  // inherit it).
+  pid_t executorOf(pid_t task, std::string* containerEntry) const {
+    const std::string binary = std::string(TIDE_BIN_DIR) + "/tide-executor";
+    for (const WalkedProcess& p : findProcesses([&](const WalkedProcess& p) {
+           char exe[4096];
+           const ssize_t n =
+               ::readlink(("/proc/" + std::to_string(p.pid) + "/exe").c_str(), exe, sizeof(exe));
+           return n > 0 && std::string(exe, static_cast<size_t>(n)) == binary &&
+                  p.cwd.rfind(workDir(), 0) == 0;
+         })) {
+      for (const ProcessInfo& d : descendantsOf(p.pid, readProcessTable())) {
+        if (d.pid != task) continue;
+        std::istringstream entries(p.environ);
+        std::string e;
+        while (std::getline(entries, e, '\0')) {
+          if (e.rfind("TIDE_CONTAINER_ID=", 0) == 0) *containerEntry = e;
+        }
+        return p.pid;
+      }
+    }
+    return 0;
+  }
+
+  // Every process of the container, and each of `seen` still running (same pid and start).
+  std::vector<WalkedProcess> leftOfContainer(const std::string& containerEntry,
+                                             const std::vector<WalkedProcess>& seen) const {
+    return findProcesses([&](const WalkedProcess& p) {
+      if (hasEnvEntry(p, containerEntry)) return true;
+      for (const WalkedProcess& t : seen) {
+        if (t.pid == p.pid &&
+            t.stat.substr(0, t.stat.find(')')) == p.stat.substr(0, p.stat.find(')'))) {
+          return true;
+        }
+      }
+      return false;
+    });
+  }
+
   testing_support::TempDir dir_;
   std::string runMarker_;
   std::string taskMarker_;
@@ -287,42 +328,38 @@ TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
   startRun(1, kLingeringTask);
   ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
       << describe(tasksRunning()) << runLog();
-  // The executor is the process whose environment names an executor and that the task's
-  // supervisor descends from; its container id ties every process of its container.
   const std::vector<WalkedProcess> firstTasks = tasksRunning();
   std::string containerEntry;
-  pid_t executor = 0;
-  for (const WalkedProcess& p : findProcesses([&](const WalkedProcess& p) {
-         return p.cwd.rfind(workDir(), 0) == 0 &&
-                p.environ.find("TIDE_EXECUTOR_ID=") != std::string::npos;
-       })) {
-    for (const ProcessInfo& d : descendantsOf(p.pid, readProcessTable())) {
-      if (d.pid == firstTasks.front().pid) executor = p.pid;
-    }
-    if (executor == p.pid) {
-      std::istringstream entries(p.environ);
-      std::string e;
-      while (std::getline(entries, e, '\0')) {
-        if (e.rfind("TIDE_CONTAINER_ID=", 0) == 0) containerEntry = e;
-      }
-    }
-  }
+  const pid_t executor = executorOf(firstTasks.front().pid, &containerEntry);
   ASSERT_GT(executor, 0) << describe(leftOfRun());
   ASSERT_FALSE(containerEntry.empty());
   ASSERT_EQ(::kill(executor, SIGKILL), 0);
   // Every process of that container (the tasks inherit its TIDE_CONTAINER_ID) is gone, and
   // each task process seen before the kill too.
-  const auto leftovers = waitUntilNoneLeft([&] {
-    return findProcesses([&](const WalkedProcess& p) {
-      if (hasEnvEntry(p, containerEntry)) return true;
-      for (const WalkedProcess& t : firstTasks) {
-        if (t.pid == p.pid && t.stat == p.stat) return true;  // not a reused pid
-      }
-      return false;
-    });
-  });
+  const auto leftovers =
+      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); });
   recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  run_->stop();
+}
+
+TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithItsTasks) {
+  // A SIGSTOPped executor stops heartbeating: after network.timeout the AM counts it lost and
+  // releases its container, and the NM kills the container whole (a stopped process dies by
+  // SIGKILL too), so its tasks do not run on beside their re-runs.
+  startRun(1, kLingeringTask, {"--conf", "network.timeout=3s"});
+  ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
+      << describe(tasksRunning()) << runLog();
+  const std::vector<WalkedProcess> firstTasks = tasksRunning();
+  std::string containerEntry;
+  const pid_t executor = executorOf(firstTasks.front().pid, &containerEntry);
+  ASSERT_GT(executor, 0) << describe(leftOfRun());
+  ASSERT_EQ(::kill(executor, SIGSTOP), 0);
+  const auto leftovers =
+      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); }, 40s);
+  recordFault(leftovers);
+  EXPECT_TRUE(leftovers.empty()) << describe(leftovers) << runLog();
+  for (const WalkedProcess& p : leftovers) ::kill(p.pid, SIGCONT);
   run_->stop();
 }
 
