@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -23,9 +24,10 @@
 
 #include "common/child_process.h"
 #include "common/process_tree.h"
+#include "deploy/cluster_client.h"
 #include "deploy/nm/container_manager.h"
 #include "executor/task_runner.h"
-#include "rest/http_client.h"
+#include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 #include "tests/common/temp_dir.h"
 #include "tests/faults/proc_walk.h"
@@ -372,10 +374,10 @@ TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   const size_t at = log.find("submitted application_");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string appId = log.substr(at + 10, log.find(' ', at + 10) - at - 10);
-  rest::HttpClient client("http://127.0.0.1:" + std::to_string(std::stoi(rmPort)));
-  const auto answer =
-      client.request("PUT", "/ws/v1/cluster/apps/" + appId + "/state", R"({"state": "KILLED"})");
-  ASSERT_LT(answer.status, 300) << answer.status << " " << answer.body;
+  // The cluster secret tide run's RM keeps in its work dir is its admin token.
+  const std::string secret = rest::readSecretFile(workDir() + "/rm.secret");
+  deploy::ClusterClient client("http://127.0.0.1:" + std::to_string(std::stoi(rmPort)), secret);
+  client.kill(appId);
   // tide run reports the kill and stops its cluster: nothing of the run is left.
   ASSERT_TRUE(run_->waitFor(60s).has_value()) << runLog();
   EXPECT_NE(*run_->exitStatus(), 0);
