@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/process_tree.h"
-#include "tests/common/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide {
 namespace {

@@ -29,8 +29,8 @@
 #include "executor/task_runner.h"
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
-#include "tests/common/temp_dir.h"
 #include "tests/faults/proc_walk.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::faults {
 namespace {

@@ -267,10 +267,12 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
   const int port = waitForPort(path("port"));
   ASSERT_GT(port, 0) << readFile(path("nm.log"));
   auto client = clientFor(port);
-  ASSERT_TRUE(waitFor([&] {
-    return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-           std::string::npos;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+               std::string::npos;
+      },
+      kBound));
   const auto started = launch(*client, "abandoned",
                               "sleep 60 & echo $! > grandchild.pid; "
                               "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
@@ -279,13 +281,15 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
       static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
   pid_t grandchild = 0;
   pid_t daemon = 0;
-  ASSERT_TRUE(waitFor([&] {
-    grandchild = readPidFile(containerFile("abandoned", "grandchild.pid"));
-    daemon = readPidFile(containerFile("abandoned", "daemon.pid"));
-    return grandchild != 0 && daemon != 0;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(containerFile("abandoned", "grandchild.pid"));
+        daemon = readPidFile(containerFile("abandoned", "daemon.pid"));
+        return grandchild != 0 && daemon != 0;
+      },
+      kBound));
   ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
-  EXPECT_TRUE(waitFor([&] { return processGone(grandchild) && processGone(daemon); }))
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound))
       << readFile(path("nm.log"));
   nm.signal(SIGTERM);
   ASSERT_TRUE(nm.waitExit().has_value());
