@@ -1,8 +1,8 @@
 #include "common/child_process.h"
 
-#include <fcntl.h>
+#include "common/spawn.h"
+
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +18,7 @@ namespace tide {
 namespace {
 
 int decodeWaitStatus(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+  return exitCodeOf(status);
 }
 
 }  // namespace
@@ -28,7 +26,7 @@ int decodeWaitStatus(int status) {
 ChildProcess::ChildProcess(const ChildSpec& spec) : ownGroup_(spec.newProcessGroup) {
   if (spec.argv.empty()) throw std::invalid_argument("ChildProcess: empty argv");
   name_ = spec.argv[0];
-  // Everything the child needs is prepared before posix_spawn: the caller may be threaded.
+  // Everything the child needs is prepared before the spawn: the caller may be threaded.
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const char* eq = std::strchr(*e, '=');
@@ -37,39 +35,18 @@ ChildProcess::ChildProcess(const ChildSpec& spec) : ownGroup_(spec.newProcessGro
   for (const auto& [key, value] : spec.environment) env[key] = value;
   std::vector<std::string> envStrings;
   for (const auto& [key, value] : env) envStrings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& s : envStrings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = spec.argv;
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  if (!spec.logPath.empty()) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, spec.logPath.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-  if (spec.newProcessGroup) {
-    flags |= POSIX_SPAWN_SETPGROUP;
-    posix_spawnattr_setpgroup(&attr, 0);
-  }
-  posix_spawnattr_setflags(&attr, flags);
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  const int rc = posix_spawnp(&pid_, argv[0], &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start " + name_);
+  SpawnOptions options;
+  options.argv = spec.argv;
+  options.searchPath = true;
+  options.environment = std::move(envStrings);
+  options.stdoutPath = spec.logPath;
+  options.stderrPath = spec.logPath;
+  options.appendOutput = true;
+  options.grouping =
+      spec.newProcessGroup ? ProcessGrouping::kNewProcessGroup : ProcessGrouping::kInherit;
+  options.parentDeathSignal = spec.parentDeathSignal;
+  pid_ = spawnProcess(options);
 }
 
 ChildProcess::~ChildProcess() {

@@ -20,6 +20,9 @@ struct ChildSpec {
   std::vector<std::pair<std::string, std::string>> environment;
   std::string logPath;          // stdout and stderr go here (appended); empty: inherited
   bool newProcessGroup = true;  // so that a terminal's Ctrl-C reaches only us, and we stop it
+  // The signal it gets when this process dies, even by SIGKILL (tide binaries only: see
+  // SpawnOptions::parentDeathSignal). 0: it outlives us.
+  int parentDeathSignal = 0;
 };
 
 class ChildProcess {

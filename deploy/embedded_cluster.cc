@@ -1,5 +1,7 @@
 #include "deploy/embedded_cluster.h"
 
+#include <signal.h>
+
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -63,6 +65,7 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   ChildSpec rmSpec;
   rmSpec.argv = withConf({options_.binDir + "/tide-rm", "--port-file", rmPortFile}, rmConf);
   rmSpec.logPath = rmLogPath();
+  rmSpec.parentDeathSignal = SIGTERM;
   rm_ = std::make_unique<ChildProcess>(rmSpec);
   rmPort_ = waitForPortFile(rmPortFile, *rm_, rmLogPath(), options_.startTimeout);
   rmAddress_ = "http://127.0.0.1:" + std::to_string(rmPort_);
@@ -103,6 +106,9 @@ void EmbeddedCluster::startNodeManager(size_t index) {
   ChildSpec spec;
   spec.argv = withConf({options_.binDir + "/tide-nm", "--port-file", portFile}, conf);
   spec.logPath = nmLogPath(index);
+  // When this process dies, however (SIGKILL included), the NM gets SIGTERM and stops its
+  // containers: `tide run`'s cluster never outlives it.
+  spec.parentDeathSignal = SIGTERM;
   nms_.push_back(std::make_unique<ChildProcess>(spec));
   nmPorts_.push_back(waitForPortFile(portFile, *nms_.back(), spec.logPath, options_.startTimeout));
 }

@@ -2,8 +2,11 @@
 
 // A resource manager and node managers started as child processes on this machine: what
 // `tide run` stands on, and what the integration tests start. Everything listens on
-// 127.0.0.1 with ephemeral ports; everything is stopped when the object goes. The RM creates
-// its cluster secret in the work directory and the NMs read it from there.
+// 127.0.0.1 with ephemeral ports; everything is stopped when the object goes, and when this
+// process dies without running destructors (SIGKILL) the daemons get SIGTERM from the kernel
+// (PR_SET_PDEATHSIG) and stop their containers. The parent-death signal fires when the thread
+// that created the cluster ends: create it on a thread that lives as long as the cluster. The
+// RM creates its cluster secret in the work directory and the NMs read it from there.
 
 #include <chrono>
 #include <memory>

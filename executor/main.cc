@@ -5,11 +5,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
 #include <thread>
 
+#include "common/child_process.h"  // selfDirectory
 #include "common/command_line.h"
 #include "common/logging.h"
 #include "executor/block_fetcher.h"
@@ -100,6 +102,12 @@ int main(int argc, char** argv) {
         executor::TaskRunnerOptions runnerOptions;
         runnerOptions.slots = settings.taskSlots();
         runnerOptions.environment = executor::currentEnvironment();
+        // Every command task runs below a supervisor: nothing it starts outlives it or us.
+        runnerOptions.supervisorPath = selfDirectory() + "/tide-container";
+        if (::access(runnerOptions.supervisorPath.c_str(), X_OK) != 0) {
+          throw std::runtime_error("the task supervisor " + runnerOptions.supervisorPath +
+                                   " is missing or not executable");
+        }
         runnerOptions.fetchInputs = [&fetcher](const std::vector<rest::BlockInput>& inputs,
                                                const std::filesystem::path& inputDir) {
           return fetcher.fetchAll(inputs, inputDir);

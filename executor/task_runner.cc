@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +17,8 @@
 #include <utility>
 
 #include "common/config.h"  // formatDuration
+#include "common/process_tree.h"
+#include "common/spawn.h"
 #include "executor/executor_settings.h"
 #include "executor/task_output.h"
 
@@ -45,24 +46,6 @@ int openPidfd(pid_t pid) {
 std::string errnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
 }
-
-// Owns the posix_spawn attribute and file-action objects for one spawn.
-class SpawnSetup {
- public:
-  SpawnSetup() {
-    posix_spawnattr_init(&attributes_);
-    posix_spawn_file_actions_init(&actions_);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions_);
-    posix_spawnattr_destroy(&attributes_);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-
-  posix_spawnattr_t attributes_;
-  posix_spawn_file_actions_t actions_;
-};
 
 }  // namespace
 
@@ -282,52 +265,47 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
   const std::string stdoutPath = (taskDir / "stdout").string();
   std::string stderrPath = (taskDir / "stderr").string();
 
-  SpawnSetup setup;
-  // Files first (absolute paths), then the directory change, then nothing else inherited: the
-  // executor's own descriptors (the AM connection, pidfds) must not leak into tasks.
-  posix_spawn_file_actions_addopen(&setup.actions_, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&setup.actions_, STDOUT_FILENO, stdoutPath.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&setup.actions_, STDERR_FILENO, stderrPath.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addchdir_np(&setup.actions_, cwd.c_str());
-  posix_spawn_file_actions_addclosefrom_np(&setup.actions_, STDERR_FILENO + 1);
-
-  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts; an
-  // empty signal mask and default dispositions, since the executor blocks SIGTERM in its
-  // threads and ignores SIGPIPE, and both would otherwise be inherited.
-  sigset_t noSignals;
-  sigemptyset(&noSignals);
-  sigset_t defaultSignals;
-  sigemptyset(&defaultSignals);
-  for (int signal : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) {
-    sigaddset(&defaultSignals, signal);
-  }
-  posix_spawnattr_setflags(&setup.attributes_,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&setup.attributes_, 0);
-  posix_spawnattr_setsigmask(&setup.attributes_, &noSignals);
-  posix_spawnattr_setsigdefault(&setup.attributes_, &defaultSignals);
-
-  std::vector<std::string> environment = taskEnvironment(launch);
-  std::vector<char*> envp;
-  envp.reserve(environment.size() + 1);
-  for (std::string& entry : environment) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  argv.reserve(launch.argv.size() + 1);
-  for (const std::string& arg : launch.argv) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-
-  // posix_spawnp searches the executor's PATH (not launch.env's), like a shell would before
-  // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd, since
-  // the chdir happens before the exec. glibc reports a failed exec as the return value.
-  pid_t pid = -1;
-  const int spawnError =
-      ::posix_spawnp(&pid, argv[0], &setup.actions_, &setup.attributes_, argv.data(), envp.data());
-  if (spawnError != 0) {
+  // posix_spawnp's rule, with the executor's PATH (not launch.env's), like a shell would before
+  // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd.
+  const char* executorPath = std::getenv("PATH");
+  const std::optional<std::string> program =
+      findProgram(launch.argv[0], executorPath != nullptr ? executorPath : "");
+  if (!program) {
     fail(kSpawnFailedExitCode,
-         "spawn failed: cannot run '" + launch.argv[0] + "': " + errnoText(spawnError));
+         "spawn failed: cannot run '" + launch.argv[0] + "': " + errnoText(ENOENT));
+    return;
+  }
+  SpawnOptions spawn;
+  spawn.workDir = cwd.string();
+  spawn.stdoutPath = stdoutPath;
+  spawn.stderrPath = stderrPath;
+  spawn.environment = taskEnvironment(launch);
+  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
+  // stays in the group; default signal dispositions and an empty mask, since the executor
+  // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
+  // connection, pidfds) are not inherited.
+  spawn.grouping = ProcessGrouping::kNewProcessGroup;
+  if (!options_.supervisorPath.empty()) {
+    // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
+    // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
+    spawn.argv = {options_.supervisorPath,
+                  "--die-with-parent",
+                  std::to_string(::getpid()),
+                  "--grace",
+                  std::to_string(options_.killGracePeriod),
+                  "--",
+                  *program};
+    spawn.argv.insert(spawn.argv.end(), launch.argv.begin() + 1, launch.argv.end());
+  } else {
+    spawn.argv = launch.argv;
+    spawn.argv[0] = *program;
+  }
+  pid_t pid = -1;
+  try {
+    pid = spawnProcess(spawn);
+  } catch (const SpawnError& e) {
+    fail(kSpawnFailedExitCode,
+         "spawn failed: cannot run '" + launch.argv[0] + "': " + e.code().message());
     return;
   }
   const int pidfd = openPidfd(pid);
@@ -524,7 +502,11 @@ void TaskRunner::fireDueTimersLocked(TimeMs now) {
         }
         break;
       case TimerKind::kForceKill:
-        // The leader still runs (else the task would be gone): its group ignored SIGTERM.
+        // The leader still runs (else the task would be gone): its tree ignored SIGTERM. The
+        // leader is stopped first, so that it neither exits nor lets its tree go (its orphans
+        // would leave the tree) while everything below it is killed; then the group goes.
+        ::kill(task.pid, SIGSTOP);
+        killDescendants(task.pid);
         ::kill(-task.pid, SIGKILL);
         break;
     }

@@ -4,7 +4,8 @@
 // nothing about HTTP: the ExecutorBackend feeds it launches and kills and collects its reports.
 //
 // Task kinds:
-//   command  a process (posix_spawnp) in its own process group, in its task dir
+//   command  a process (common/spawn.h; below a tide-container supervisor when
+//            options.supervisorPath is set) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
 //            stdout and stderr in files in the task dir. Exit 0 is FINISHED, anything else
 //            FAILED with the tail of stderr.
@@ -24,9 +25,10 @@
 // and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation). No thread
 // per task.
 //
-// A task owns its process group: when its process exits, whatever it left running in its group
-// is killed too, and timeouts and kills signal the whole group (SIGTERM, then SIGKILL after
-// killGracePeriod).
+// A task owns its process group and, with a supervisor, its whole process tree: when its process
+// exits, whatever it left running is killed too (however it daemonised), and timeouts and kills
+// signal the whole group (SIGTERM, then SIGKILL to the tree and group after killGracePeriod).
+// With a supervisor, a task also dies with its executor, even when the executor is SIGKILLed.
 //
 // Time comes from an injected Clock. With a ManualClock, call wake() after moving it so that
 // timers are looked at again.
@@ -99,6 +101,10 @@ struct TaskRunnerOptions {
   int slots = 1;
   // "NAME=value" entries every command task inherits; TIDE_APP_SECRET is always left out.
   std::vector<std::string> environment;
+  // The container supervisor (tide-container) each command task runs below, so that nothing a
+  // task starts outlives it or the executor. Empty: tasks are spawned directly (then only their
+  // process group is contained; for tests of the runner itself).
+  std::string supervisorPath;
   // Between the SIGTERM and the SIGKILL sent to a task's process group.
   DurationMs killGracePeriod = 1000;
   // How much of a failed task's stderr its update carries.

@@ -1,6 +1,7 @@
 #include "deploy/nm/container_manager.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,8 +9,12 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
+#include "common/child_process.h"
+#include "common/process_tree.h"
+#include "common/spawn.h"
 #include "deploy/nm/process_group.h"
 #include "rest/json.h"
 
@@ -118,6 +123,17 @@ void ContainerManager::start() {
     }
   }
 
+  if (options_.supervisorPath.empty())
+    options_.supervisorPath = selfDirectory() + "/tide-container";
+  if (::access(options_.supervisorPath.c_str(), X_OK) != 0) {
+    throw std::runtime_error("the container supervisor " + options_.supervisorPath +
+                             " is missing or not executable");
+  }
+  if (options_.adoptOrphans && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    throw std::runtime_error(std::string("cannot become a child subreaper: ") +
+                             std::strerror(errno));
+  }
+
   started_ = true;
   reaper_ = std::thread([this] { reapLoop(); });
   if (enforcement_ != MemoryEnforcement::kOff) {
@@ -169,27 +185,27 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
   fs::create_directories(container.workDir, ec);
   if (ec) throw std::runtime_error("cannot create " + container.workDir + ": " + ec.message());
 
-  SpawnSpec spec;
-  spec.workDir = container.workDir;
-  spec.stdoutPath = container.workDir + "/stdout";
-  spec.stderrPath = container.workDir + "/stderr";
-  spec.environment = containerEnvironment(request, container.workDir);
+  SpawnOptions spawn;
+  spawn.workDir = container.workDir;
+  spawn.stdoutPath = container.workDir + "/stdout";
+  spawn.stderrPath = container.workDir + "/stderr";
+  spawn.environment = containerEnvironment(request, container.workDir);
+  // A new session: the supervisor leads its own session and process group (pgid == pid), and a
+  // terminal's Ctrl-C meant for the NM does not reach it. No parent-death signal: a container
+  // outlives a crashed NM, for its restart to find (DESIGN.md, trust model).
+  spawn.grouping = ProcessGrouping::kNewSession;
+  spawn.argv = {options_.supervisorPath, "--grace", std::to_string(options_.stopGracePeriod)};
   if (cgroup_) {
     container.cgroupPath =
         cgroup_->createContainerGroup(request.containerId, request.resource.memoryMb * kMiB);
-    // The shell joins the container's cgroup before it runs the command, so nothing the
+    // The supervisor joins the container's cgroup before it runs the command, so nothing the
     // command starts can escape the limit (posix_spawn cannot place the child itself).
-    spec.argv = {kShell,
-                 "-c",
-                 "echo $$ > \"$1\" || exit 125; exec /bin/sh -c \"$2\"",
-                 "tide-container",
-                 CgroupMemory::procsFile(container.cgroupPath),
-                 request.command};
-  } else {
-    spec.argv = {kShell, "-c", request.command};
+    spawn.argv.insert(spawn.argv.end(),
+                      {"--cgroup-procs", CgroupMemory::procsFile(container.cgroupPath)});
   }
+  spawn.argv.insert(spawn.argv.end(), {"--", kShell, "-c", request.command});
   try {
-    container.pid = spawnProcessGroup(spec);
+    container.pid = spawnProcess(spawn);
   } catch (...) {
     if (!container.cgroupPath.empty()) CgroupMemory::remove(container.cgroupPath);
     throw;
@@ -228,12 +244,49 @@ void ContainerManager::requestStop(Container& container, StopReason reason) {
   container.stopReason = reason;
   container.killDeadline = addSaturating(now(), options_.stopGracePeriod);
   if (options_.stopGracePeriod <= 0) {
-    signalProcessGroup(container.pid, SIGKILL);
-    container.killSent = true;
+    killContainerTree(container);
   } else {
+    // The supervisor passes it on to every process below it, and SIGKILLs them once the grace
+    // period has passed; the group gets it at once too.
     signalProcessGroup(container.pid, SIGTERM);
   }
   changed_.notify_all();
+}
+
+void ContainerManager::killContainerTree(Container& container) {
+  // Descendants first: the supervisor, a subreaper, holds them all while it lives; stopped, it
+  // can neither exit (which would hand its tree to us) nor act while they are killed.
+  ::kill(container.pid, SIGSTOP);
+  killDescendants(container.pid);
+  signalProcessGroup(container.pid, SIGKILL);
+  ::kill(container.pid, SIGKILL);  // it left its group? never: but it must not survive
+  container.killSent = true;
+  orphansMayExist_ = true;
+}
+
+void ContainerManager::killAdoptedOrphans() {
+  orphansMayExist_ = false;
+  if (!options_.adoptOrphans) return;
+  const pid_t self = ::getpid();
+  const std::vector<ProcessInfo> table = readProcessTable();
+  for (const ProcessInfo& info : table) {
+    if (info.ppid != self) continue;
+    const bool supervisor =
+        std::any_of(containers_.begin(), containers_.end(), [&](const auto& entry) {
+          return entry.second.state == kRunning && entry.second.pid == info.pid;
+        });
+    if (supervisor) continue;
+    // A child of ours that is no container's supervisor came from a container whose supervisor
+    // died: it is unreaped, so its pid is still its own.
+    if (info.state != 'Z') {
+      log_.warn() << "killing process " << info.pid << " left behind by an ended container";
+      killDescendants(info.pid);
+      ::kill(info.pid, SIGKILL);
+    }
+    orphansMayExist_ = true;  // reaped on a later round, once it is a zombie
+    int status = 0;
+    if (::waitpid(info.pid, &status, WNOHANG) == info.pid) continue;
+  }
 }
 
 std::optional<rest::ContainerReport> ContainerManager::stop(const std::string& containerId,
@@ -281,6 +334,7 @@ void ContainerManager::stopAll() {
 
 void ContainerManager::reapLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
+  uint64_t sweepCounter = 0;
   while (!threadsExit_) {
     const TimeMs nowMs = now();
     for (auto& [id, container] : containers_) {
@@ -289,10 +343,10 @@ void ContainerManager::reapLoop() {
       if (container.state == kRunning && container.stopReason && !container.killSent &&
           nowMs >= container.killDeadline) {
         log_.info() << "container " << id << " outlived its stop grace period; sending SIGKILL";
-        signalProcessGroup(container.pid, SIGKILL);
-        container.killSent = true;
+        killContainerTree(container);
       }
     }
+    if (orphansMayExist_ || ++sweepCounter % 20 == 0) killAdoptedOrphans();
     dropOldCompleted();
     changed_.wait_for(lock, std::chrono::milliseconds(options_.reapInterval));
   }
@@ -310,8 +364,10 @@ void ContainerManager::reapIfExited(Container& container) {
     return;
   }
   if (info.si_pid != container.pid) return;  // still running
-  // A container ends with its main process: whatever it left running in its group goes too.
+  // A container ends with its supervisor, which took its tree with it; whatever is left in its
+  // group goes too, and what a killed supervisor left behind came to us (adoptOrphans).
   signalProcessGroup(container.pid, SIGKILL);
+  orphansMayExist_ = true;
   int waitStatus = 0;
   while (::waitpid(container.pid, &waitStatus, 0) < 0 && errno == EINTR) {
   }
@@ -319,13 +375,14 @@ void ContainerManager::reapIfExited(Container& container) {
 }
 
 void ContainerManager::complete(Container& container, int waitStatus) {
-  const ExitDescription exit = describeWaitStatus(waitStatus);
+  const ExitDescription exit = describeExit(waitStatus);
   const std::string& id = container.request.containerId;
   if (!container.cgroupPath.empty()) {
     if (container.memoryKillDiagnostics.empty() && CgroupMemory::oomKilled(container.cgroupPath)) {
-      container.memoryKillDiagnostics = "killed by the kernel for exceeding its memory limit of " +
-                                        std::to_string(container.request.resource.memoryMb) +
-                                        " MB (cgroup oom_kill)";
+      container.memoryKillDiagnostics =
+          "Container " + id + " is running beyond physical memory limits: " +
+          std::to_string(container.request.resource.memoryMb) +
+          " MB physical memory allowed; killed by the kernel (cgroup oom_kill)";
     }
     CgroupMemory::remove(container.cgroupPath);
   }
@@ -394,11 +451,10 @@ void ContainerManager::monitorMemoryLoop() {
     if (watched.empty()) continue;
     // Measured without the lock: a scan of /proc takes a while on a busy host.
     if (enforcement_ == MemoryEnforcement::kWatchdog) {
-      const std::map<pid_t, int64_t> byGroup = residentBytesByProcessGroup();
-      for (Watched& w : watched) {
-        auto found = byGroup.find(w.pid);
-        w.usedBytes = found == byGroup.end() ? 0 : found->second;
-      }
+      // The whole container: its supervisor and every process below it, whatever group or
+      // session they moved to.
+      const std::vector<ProcessInfo> table = readProcessTable();
+      for (Watched& w : watched) w.usedBytes = treeResidentBytes(w.pid, table);
     } else {
       for (Watched& w : watched) w.usedBytes = CgroupMemory::currentBytes(w.cgroupPath);
     }
@@ -414,13 +470,14 @@ void ContainerManager::monitorMemoryLoop() {
       container.memoryUsedBytes = w.usedBytes;
       if (enforcement_ == MemoryEnforcement::kWatchdog && w.usedBytes > w.limitBytes &&
           container.memoryKillDiagnostics.empty()) {
+        // YARN's words, so that people and tools that know them recognise it.
         container.memoryKillDiagnostics =
-            "killed for exceeding its memory limit: " + std::to_string(toMiB(w.usedBytes)) +
-            " MB resident of " + std::to_string(container.request.resource.memoryMb) +
-            " MB allowed (resident set of its process group)";
-        log_.warn() << "container " << w.id << " " << container.memoryKillDiagnostics;
-        signalProcessGroup(container.pid, SIGKILL);
-        container.killSent = true;
+            "Container " + w.id + " is running beyond physical memory limits. Current usage: " +
+            std::to_string(toMiB(w.usedBytes)) + " MB of " +
+            std::to_string(container.request.resource.memoryMb) +
+            " MB physical memory used (resident set of all its processes); killing container";
+        log_.warn() << container.memoryKillDiagnostics;
+        killContainerTree(container);
       }
     }
   }

@@ -1,9 +1,16 @@
 #pragma once
 
-// The containers of one node: starts each as its own process group with its own work dir,
-// reaps them, enforces their memory, stops them on request, and keeps their reports for the
-// REST API and the heartbeat to the resource manager. No HTTP here: NodeManagerServer and
-// NodeStatusUpdater drive it.
+// The containers of one node: starts each with its own work dir, reaps them, enforces their
+// memory, stops them on request, and keeps their reports for the REST API and the heartbeat to
+// the resource manager. No HTTP here: NodeManagerServer and NodeStatusUpdater drive it.
+//
+// Containment: a container's process is a supervisor (tide-container, deploy/nm/
+// container_main.cc) leading a new session, a child subreaper that runs the container's command
+// below it. Every process the command starts stays below the supervisor however it daemonises,
+// and the whole tree goes when the command ends, when the container is stopped (SIGTERM to the
+// tree, SIGKILL after the grace period) or when it is over its memory. Where cgroup v2 with the
+// memory controller is delegated, the supervisor first joins the container's cgroup, and the
+// cgroup is killed (cgroup.kill) when the container ends.
 //
 // Threads: the caller's (launch/stop/report), a reaper (waitpid on each container, SIGKILL
 // after the stop grace period) and, unless enforcement is off, a memory monitor. One mutex
@@ -46,6 +53,12 @@ struct ContainerManagerOptions {
   // The NM's own cgroup below the one it starts in; empty: "tide-nm-<port>" once
   // setNodeAddress() was called, else "tide-nm".
   std::string cgroupName;
+  // The container supervisor; empty: tide-container next to this executable.
+  std::string supervisorPath;
+  // Makes this process a child subreaper too (prctl PR_SET_CHILD_SUBREAPER) and SIGKILLs every
+  // child of it that is not a container's supervisor: what a supervisor killed by SIGKILL left
+  // behind. Only for a process that starts no other children (tide-nm).
+  bool adoptOrphans = false;
   const Clock* clock = nullptr;  // null: steady clock
 };
 
@@ -137,6 +150,11 @@ class ContainerManager {
 
   void reapLoop();
   void monitorMemoryLoop();
+  // With adoptOrphans: SIGKILLs and reaps the children of this process that are not a running
+  // container's supervisor. Called with mutex_ held.
+  void killAdoptedOrphans();
+  // SIGKILL to everything below the container's supervisor, then to its group. mutex_ held.
+  void killContainerTree(Container& container);
   // Reaps the container's process if it exited; called with mutex_ held.
   void reapIfExited(Container& container);
   void complete(Container& container, int waitStatus);
@@ -161,8 +179,9 @@ class ContainerManager {
   std::map<std::string, Container> containers_;
   uint64_t nextSequence_ = 1;
   bool started_ = false;
-  bool stopping_ = false;     // stopAll() ran: no more launches
-  bool threadsExit_ = false;  // the destructor asks the threads to return
+  bool stopping_ = false;         // stopAll() ran: no more launches
+  bool threadsExit_ = false;      // the destructor asks the threads to return
+  bool orphansMayExist_ = false;  // a supervisor ended since the last orphan sweep
   std::thread reaper_;
   std::thread memoryMonitor_;
 };

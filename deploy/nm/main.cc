@@ -11,6 +11,7 @@
 
 #include "common/command_line.h"
 #include "common/logging.h"
+#include "common/spawn.h"
 #include "deploy/nm/container_manager.h"
 #include "deploy/nm/nm_config.h"
 #include "deploy/nm/node_identity.h"
@@ -78,6 +79,9 @@ int run(CommandLine& cli) {
   containerOptions.capacity = config.capability;
   containerOptions.memoryEnforcement = config.memoryEnforcement;
   containerOptions.stopGracePeriod = config.stopGracePeriod;
+  // tide-nm starts nothing but container supervisors: any other child of it is what a killed
+  // supervisor left behind.
+  containerOptions.adoptOrphans = true;
   NodeIdentity identity;
   ContainerManager containers(containerOptions);
 
@@ -135,6 +139,8 @@ int run(CommandLine& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Started by `tide run`: dies with it, even when it is SIGKILLed (SIGTERM: a clean stop).
+  tide::applyParentDeathSignal();
   tide::CommandLine cli("tide-nm",
                         "Runs a node manager: starts containers for tide-rm and reports them in "
                         "heartbeats.");

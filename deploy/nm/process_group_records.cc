@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/process_tree.h"
 #include "deploy/nm/process_group.h"
 
 namespace tide::nm {
@@ -42,7 +43,8 @@ std::string ProcessGroupRecords::record(const std::string& containerId, pid_t pg
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    out << pgid << " " << currentBootId() << "\n";
+    const auto info = readProcess(pgid);
+    out << pgid << " " << currentBootId() << " " << (info ? info->startTimeTicks : 0) << "\n";
     if (!out.flush()) return "cannot write " + temporary;
   }
   std::error_code ec;
@@ -69,9 +71,21 @@ ProcessGroupRecords::Cleanup ProcessGroupRecords::killRecordedGroups() const {
       std::ifstream in(file);
       long pgid = 0;
       std::string recordedBoot;
+      uint64_t startTicks = 0;
       if (in >> pgid >> recordedBoot && pgid > 1 && recordedBoot == bootId) {
-        if (signalProcessGroup(static_cast<pid_t>(pgid), SIGKILL)) {
-          cleanup.killed.push_back(static_cast<pid_t>(pgid));
+        const pid_t leader = static_cast<pid_t>(pgid);
+        in >> startTicks;  // absent in records of older versions
+        // The supervisor, if it still runs (same start time: not a reused pid), holds every
+        // process of its container below it, whatever session they moved to.
+        const auto info = readProcess(leader);
+        if (info && info->state != 'Z' && startTicks != 0 && info->startTimeTicks == startTicks) {
+          killDescendants(leader);
+          ::kill(leader, SIGKILL);
+          cleanup.killed.push_back(leader);
+        }
+        if (signalProcessGroup(leader, SIGKILL) &&
+            (cleanup.killed.empty() || cleanup.killed.back() != leader)) {
+          cleanup.killed.push_back(leader);
         }
       }
     }

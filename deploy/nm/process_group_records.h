@@ -4,8 +4,10 @@
 // died (crash, SIGKILL, OOM) does not leave its containers running unsupervised: the next
 // NM on the same work dir kills every group recorded there before it starts.
 //
-// One file per container: <dir>/<containerId>.pgid holding "<pgid> <boot id>". The boot id
-// keeps a record from before a reboot from killing an unrelated group that got the same id.
+// One file per container: <dir>/<containerId>.pgid holding "<pgid> <boot id> <start time>"
+// (the supervisor's pid, which leads the container's session and group, and its start time in
+// clock ticks). The boot id and start time keep a record from killing an unrelated process
+// that got the same id; the tree below a live supervisor is killed, then its group.
 
 #include <sys/types.h>
 
@@ -29,7 +31,7 @@ class ProcessGroupRecords {
     std::vector<pid_t> killed;  // groups that still existed and got SIGKILL
     int recordsRemoved = 0;
   };
-  // SIGKILLs every recorded group of this boot and removes all records.
+  // SIGKILLs every recorded container of this boot (tree and group) and removes all records.
   Cleanup killRecordedGroups() const;
 
   const std::string& directory() const { return directory_; }

@@ -13,6 +13,7 @@
 #include "common/command_line.h"
 #include "common/config.h"
 #include "common/logging.h"
+#include "common/spawn.h"
 #include "deploy/rm/rm_config.h"
 #include "deploy/rm/rm_server.h"
 #include "rest/messages/credentials.h"
@@ -34,6 +35,8 @@ void writePortFile(const std::string& path, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Started by `tide run`: dies with it, even when it is SIGKILLed (SIGTERM: a clean stop).
+  tide::applyParentDeathSignal();
   tide::CommandLine cli("tide-rm",
                         "Runs tide's resource manager: node managers offer it their resources, "
                         "applications ask it for containers.");

@@ -2,6 +2,7 @@
 // process group, the resident-set watchdog, restart cleanup and heartbeat bookkeeping.
 
 #include "deploy/nm/container_manager.h"
+#include "common/spawn.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -188,7 +189,8 @@ TEST_F(ContainerManagerTest, WatchdogKillsAContainerOverItsMemory) {
   ASSERT_TRUE(manager->waitForCompletion("hog", kCompletionBound));
   const rest::ContainerReport done = *manager->report("hog");
   EXPECT_EQ(done.exitStatus, rest::exit_status::kKilledExceededPmem);
-  EXPECT_NE(done.diagnostics.find("of 64 MB allowed"), std::string::npos) << done.diagnostics;
+  EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
+      << done.diagnostics;
   EXPECT_GT(done.memoryUsedMb, 64);
 }
 
@@ -242,7 +244,7 @@ TEST_F(ContainerManagerTest, CgroupModeJoinsTheContainersCgroupAndReportsAnOomKi
   const auto stopped = manager->stop("boxed", StopReason::kResourceManager, /*wait=*/true);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledExceededPmem);
-  EXPECT_NE(stopped->diagnostics.find("memory limit of 64 MB"), std::string::npos)
+  EXPECT_NE(stopped->diagnostics.find("beyond physical memory limits: 64 MB"), std::string::npos)
       << stopped->diagnostics;
 }
 
@@ -252,12 +254,13 @@ TEST_F(ContainerManagerTest, StartKillsProcessGroupsRecordedByAPreviousRun) {
   const std::string workDir = (dir_.path() / "work").string();
   ProcessGroupRecords records(workDir + "/.containers");
   records.ensureDirectory();
-  SpawnSpec spec;
+  SpawnOptions spec;
   spec.argv = {"/bin/sh", "-c", "sleep 60 & wait"};
   spec.workDir = dir_.path().string();
   spec.stdoutPath = (dir_.path() / "orphan.out").string();
   spec.stderrPath = (dir_.path() / "orphan.err").string();
-  const pid_t orphan = spawnProcessGroup(spec);
+  spec.grouping = ProcessGrouping::kNewSession;
+  const pid_t orphan = spawnProcess(spec);
   ASSERT_EQ(records.record("old_container", orphan), "");
 
   auto manager = startManager(options());

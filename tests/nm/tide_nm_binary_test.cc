@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spawn.h"
 #include "deploy/nm/node_manager_server.h"
 #include "deploy/nm/process_group.h"
 #include "rest/http_client.h"
@@ -38,19 +38,17 @@ using testing_support::readFile;
 class NmProcess {
  public:
   NmProcess(const std::vector<std::string>& args, const std::string& logPath) {
-    std::vector<std::string> argv = {TIDE_BIN_DIR "/tide-nm"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> pointers;
-    for (std::string& arg : argv) pointers.push_back(arg.data());
-    pointers.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, logPath.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int error = posix_spawn(&pid_, pointers[0], &actions, nullptr, pointers.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) ADD_FAILURE() << "cannot start tide-nm: " << std::strerror(error);
+    SpawnOptions spawn;
+    spawn.argv = {TIDE_BIN_DIR "/tide-nm"};
+    spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+    spawn.stdoutPath = logPath;
+    spawn.stderrPath = logPath;
+    spawn.appendOutput = true;
+    try {
+      pid_ = spawnProcess(spawn);
+    } catch (const SpawnError& e) {
+      ADD_FAILURE() << e.what();
+    }
   }
   ~NmProcess() {
     if (pid_ > 0 && !exitStatus_) {
@@ -201,6 +199,7 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
 TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   pid_t leader = 0;
   pid_t grandchild = 0;
+  pid_t daemon = 0;  // setsid and a double fork: in no process group or session of the container
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
     const int port = waitForPort(path("port1"));
@@ -212,13 +211,16 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
                  std::string::npos;
         },
         kBound));
-    const auto started = launch(*client, "orphan", "sleep 60 & echo $! > grandchild.pid; wait");
+    const auto started = launch(*client, "orphan",
+                                "sleep 60 & echo $! > grandchild.pid; "
+                                "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
     ASSERT_EQ(started.status, 201) << started.body;
     leader = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
     ASSERT_TRUE(eventually(
         [&] {
           grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
-          return grandchild != 0;
+          daemon = readPidFile(containerFile("orphan", "daemon.pid"));
+          return grandchild != 0 && daemon != 0;
         },
         kBound));
     crashing.signal(SIGKILL);
@@ -227,11 +229,14 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   // Nobody cleaned up: the container outlived its node manager.
   EXPECT_FALSE(processGone(leader));
   EXPECT_FALSE(processGone(grandchild));
+  EXPECT_FALSE(processGone(daemon));
 
   NmProcess restarted(nmArgs(path("port2")), path("nm2.log"));
   ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
   // The port file is written after the cleanup, so the kill has been sent by now.
-  EXPECT_TRUE(eventually([&] { return processGone(leader) && processGone(grandchild); }, kBound));
+  EXPECT_TRUE(eventually(
+      [&] { return processGone(leader) && processGone(grandchild) && processGone(daemon); },
+      kBound));
   EXPECT_NE(readFile(path("nm2.log")).find("left behind by a previous node manager"),
             std::string::npos);
   restarted.signal(SIGTERM);
@@ -247,6 +252,47 @@ TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
   EXPECT_TRUE(WIFEXITED(*exit));
   EXPECT_EQ(WEXITSTATUS(*exit), 2);
   EXPECT_NE(readFile(path("bad.log")).find("nm.port"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tide::nm
+
+namespace tide::nm {
+namespace {
+
+TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager) {
+  // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
+  // to the NM, which kills it.
+  NmProcess nm(nmArgs(path("port")), path("nm.log"));
+  const int port = waitForPort(path("port"));
+  ASSERT_GT(port, 0) << readFile(path("nm.log"));
+  auto client = clientFor(port);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+               std::string::npos;
+      },
+      kBound));
+  const auto started = launch(*client, "abandoned",
+                              "sleep 60 & echo $! > grandchild.pid; "
+                              "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+  ASSERT_EQ(started.status, 201) << started.body;
+  const pid_t supervisor =
+      static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
+  pid_t grandchild = 0;
+  pid_t daemon = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(containerFile("abandoned", "grandchild.pid"));
+        daemon = readPidFile(containerFile("abandoned", "daemon.pid"));
+        return grandchild != 0 && daemon != 0;
+      },
+      kBound));
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound))
+      << readFile(path("nm.log"));
+  nm.signal(SIGTERM);
+  ASSERT_TRUE(nm.waitExit().has_value());
 }
 
 }  // namespace

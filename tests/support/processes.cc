@@ -26,7 +26,10 @@ pid_t findProcess(const std::string& commandPart, const std::string& variable,
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmdline = readFile(entry.path() / "cmdline");
-    if (cmdline.find(commandPart) == std::string::npos) continue;
+    // The program itself (argv[0]), not a supervisor or shell naming it in its arguments
+    // (every container runs below a tide-container whose arguments hold the command).
+    const std::string program = cmdline.substr(0, cmdline.find('\0'));
+    if (program.find(commandPart) == std::string::npos) continue;
     const std::string environ = readFile(entry.path() / "environ");
     const std::string wanted = variable + "=" + value;
     size_t start = 0;

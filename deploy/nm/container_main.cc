@@ -1,0 +1,207 @@
+// tide-container: the supervisor at the root of every container (started by tide-nm) and of
+// every command task (started by tide-executor). It makes containment hold without any
+// cgroup: it is a child subreaper (prctl PR_SET_CHILD_SUBREAPER), so every process below it
+// stays below it however it daemonises (setsid, double fork, a new process group), and when it
+// must stop it kills its whole tree, found by parent links in /proc.
+//
+//   tide-container [--cgroup-procs FILE] [--die-with-parent PID] [--grace MS] -- PROGRAM ARG...
+//
+// It runs PROGRAM (looked up in PATH when it has no '/') in its own process group and session,
+// with its own environment and descriptors, and then:
+// - when PROGRAM exits, SIGKILLs whatever PROGRAM left running below it, reaps everything and
+//   exits as PROGRAM did (the same code, or the same signal raised on itself);
+// - on SIGTERM or SIGINT, passes SIGTERM to every process below it, and SIGKILLs them all once
+//   --grace (default 2000 ms) has passed;
+// - with --die-with-parent PID: when PID (its parent) dies, even by SIGKILL, SIGKILLs every
+//   process below it at once (PR_SET_PDEATHSIG delivers SIGHUP; a task never outlives its
+//   executor);
+// - with --cgroup-procs FILE: first moves itself into that cgroup (writes its pid to FILE), so
+//   that everything it starts is counted against the cgroup's limits.
+// Exit 125: bad usage or the cgroup could not be joined; 127: PROGRAM could not be started
+// (the reason is on stderr).
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/process_tree.h"
+#include "common/spawn.h"
+
+namespace {
+
+using namespace tide;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kUsageExit = 125;
+constexpr int kCannotRunExit = 127;
+
+struct Arguments {
+  std::string cgroupProcs;
+  pid_t dieWithParent = 0;
+  long graceMs = 2000;
+  std::vector<std::string> command;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr,
+               "tide-container: %s\nusage: tide-container [--cgroup-procs FILE] "
+               "[--die-with-parent PID] [--grace MS] -- PROGRAM [ARG...]\n",
+               problem.c_str());
+  std::exit(kUsageExit);
+}
+
+Arguments parse(int argc, char** argv) {
+  Arguments args;
+  int i = 1;
+  auto value = [&](const std::string& flag) -> std::string {
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    try {
+      if (arg == "--") {
+        ++i;
+        break;
+      } else if (arg == "--cgroup-procs") {
+        args.cgroupProcs = value(arg);
+      } else if (arg == "--die-with-parent") {
+        args.dieWithParent = static_cast<pid_t>(std::stol(value(arg)));
+      } else if (arg == "--grace") {
+        args.graceMs = std::stol(value(arg));
+      } else {
+        usage("unknown option '" + arg + "'");
+      }
+    } catch (const std::exception&) {
+      usage("bad value for " + arg);
+    }
+  }
+  for (; i < argc; ++i) args.command.emplace_back(argv[i]);
+  if (args.command.empty()) usage("no program given");
+  return args;
+}
+
+// Reaps every child that has ended; records the main one's status.
+void reapExited(pid_t mainPid, bool& mainEnded, int& mainStatus) {
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (pid == mainPid) {
+      mainEnded = true;
+      mainStatus = status;
+    }
+  }
+}
+
+// Kills everything below us and reaps it, until nothing is left.
+void killAndReapAll() {
+  for (int round = 0; round < 100; ++round) {
+    killDescendants(::getpid());
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    }
+    if (pid < 0 && errno == ECHILD) return;
+    ::usleep(10000);
+  }
+}
+
+[[noreturn]] void exitAs(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    const rlimit noCore{0, 0};
+    ::setrlimit(RLIMIT_CORE, &noCore);
+    ::signal(signal, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::raise(signal);
+    std::_Exit(128 + signal);
+  }
+  std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Arguments args = parse(argc, argv);
+
+  sigset_t handled;
+  sigemptyset(&handled);
+  for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT}) sigaddset(&handled, signal);
+  ::sigprocmask(SIG_BLOCK, &handled, nullptr);
+
+  if (args.dieWithParent > 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+    if (::getppid() != args.dieWithParent) return kUsageExit;  // already gone: run nothing
+  }
+  if (!args.cgroupProcs.empty()) {
+    std::ofstream procs(args.cgroupProcs);
+    procs << ::getpid() << "\n" << std::flush;
+    if (!procs) {
+      std::fprintf(stderr, "tide-container: cannot join cgroup %s: %s\n", args.cgroupProcs.c_str(),
+                   std::strerror(errno));
+      return kUsageExit;
+    }
+  }
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    std::fprintf(stderr, "tide-container: cannot become a child subreaper: %s\n",
+                 std::strerror(errno));
+    return kUsageExit;
+  }
+
+  SpawnOptions spawn;
+  spawn.argv = args.command;
+  spawn.searchPath = true;
+  spawn.stdinPath = "";  // ours, already set up by whoever started us
+  spawn.closeOtherDescriptors = false;
+  spawn.resetSignals = true;
+  pid_t mainPid = -1;
+  try {
+    mainPid = spawnProcess(spawn);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tide-container: %s\n", e.what());
+    return kCannotRunExit;
+  }
+
+  bool mainEnded = false;
+  int mainStatus = 0;
+  bool terminating = false;
+  Clock::time_point killAt{};
+  const timespec tick{0, 100 * 1000 * 1000};
+  while (true) {
+    siginfo_t info{};
+    const int signal = ::sigtimedwait(&handled, &info, &tick);
+    if (signal == SIGHUP && args.dieWithParent > 0 && ::getppid() != args.dieWithParent) {
+      // Our parent died (not merely the thread that started us): nothing may outlive it.
+      killAndReapAll();
+      exitAs(W_EXITCODE(0, SIGKILL));
+    }
+    if ((signal == SIGTERM || signal == SIGINT || signal == SIGQUIT ||
+         (signal == SIGHUP && args.dieWithParent == 0)) &&
+        !terminating) {
+      terminating = true;
+      killAt = Clock::now() + std::chrono::milliseconds(args.graceMs);
+      signalProcessTree(::getpid(), SIGTERM, false);
+    }
+    reapExited(mainPid, mainEnded, mainStatus);
+    if (mainEnded) {
+      // A container (or task) ends with its main process: nothing it started survives it.
+      killAndReapAll();
+      exitAs(mainStatus);
+    }
+    if (terminating && Clock::now() >= killAt) killDescendants(::getpid());
+  }
+}
