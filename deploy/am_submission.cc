@@ -17,15 +17,21 @@
 namespace tide::deploy {
 
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
-                           std::string* jobName) {
+                           std::string* jobName, bool strictConf) {
   try {
     am::Job job = am::loadJobFile(jobFile);
     if (jobName != nullptr) *jobName = job.name;
   } catch (const am::JobError& e) {
     throw ConfigError(e.what());
   }
-  std::vector<std::string> warnings;
+  props.validate();  // every known key parses by its kind
+  std::vector<std::string> warnings = props.unknownKeyWarnings();
   am::AmConfig::fromProperties(props, &warnings);  // throws ConfigError
+  if (strictConf && !warnings.empty()) {
+    std::string message = "configuration warnings are errors with --strict-conf:";
+    for (const auto& warning : warnings) message += "\n  " + warning;
+    throw ConfigError(message);
+  }
   for (const auto& warning : warnings) std::cerr << "tide: warning: " << warning << "\n";
 }
 

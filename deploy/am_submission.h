@@ -23,10 +23,12 @@ struct AmSubmission {
   std::string binDir;  // where tide-am is
 };
 
-// Checks the job file and the configuration the AM will read, so that mistakes are reported
-// before anything starts: throws ConfigError naming the field or key (exit status 2).
+// Checks the job file and the whole configuration the AM will read, so that mistakes are
+// reported before anything starts: throws ConfigError naming the field or key (exit status 2).
+// Warnings (an unknown key with the nearest known one, initialExecutors below minExecutors) are
+// printed to stderr; with `strictConf` (`--strict-conf`) they are errors.
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
-                           std::string* jobName);
+                           std::string* jobName, bool strictConf = false);
 
 // The --conf pairs given on this command line (not those from the file), to pass on.
 std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props);

@@ -50,6 +50,9 @@ rest::ApplicationReport followAndReport(ClusterClient& client, const std::string
   return report;
 }
 
+constexpr char kStrictConfHelp[] =
+    "Make configuration warnings (an unknown key, ...) errors: exit 2 before submitting";
+
 std::string absolute(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
 }
@@ -65,6 +68,7 @@ int runRunCommand(int argc, char** argv) {
   cli.addOption("work-dir", "DIR",
                 "Where the cluster keeps logs and containers (default: a new "
                 "directory under $TMPDIR)");
+  cli.addFlag("strict-conf", kStrictConfHelp);
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
@@ -79,7 +83,7 @@ int runRunCommand(int argc, char** argv) {
           props.set("nm.cores", std::to_string(cores + props.getInt("am.cores")));
         }
         std::string jobName;
-        checkBeforeSubmitting(jobFile, props, &jobName);
+        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"));
 
         std::string workDir;
         if (auto dir = cli.option("work-dir")) {
@@ -137,6 +141,7 @@ int runSubmitCommand(int argc, char** argv) {
                 "slurm+http://HOST:6820 (or slurm+unix:/path/to/socket)");
   cli.addFlag("wait", "Follow the application and exit with its final status");
   cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
+  cli.addFlag("strict-conf", kStrictConfHelp);
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
@@ -150,7 +155,7 @@ int runSubmitCommand(int argc, char** argv) {
         }
         const std::string jobFile = absolute(*cli.positional("JOB"));
         std::string jobName;
-        checkBeforeSubmitting(jobFile, props, &jobName);
+        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"));
         AmSubmission submission;
         submission.jobFile = jobFile;
         submission.jobName = jobName;

@@ -86,5 +86,80 @@ TEST(TideCli, AnUnknownOptionIsAnErrorNamingItWithExitStatus2) {
   }
 }
 
+// `tide run` with the small node the integration tests use.
+testing_support::CommandResult tideRun(const testing_support::TempDir& dir,
+                                       std::vector<std::string> args) {
+  std::vector<std::string> argv = {"tide", "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const char* conf : {"nm.cores=2", "nm.memory=2g", "executor.memory=256m", "am.memory=256m",
+                           "dynamicAllocation.schedulerBacklogTimeout=200ms"}) {
+    argv.push_back("--conf");
+    argv.push_back(conf);
+  }
+  argv[0] = std::string(TIDE_BIN_DIR) + "/tide";
+  return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 120s);
+}
+
+constexpr char kNoopJob[] = R"({"name": "noop", "stages": [
+    {"id": "s", "tasks": 2, "builtin": "noop"}]})";
+
+TEST(TideRunConf, AnUnknownKeyIsAWarningWithTheNearestKnownOneAndTheJobRuns) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", kNoopJob);
+  const std::string conf = dir.writeFile("tide.conf", "executor.core 1\n");
+  auto result =
+      tideRun(dir, {job, "--properties-file", conf, "--conf", "dynamicAllocation.maxExecutor=4"});
+  EXPECT_EQ(result.status, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("tide: warning: unknown key 'dynamicAllocation.maxExecutor' (--conf); did "
+                        "you mean 'dynamicAllocation.maxExecutors'?"));
+  EXPECT_THAT(result.output, HasSubstr("tide: warning: unknown key 'executor.core' (" + conf +
+                                       ":1); did you mean 'executor.cores'?"));
+  // Before anything starts.
+  EXPECT_LT(result.output.find("unknown key"), result.output.find("starting an embedded cluster"));
+}
+
+TEST(TideRunConf, StrictConfMakesWarningsErrorsBeforeAnythingStarts) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", kNoopJob);
+  auto result = tideRun(dir, {job, "--strict-conf", "--conf", "dynamicAllocation.maxExecutor=4"});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("tide run: error: configuration warnings are errors with "
+                                       "--strict-conf:\n  unknown key "
+                                       "'dynamicAllocation.maxExecutor' (--conf); did you mean "
+                                       "'dynamicAllocation.maxExecutors'?"));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+}
+
+TEST(TideRunConf, ABadValueOfAnyKnownKeyIsAnErrorNamingIt) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", kNoopJob);
+  auto result = tideRun(dir, {job, "--conf", "executor.failuresValidityInterval=soon"});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("executor.failuresValidityInterval"));
+  EXPECT_THAT(result.output, HasSubstr("soon"));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+}
+
+TEST(TideSubmitConf, WarnsBeforeSubmittingAndStrictConfRefuses) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", kNoopJob);
+  // Nothing listens on port 1: the submission itself fails, after the local checks.
+  auto result = run(dir, {"tide", "submit", "--master", "http://127.0.0.1:1", job, "--conf",
+                          "spark.dynamicAllocation.minExecutor=1"});
+  EXPECT_EQ(result.status, 1) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("tide: warning: unknown key "
+                                       "'spark.dynamicAllocation.minExecutor' (--conf); did you "
+                                       "mean 'dynamicAllocation.minExecutors'?"));
+  EXPECT_LT(result.output.find("unknown key"), result.output.find("tide submit: "));
+
+  testing_support::TempDir strictDir;
+  auto strict =
+      run(strictDir, {"tide", "submit", "--master", "http://127.0.0.1:1", job, "--strict-conf",
+                      "--conf", "spark.dynamicAllocation.minExecutor=1"});
+  EXPECT_EQ(strict.status, 2) << strict.output;
+  EXPECT_THAT(strict.output, HasSubstr("tide submit: error: configuration warnings are errors"));
+}
+
 }  // namespace
 }  // namespace tide
