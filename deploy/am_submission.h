@@ -28,7 +28,8 @@ struct AmSubmission {
 // Warnings (an unknown key with the nearest known one, initialExecutors below minExecutors) are
 // printed to stderr; with `strictConf` (`--strict-conf`) they are errors.
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
-                           std::string* jobName, bool strictConf = false);
+                           std::string* jobName, bool strictConf = false,
+                           std::string* jobOutput = nullptr);
 
 // The --conf pairs given on this command line (not those from the file), to pass on.
 std::vector<std::pair<std::string, std::string>> commandLineConf(const Properties& props);
@@ -45,11 +46,25 @@ struct FollowOptions {
   std::string controlToken;
   // Sent with the progress line's reads of the AM (needed with ui.auth=all).
   std::string statusToken;
+  // When set, receives the last AM status (GET api/v1/status) seen, for the summary.
+  std::string* lastStatusJson = nullptr;
 };
 
 // Follows the application until it ends; returns its last report.
 rest::ApplicationReport followApplication(ClusterClient& cluster, const std::string& applicationId,
                                           const FollowOptions& options);
+
+// Where a run's summary gets its numbers and what it points to.
+struct SummarySources {
+  std::string amReportJson;    // the AM's --report (exact), or else
+  std::string lastStatusJson;  // the last AM status seen while following (may lag the end)
+  std::string output;          // the job's output directory, if it has one
+  std::string logs;            // where the containers' logs are (or why they are not kept)
+};
+
+// The lines printed after an application ended: final status, tasks, peak and launched
+// executors, executor-seconds, output and logs. Each line starts with two spaces.
+std::string formatRunSummary(const rest::ApplicationReport& report, const SummarySources& sources);
 
 // Exit status for a finished application: 0 only when it succeeded.
 int exitStatusOf(const rest::ApplicationReport& report);

@@ -4,15 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 
-#include "tests/support/temp_dir.h"
+#include "deploy/am_submission.h"
 #include "tests/support/processes.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide {
 namespace {
 
 using namespace std::chrono_literals;
+using deploy::SummarySources;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -102,6 +105,57 @@ testing_support::CommandResult tideRun(const testing_support::TempDir& dir,
 
 constexpr char kNoopJob[] = R"({"name": "noop", "stages": [
     {"id": "s", "tasks": 2, "builtin": "noop"}]})";
+
+TEST(TideRun, AnnouncesThePageThenEndsWithASummary) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", R"({"name": "out", "output": "results",
+      "stages": [{"id": "s", "tasks": 3, "command": ["sh", "-c", "echo {task} > $TIDE_OUTPUT_DIR/part-0"]}]})");
+  const std::string work = (dir.path() / "work").string();
+  auto result = tideRun(dir, {job, "--work-dir", work});
+  ASSERT_EQ(result.status, 0) << result.output;
+  const std::string& out = result.output;
+  const std::regex page(
+      "tide: submitted (application_[0-9_]+) \\(out\\)\n"
+      "tide: status page http://127\\.0\\.0\\.1:[0-9]+/\\?token=\\S+\n");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(out, match, page)) << out;
+  const std::string appId = match[1].str();
+  EXPECT_THAT(out, HasSubstr("tide: " + appId +
+                             " FINISHED (SUCCEEDED)\n"
+                             "  final status  SUCCEEDED\n"
+                             "  tasks         3 succeeded, 0 failed attempts\n"
+                             "  executors     peak "));
+  EXPECT_TRUE(std::regex_search(out, std::regex("  executors     peak [1-9][0-9]*, launched "
+                                                "[1-9][0-9]*, [0-9]+\\.[0-9] executor-seconds "
+                                                "in [0-9]+\\.[0-9] s\n")))
+      << out;
+  EXPECT_THAT(out, HasSubstr("  output        " + (dir.path() / "results").string() + "\n"));
+  EXPECT_THAT(out, HasSubstr("  logs          " + work + "/nm0/work/" + appId + "\n"));
+  // What it points to is there.
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "results" / "part-2"));
+  EXPECT_TRUE(std::filesystem::is_directory(work + "/nm0/work/" + appId)) << out;
+  // The page comes before the summary.
+  EXPECT_LT(out.find("status page"), out.find("final status"));
+}
+
+TEST(RunSummary, FallsBackToTheLastStatusSeenWithoutAReport) {
+  rest::ApplicationReport report;
+  report.finalStatus = "KILLED";
+  SummarySources sources;
+  sources.lastStatusJson = R"({"allocation": {"peak": 4, "launched": 6},
+                               "tasks": {"succeeded": 12, "failed": 1}})";
+  sources.logs = "somewhere";
+  EXPECT_EQ(deploy::formatRunSummary(report, sources),
+            "  final status  KILLED\n"
+            "  tasks         12 succeeded, 1 failed attempts (as last seen)\n"
+            "  executors     peak 4, launched 6 (as last seen)\n"
+            "  logs          somewhere\n");
+  sources.amReportJson = R"({"status": "KILLED", "tasks": {"succeeded": 13, "failed": 1},
+      "executors": {"peak": 4, "launched": 6}, "executor_seconds": 21.26, "duration_seconds": 9})";
+  EXPECT_THAT(deploy::formatRunSummary(report, sources),
+              HasSubstr("  tasks         13 succeeded, 1 failed attempts\n"
+                        "  executors     peak 4, launched 6, 21.3 executor-seconds in 9.0 s\n"));
+}
 
 TEST(TideRunConf, AnUnknownKeyIsAWarningWithTheNearestKnownOneAndTheJobRuns) {
   testing_support::TempDir dir;
