@@ -87,11 +87,14 @@ TEST_F(StartupTest, WithoutRetriesATakenPortFailsTheAmAndSubmitWaitSaysWhy) {
   startCluster(1, 4);
   HeldPort held;
   const std::string job = dir.writeFile("job.json", kSessionJob);
+  // tide submit authenticates with the token in its environment.
+  ::setenv("TIDE_RM_TOKEN", cluster->adminToken().c_str(), 1);
   auto result = testing_support::runCommand(
       {std::string(TIDE_BIN_DIR) + "/tide", "submit", "--master", cluster->rmAddress(), job,
        "--wait", "--conf", "ui.port=" + std::to_string(held.port()), "--conf", "port.maxRetries=0",
        "--conf", "am.maxAttempts=1", "--conf", "am.memory=256m"},
       (dir.path() / "submit.log").string(), 120s);
+  ::unsetenv("TIDE_RM_TOKEN");
   EXPECT_EQ(result.status, 1) << result.output;
   EXPECT_THAT(result.output, HasSubstr("without unregistering"));
   EXPECT_THAT(result.output, HasSubstr("last lines of its stderr:"));
