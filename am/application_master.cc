@@ -114,6 +114,7 @@ int ApplicationMaster::start() {
   rest::HttpServerOptions status;
   status.bindAddress = config_.host;
   status.port = config_.uiPort;
+  status.portRetries = config_.portMaxRetries;
   status.threadCount = 4;  // readers take turns; see status_handlers.cc
   status.log = options.log;
   // Writes (and with ui.auth=all, reads) need the application's control token.

@@ -13,6 +13,11 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   const int64_t port = props.getInt("ui.port");
   if (port < 0 || port > 65535) throw ConfigError(props.describe("ui.port") + ": not a port");
   config.uiPort = static_cast<int>(port);
+  const int64_t retries = props.getInt("port.maxRetries");
+  if (retries < 0 || retries > 1000) {
+    throw ConfigError(props.describe("port.maxRetries") + ": expected 0 to 1000");
+  }
+  config.portMaxRetries = static_cast<int>(retries);
   const int64_t rate = props.getInt("ui.maxRequestsPerSecond");
   if (rate < 0 || rate > 1000000) {
     throw ConfigError(props.describe("ui.maxRequestsPerSecond") +

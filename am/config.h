@@ -24,6 +24,7 @@ struct AmConfig {
   ContainerAllocatorConfig containers;
   std::string host = "127.0.0.1";     // am.host
   int uiPort = 4040;                  // ui.port; 0 = ephemeral
+  int portMaxRetries = 16;            // port.maxRetries: ui.port taken, try the next ones
   int uiMaxRequestsPerSecond = 1000;  // ui.maxRequestsPerSecond; 0 = no limit
   UiAuth uiAuth = UiAuth::kWrites;    // ui.auth
   DurationMs heartbeatInterval = 3000;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/strings.h"
+#include "common/version.h"
 
 namespace tide {
 namespace {
@@ -105,6 +106,10 @@ bool CommandLine::parse(const std::vector<std::string>& args) {
     }
     if (arg == "--help" || arg == "-h") {
       std::cout << usage();
+      return false;
+    }
+    if (arg == "--version" || arg == "-V") {
+      std::cout << versionLine(program_) << "\n";
       return false;
     }
 
@@ -223,6 +228,7 @@ std::string CommandLine::usage() const {
   appendHelpRow(out, "--properties-file FILE", "Read configuration from FILE (key=value lines)");
   appendHelpRow(out, "-c, --conf KEY=VALUE", "Set a configuration key; overrides the file");
   appendHelpRow(out, "-h, --help", "Print this help and exit");
+  appendHelpRow(out, "-V, --version", "Print the version, git commit and build type, and exit");
   if (configKeyPrefixes_) {
     out << "\nConfiguration keys (`spark.` prefix accepted; durations take ms, s, min, h, d or "
            "infinity;\nsizes take k, m, g, t):\n"

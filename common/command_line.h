@@ -1,8 +1,9 @@
 #pragma once
 
 // The command line every tide binary shares, following spark-submit: `--properties-file FILE`,
-// repeated `--conf key=value` (`-c`), `--help` (`-h`); plus the options and positional arguments
-// each binary declares. Precedence: table defaults < properties file < --conf (in order).
+// repeated `--conf key=value` (`-c`), `--help` (`-h`), `--version` (`-V`); plus the options and
+// positional arguments each binary declares. Precedence: table defaults < properties file < --conf
+// (in order).
 //
 //   CommandLine cli("tide-nm", "Runs a node manager that starts containers for tide-rm.");
 //   cli.addOption("work-dir", "DIR", "Directory for containers (overrides nm.workDir)");
@@ -45,9 +46,10 @@ class CommandLine {
   void showConfigKeys(std::vector<std::string> prefixes);
   void hideConfigKeys();
 
-  // Parses argv[1..argc); argv[0] is ignored. Returns false when --help was printed to stdout
-  // (the caller exits 0). Throws ConfigError on bad usage or a bad properties file or value.
-  // Loads the properties file, then applies every --conf in order, then validates known keys.
+  // Parses argv[1..argc); argv[0] is ignored. Returns false when --help or --version was
+  // printed to stdout (the caller exits 0). Throws ConfigError on bad usage or a bad properties
+  // file or value. Loads the properties file, then applies every --conf in order, then validates
+  // known keys.
   bool parse(int argc, const char* const* argv);
   bool parse(int argc, char** argv) { return parse(argc, const_cast<const char* const*>(argv)); }
   // The arguments without the program name; for tests and for re-parsing.

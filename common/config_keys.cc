@@ -112,6 +112,8 @@ std::vector<KeyInfo> buildKeyTable() {
       key("network.timeout", K::kDuration, "120s", "Default timeout for network interactions",
           kSeconds),
       key("ui.port", K::kInt, "4040", "Port of the AM's status server (0: any free port)"),
+      key("port.maxRetries", K::kInt, "16",
+          "When ui.port is taken, how many of the next ports the AM tries (as Spark)"),
       key("ui.maxRequestsPerSecond", K::kInt, "1000",
           "Requests per second the AM's status port answers at most; more wait their turn "
           "(0: no limit)"),

@@ -11,22 +11,30 @@
 #include "am/config.h"
 #include "am/scheduler/job.h"
 #include "rest/http_client.h"
+#include "rest/json.h"
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 
 namespace tide::deploy {
 
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
-                           std::string* jobName) {
+                           std::string* jobName, bool strictConf, std::string* jobOutput) {
   am::Job job;
   try {
     job = am::loadJobFile(jobFile);
     if (jobName != nullptr) *jobName = job.name;
+    if (jobOutput != nullptr) *jobOutput = job.output;
   } catch (const am::JobError& e) {
     throw ConfigError(e.what());
   }
-  std::vector<std::string> warnings;
+  props.validate();  // every known key parses by its kind
+  std::vector<std::string> warnings = props.unknownKeyWarnings();
   const am::AmConfig config = am::AmConfig::fromProperties(props, &warnings);  // ConfigError
+  if (strictConf && !warnings.empty()) {
+    std::string message = "configuration warnings are errors with --strict-conf:";
+    for (const auto& warning : warnings) message += "\n  " + warning;
+    throw ConfigError(message);
+  }
   for (const auto& warning : warnings) std::cerr << "tide: warning: " << warning << "\n";
   // A task runs inside one executor: one that needs more cores than an executor has could
   // never start, and the job would wait forever.
@@ -101,9 +109,8 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
 
 namespace {
 
-// "120/200 tasks  executors 7 live / 8 target  12.3s", from the AM's status API.
-std::optional<std::string> progressLine(const std::string& trackingUrl, double elapsedSeconds,
-                                        const std::string& token) {
+// The AM's status (GET api/v1/status), or nullopt when it does not answer.
+std::optional<std::string> fetchStatus(const std::string& trackingUrl, const std::string& token) {
   if (trackingUrl.empty()) return std::nullopt;
   try {
     rest::HttpClientOptions options;
@@ -111,7 +118,18 @@ std::optional<std::string> progressLine(const std::string& trackingUrl, double e
     options.retry.maxAttempts = 1;
     if (!token.empty()) options.defaultHeaders.push_back({"Authorization", "Bearer " + token});
     rest::HttpClient client(trackingUrl, options);
-    auto status = client.getJson("api/v1/status");
+    rest::HttpResponse response = client.request("GET", "api/v1/status");
+    if (response.status != 200) return std::nullopt;
+    return response.body;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// "120/200 tasks  executors 7 live / 8 target  12.3s", from the AM's status.
+std::optional<std::string> progressLine(const std::string& statusJson, double elapsedSeconds) {
+  try {
+    auto status = rest::parseJson(statusJson);
     const auto& tasks = status["tasks"];
     const auto& allocation = status["allocation"];
     int64_t total = 0;
@@ -134,6 +152,7 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
   bool killed = false;
   std::string lastLine;
   bool pageShown = false;
+  auto lastPoll = started - std::chrono::seconds(10);
   while (true) {
     if (!killed && options.interrupted && options.interrupted()) {
       killed = true;
@@ -156,16 +175,67 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
       std::cerr << "tide: status page "
                 << pageUrlWithToken(report.trackingUrl, options.controlToken) << "\n";
     }
-    if (options.progress) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      if (auto line = progressLine(report.trackingUrl, elapsed, options.statusToken)) {
-        std::cerr << "\r\033[K" << *line << std::flush;
-        lastLine = *line;
+    // The status feeds the progress line (every 200 ms) and the summary (every second).
+    const auto now = std::chrono::steady_clock::now();
+    if (options.progress || (options.lastStatusJson && now - lastPoll >= std::chrono::seconds(1))) {
+      lastPoll = now;
+      if (auto status = fetchStatus(report.trackingUrl, options.statusToken)) {
+        if (options.lastStatusJson) *options.lastStatusJson = *status;
+        const double elapsed = std::chrono::duration<double>(now - started).count();
+        if (auto line = options.progress ? progressLine(*status, elapsed) : std::nullopt) {
+          std::cerr << "\r\033[K" << *line << std::flush;
+          lastLine = *line;
+        }
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+std::string formatRunSummary(const rest::ApplicationReport& report, const SummarySources& sources) {
+  std::ostringstream out;
+  out << "  final status  " << report.finalStatus << "\n";
+  // The AM's report is exact; its last status seen is what there is for a remote AM.
+  std::optional<rapidjson::Document> amReport;
+  std::optional<rapidjson::Document> lastStatus;
+  try {
+    if (!sources.amReportJson.empty()) amReport = rest::parseJson(sources.amReportJson);
+    if (!sources.lastStatusJson.empty()) lastStatus = rest::parseJson(sources.lastStatusJson);
+  } catch (const std::exception&) {
+    // a partial file: say less
+  }
+  auto intAt = [](const rapidjson::Value& object, const char* a, const char* b) -> int64_t {
+    if (!object.IsObject() || !object.HasMember(a) || !object[a].IsObject() ||
+        !object[a].HasMember(b) || !object[a][b].IsNumber()) {
+      return -1;
+    }
+    return object[a][b].GetInt64();
+  };
+  if (amReport && amReport->IsObject()) {
+    const rapidjson::Value& r = *amReport;
+    out << "  tasks         " << intAt(r, "tasks", "succeeded") << " succeeded, "
+        << intAt(r, "tasks", "failed") << " failed attempts\n";
+    out << "  executors     peak " << intAt(r, "executors", "peak") << ", launched "
+        << intAt(r, "executors", "launched");
+    if (r.HasMember("executor_seconds") && r["executor_seconds"].IsNumber()) {
+      out << ", " << std::fixed << std::setprecision(1) << r["executor_seconds"].GetDouble()
+          << " executor-seconds";
+    }
+    if (r.HasMember("duration_seconds") && r["duration_seconds"].IsNumber()) {
+      out << " in " << std::fixed << std::setprecision(1) << r["duration_seconds"].GetDouble()
+          << " s";
+    }
+    out << "\n";
+  } else if (lastStatus && lastStatus->IsObject()) {
+    const rapidjson::Value& st = *lastStatus;
+    out << "  tasks         " << intAt(st, "tasks", "succeeded") << " succeeded, "
+        << intAt(st, "tasks", "failed") << " failed attempts (as last seen)\n";
+    out << "  executors     peak " << intAt(st, "allocation", "peak") << ", launched "
+        << intAt(st, "allocation", "launched") << " (as last seen)\n";
+  }
+  if (!sources.output.empty()) out << "  output        " << sources.output << "\n";
+  if (!sources.logs.empty()) out << "  logs          " << sources.logs << "\n";
+  return out.str();
 }
 
 int exitStatusOf(const rest::ApplicationReport& report) {

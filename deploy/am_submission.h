@@ -23,10 +23,13 @@ struct AmSubmission {
   std::string binDir;  // where tide-am is
 };
 
-// Checks the job file and the configuration the AM will read, so that mistakes are reported
-// before anything starts: throws ConfigError naming the field or key (exit status 2).
+// Checks the job file and the whole configuration the AM will read, so that mistakes are
+// reported before anything starts: throws ConfigError naming the field or key (exit status 2).
+// Warnings (an unknown key with the nearest known one, initialExecutors below minExecutors) are
+// printed to stderr; with `strictConf` (`--strict-conf`) they are errors.
 void checkBeforeSubmitting(const std::string& jobFile, const Properties& props,
-                           std::string* jobName);
+                           std::string* jobName, bool strictConf = false,
+                           std::string* jobOutput = nullptr);
 
 // Spark's check against the cluster's maximum allocation (from new-application): an executor
 // or AM container larger than every node could never be granted. Throws ConfigError naming
@@ -48,11 +51,25 @@ struct FollowOptions {
   std::string controlToken;
   // Sent with the progress line's reads of the AM (needed with ui.auth=all).
   std::string statusToken;
+  // When set, receives the last AM status (GET api/v1/status) seen, for the summary.
+  std::string* lastStatusJson = nullptr;
 };
 
 // Follows the application until it ends; returns its last report.
 rest::ApplicationReport followApplication(ClusterClient& cluster, const std::string& applicationId,
                                           const FollowOptions& options);
+
+// Where a run's summary gets its numbers and what it points to.
+struct SummarySources {
+  std::string amReportJson;    // the AM's --report (exact), or else
+  std::string lastStatusJson;  // the last AM status seen while following (may lag the end)
+  std::string output;          // the job's output directory, if it has one
+  std::string logs;            // where the containers' logs are (or why they are not kept)
+};
+
+// The lines printed after an application ended: final status, tasks, peak and launched
+// executors, executor-seconds, output and logs. Each line starts with two spaces.
+std::string formatRunSummary(const rest::ApplicationReport& report, const SummarySources& sources);
 
 // Exit status for a finished application: 0 only when it succeeded.
 int exitStatusOf(const rest::ApplicationReport& report);

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/version.h"
 #include "deploy/commands.h"
 
 namespace {
@@ -39,7 +40,10 @@ void printUsage(std::ostream& out) {
     out << "  " << name << std::string(name.size() < 12 ? 12 - name.size() : 1, ' ')
         << command.summary << "\n";
   }
-  out << "\nRun `tide <command> --help` for a command's options.\n";
+  out << "\nOptions:\n"
+         "  -h, --help                  Print this help and exit\n"
+         "  -V, --version               Print the version, git commit and build type, and exit\n"
+         "\nRun `tide <command> --help` for a command's options.\n";
 }
 
 }  // namespace
@@ -52,6 +56,10 @@ int main(int argc, char** argv) {
   const std::string name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     printUsage(std::cout);
+    return 0;
+  }
+  if (name == "--version" || name == "-V" || name == "version") {
+    std::cout << tide::versionLine("tide") << "\n";
     return 0;
   }
   for (const Command& command : kCommands) {

@@ -8,8 +8,12 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/child_process.h"
 #include "common/command_line.h"
@@ -36,19 +40,49 @@ void interceptInterrupts(std::initializer_list<int> signals) {
 }
 
 // Follows the application to its end, with a progress line on a terminal, and says how it
-// ended.
+// ended: its diagnostics, then a summary. `reportFile`: the AM's --report, when it is
+// readable here; `sources` says where the output and the logs are.
 rest::ApplicationReport followAndReport(ClusterClient& client, const std::string& appId,
-                                        const std::string& controlToken) {
+                                        const std::string& controlToken,
+                                        const std::optional<std::string>& reportFile,
+                                        SummarySources sources) {
   FollowOptions follow;
   follow.controlToken = controlToken;
   follow.statusToken = controlToken;
   follow.progress = isatty(STDERR_FILENO) != 0;
   follow.interrupted = [] { return interruptedFlag.load(); };
+  follow.lastStatusJson = &sources.lastStatusJson;
   const rest::ApplicationReport report = followApplication(client, appId, follow);
   std::cerr << "tide: " << appId << " " << report.state << " (" << report.finalStatus << ")"
             << (report.diagnostics.empty() ? "" : ": " + report.diagnostics) << "\n";
+  if (reportFile) {
+    std::ifstream in(*reportFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    sources.amReportJson = text.str();
+  }
+  std::cerr << formatRunSummary(report, sources);
   return report;
 }
+
+// `tide run` starts tide-rm and tide-nm, which start tide-am and tide-executor, all from the
+// directory `tide` is in: a missing one is named before anything starts.
+void checkSiblingBinaries(const std::string& binDir) {
+  std::vector<std::string> missing;
+  for (const char* name : {"tide-rm", "tide-nm", "tide-am", "tide-executor"}) {
+    if (::access((binDir + "/" + name).c_str(), X_OK) != 0) missing.push_back(name);
+  }
+  if (missing.empty()) return;
+  std::string names;
+  for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+  throw std::runtime_error("cannot run: " + names + (missing.size() == 1 ? " is" : " are") +
+                           " missing from " + binDir +
+                           " (tide run needs tide-rm, tide-nm, tide-am and tide-executor next to "
+                           "tide)");
+}
+
+constexpr char kStrictConfHelp[] =
+    "Make configuration warnings (an unknown key, ...) errors: exit 2 before submitting";
 
 std::string absolute(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
@@ -65,6 +99,7 @@ int runRunCommand(int argc, char** argv) {
   cli.addOption("work-dir", "DIR",
                 "Where the cluster keeps logs and containers (default: a new "
                 "directory under $TMPDIR)");
+  cli.addFlag("strict-conf", kStrictConfHelp);
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
@@ -79,7 +114,9 @@ int runRunCommand(int argc, char** argv) {
           props.set("nm.cores", std::to_string(cores + props.getInt("am.cores")));
         }
         std::string jobName;
-        checkBeforeSubmitting(jobFile, props, &jobName);
+        std::string jobOutput;
+        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"), &jobOutput);
+        checkSiblingBinaries(selfDirectory());
 
         std::string workDir;
         if (auto dir = cli.option("work-dir")) {
@@ -110,7 +147,9 @@ int runRunCommand(int argc, char** argv) {
         submission.jobName = jobName;
         if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
         submission.conf = commandLineConf(props);
-        if (auto report = cli.option("report")) submission.reportFile = absolute(*report);
+        // The summary at the end reads the AM's report: one in the work dir unless asked for.
+        submission.reportFile =
+            cli.option("report") ? absolute(*cli.option("report")) : workDir + "/report.json";
         submission.binDir = selfDirectory();
         ClusterClient client(cluster.rmAddress(), cluster.adminToken());
         std::string controlToken;
@@ -118,7 +157,15 @@ int runRunCommand(int argc, char** argv) {
         std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
 
         interceptInterrupts({SIGINT, SIGTERM});
-        const int status = exitStatusOf(followAndReport(client, appId, controlToken));
+        SummarySources sources;
+        sources.output = jobOutput;
+        const std::string logs = workDir + "/nm0/work/" + appId;
+        sources.logs = cli.option("work-dir") ? logs
+                                              : logs +
+                                                    " (removed if the job succeeds; keep them "
+                                                    "with --work-dir DIR)";
+        const int status = exitStatusOf(
+            followAndReport(client, appId, controlToken, submission.reportFile, sources));
         if (status != 0) std::cerr << "tide: logs are in " << workDir << "\n";
         cluster.stop();
         if (status == 0 && !cli.option("work-dir")) std::filesystem::remove_all(workDir);
@@ -137,6 +184,7 @@ int runSubmitCommand(int argc, char** argv) {
                 "slurm+http://HOST:6820 (or slurm+unix:/path/to/socket)");
   cli.addFlag("wait", "Follow the application and exit with its final status");
   cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
+  cli.addFlag("strict-conf", kStrictConfHelp);
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
@@ -150,7 +198,8 @@ int runSubmitCommand(int argc, char** argv) {
         }
         const std::string jobFile = absolute(*cli.positional("JOB"));
         std::string jobName;
-        checkBeforeSubmitting(jobFile, props, &jobName);
+        std::string jobOutput;
+        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"), &jobOutput);
         AmSubmission submission;
         submission.jobFile = jobFile;
         submission.jobName = jobName;
@@ -173,7 +222,10 @@ int runSubmitCommand(int argc, char** argv) {
           return 0;
         }
         interceptInterrupts({SIGINT});
-        return exitStatusOf(followAndReport(client, appId, controlToken));
+        SummarySources sources;
+        sources.output = jobOutput;
+        sources.logs = "in each node manager's work directory (nm.workDir), under " + appId;
+        return exitStatusOf(followAndReport(client, appId, controlToken, std::nullopt, sources));
       },
       "tide submit");
 }

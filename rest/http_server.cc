@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
@@ -238,15 +239,29 @@ int HttpServer::start() {
     boundPort_ = 0;
     where = "unix:" + options_.unixSocketPath;
   } else {
+    // The last port tried; errno says why the last bind failed.
+    const int last =
+        options_.port == 0 ? 0 : std::min(65535, options_.port + std::max(0, options_.portRetries));
     if (options_.port == 0) {
       boundPort_ = server_->bind_to_any_port(options_.bindAddress);
     } else {
-      boundPort_ = server_->bind_to_port(options_.bindAddress, options_.port) ? options_.port : -1;
+      boundPort_ = -1;
+      for (int port = options_.port; port <= last && boundPort_ < 0; ++port) {
+        if (server_->bind_to_port(options_.bindAddress, port)) {
+          boundPort_ = port;
+        } else if (port < last) {
+          options_.log("http server: cannot bind " + options_.bindAddress + ":" +
+                       std::to_string(port) + " (" + std::strerror(errno) + "); trying port " +
+                       std::to_string(port + 1));
+        }
+      }
     }
     if (boundPort_ < 0) {
+      const std::string reason = std::strerror(errno);
       boundPort_ = 0;
-      throw std::runtime_error("http server: cannot bind " + options_.bindAddress + ":" +
-                               std::to_string(options_.port) + ": " + std::strerror(errno));
+      throw std::runtime_error(
+          "http server: cannot bind " + options_.bindAddress + ":" + std::to_string(options_.port) +
+          (last > options_.port ? ".." + std::to_string(last) : "") + ": " + reason);
     }
     where = options_.bindAddress + ":" + std::to_string(boundPort_);
   }

@@ -49,6 +49,9 @@ struct HttpServerOptions {
   // Only loopback by default: exposing a port beyond the host must be a deliberate choice.
   std::string bindAddress = "127.0.0.1";
   int port = 0;  // 0 = an ephemeral port, see HttpServer::port()
+  // When `port` (not 0) cannot be bound, try port+1, ... up to port+portRetries (Spark's
+  // spark.port.maxRetries): two AMs on one host with the same ui.port both come up.
+  int portRetries = 0;
   // Serve on this Unix domain socket instead of bindAddress:port when set.
   std::string unixSocketPath;
   // Worker threads. Each kept-alive client connection holds one while it is open.

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "common/child_process.h"
+#include "common/file_tail.h"
 #include "common/process_tree.h"
 #include "common/spawn.h"
 #include "deploy/nm/process_group.h"
@@ -26,6 +27,8 @@ constexpr int64_t kMiB = 1024 * 1024;
 // How long stop(wait) and stopAll() wait beyond the grace period for the SIGKILL to land.
 constexpr DurationMs kKillMargin = 5000;
 constexpr char kShell[] = "/bin/sh";
+// How much of a failed container's stderr its diagnostics carry.
+constexpr size_t kStderrTailLines = 10;
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 
 // Container and application ids name directories and record files, so they must be plain
@@ -402,6 +405,12 @@ void ContainerManager::complete(Container& container, int waitStatus) {
   } else if (container.diagnostics.empty()) {
     container.exitStatus = exit.exitStatus;
     container.diagnostics = exit.diagnostics;
+    // A process that failed on its own usually said why on stderr: its last lines go to the
+    // RM (and so to whoever follows the application), one summary line then the lines.
+    if (exit.exitStatus != 0) {
+      const std::string tail = lastLinesOf(container.workDir + "/stderr", kStderrTailLines);
+      if (!tail.empty()) container.diagnostics += "\nlast lines of its stderr:\n" + tail;
+    }
   }
   container.state = kComplete;
   container.completedAt = now();

@@ -675,8 +675,11 @@ void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
                   "killed by the resource manager: application attempt " + attempt.id + " failed");
   }
   const int maxAttempts = maxAttemptsOf(app);
+  // "; attempt 1 of 2" ends the reason's first line; the lines after it (an AM's stderr) follow.
+  const size_t newline = reason.find('\n');
   const std::string diagnostics =
-      reason + "; attempt " + std::to_string(attempt.number) + " of " + std::to_string(maxAttempts);
+      reason.substr(0, newline) + "; attempt " + std::to_string(attempt.number) + " of " +
+      std::to_string(maxAttempts) + (newline == std::string::npos ? "" : reason.substr(newline));
   log_.warn() << attempt.id << " failed: " << diagnostics;
   if (isFinal(app.state)) return;
   if (attempt.number < maxAttempts) {
@@ -767,7 +770,10 @@ void ClusterState::completeContainer(const std::string& containerId, int exitSta
     if (reason.empty()) {
       reason = "AM container " + containerId + " exited with code " + std::to_string(exitStatus) +
                " without unregistering";
-      if (!diagnostics.empty()) reason += " (" + diagnostics + ")";
+      // The node's diagnostics: a summary line, then maybe the last lines of its stderr.
+      const size_t newline = diagnostics.find('\n');
+      if (!diagnostics.empty()) reason += " (" + diagnostics.substr(0, newline) + ")";
+      if (newline != std::string::npos) reason += diagnostics.substr(newline);
     }
     failAttempt(attempt, reason);
     return;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/command_line.h"
+#include "common/version.h"
 #include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
@@ -172,6 +173,18 @@ TEST(CommandLine, HelpPrintsUsageAndReturnsFalse) {
     EXPECT_THAT(out, HasSubstr("dynamicAllocation.executorIdleTimeout = 60s"));
     EXPECT_THAT(out, ::testing::Not(HasSubstr("nm.port")));
   }
+}
+
+TEST(CommandLine, VersionPrintsTheVersionLineAndReturnsFalse) {
+  for (const char* version : {"--version", "-V"}) {
+    CommandLine cli = runCommandLine();
+    ::testing::internal::CaptureStdout();
+    EXPECT_FALSE(cli.parse({version}));  // no JOB needed
+    EXPECT_EQ(::testing::internal::GetCapturedStdout(), versionLine("tide run") + "\n");
+  }
+  EXPECT_THAT(versionLine("tide-rm"),
+              ::testing::StartsWith("tide-rm " + std::string(versionNumber()) + " (commit "));
+  EXPECT_THAT(CommandLine("x", "").usage(), HasSubstr("-V, --version"));
 }
 
 TEST(CommandLine, UsageCanHideConfigKeys) {

@@ -70,7 +70,8 @@ TEST_F(ContainerManagerTest, RunsTheCommandInItsWorkDirAndRecordsTheExitCode) {
   const rest::ContainerReport done = *manager->report("c1");
   EXPECT_EQ(done.state, "COMPLETE");
   EXPECT_EQ(done.exitStatus, 3);
-  EXPECT_EQ(done.diagnostics, "exited with code 3");
+  // A failure carries the end of its stderr.
+  EXPECT_EQ(done.diagnostics, "exited with code 3\nlast lines of its stderr:\nerr");
   EXPECT_EQ(readFile(containerDir("c1") / "stdout"), "out\n");
   EXPECT_EQ(readFile(containerDir("c1") / "stderr"), "err\n");
   EXPECT_EQ(readFile(containerDir("c1") / "cwd"), containerDir("c1").string() + "\n");
@@ -168,6 +169,20 @@ TEST_F(ContainerManagerTest, WhatAContainerLeavesInItsGroupEndsWithIt) {
   const pid_t grandchild = readPidFile(containerDir("leaver") / "grandchild.pid");
   ASSERT_NE(grandchild, 0);
   EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound));
+}
+
+TEST_F(ContainerManagerTest, AFailedContainersDiagnosticsEndWithTheLastTenLinesOfItsStderr) {
+  auto manager = startManager(options());
+  manager->launch(launchRequest(
+      "noisy", "i=1; while [ $i -le 15 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1"));
+  manager->launch(launchRequest("quiet-ok", "echo fine >&2; exit 0"));
+  ASSERT_TRUE(manager->waitForCompletion("noisy", kCompletionBound));
+  ASSERT_TRUE(manager->waitForCompletion("quiet-ok", kCompletionBound));
+  std::string expected = "exited with code 1\nlast lines of its stderr:";
+  for (int i = 6; i <= 15; ++i) expected += "\nline-" + std::to_string(i);
+  EXPECT_EQ(manager->report("noisy")->diagnostics, expected);
+  // Success needs no explanation.
+  EXPECT_EQ(manager->report("quiet-ok")->diagnostics, "exited with code 0");
 }
 
 TEST_F(ContainerManagerTest, ASignalEndReportsOneHundredTwentyEightPlusTheSignal) {

@@ -273,6 +273,27 @@ TEST_F(HttpServerTest, BindingABusyPortFails) {
   }
 }
 
+TEST_F(HttpServerTest, ABusyPortMovesToTheNextFreeOneWithinPortRetries) {
+  startServer(makeEchoServer(serverOptions()));
+  HttpServerOptions sameport = serverOptions();
+  sameport.port = server_->port();
+  sameport.portRetries = 16;
+  std::vector<std::string> logged;
+  sameport.log = [&](const std::string& line) { logged.push_back(line); };
+  auto second = makeEchoServer(sameport);
+  const int port = second->start();
+  EXPECT_GT(port, sameport.port);
+  EXPECT_LE(port, sameport.port + 16);
+  EXPECT_EQ(second->port(), port);
+  ASSERT_FALSE(logged.empty());
+  EXPECT_THAT(logged.front(), HasSubstr("cannot bind 127.0.0.1:" + std::to_string(sameport.port) +
+                                        " (Address already in use); trying port " +
+                                        std::to_string(sameport.port + 1)));
+  HttpClient client(second->baseUrl(), clientOptions());
+  EXPECT_EQ(client.request("GET", "/ping").status, 200);
+  second->stop();
+}
+
 TEST_F(HttpServerTest, ServesAndCallsOverUnixSocket) {
   std::string path =
       ::testing::TempDir() + "tide-rest-test-" + std::to_string(::getpid()) + ".sock";

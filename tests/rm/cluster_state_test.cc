@@ -492,6 +492,24 @@ TEST_F(ClusterStateTest, AttemptsAreTheSmallerOfTheAppsAndTheRmsLimit) {
   EXPECT_THAT(state().applicationReport(many).diagnostics, HasSubstr("attempt 3 of 3"));
 }
 
+TEST_F(ClusterStateTest, AnAmThatExitsBeforeRegisteringLeavesItsStderrInTheDiagnostics) {
+  create();
+  const std::string node = addNode("h1", 1, 4, 8192);
+  const std::string app = submit(256, 1, 1);
+  startAm(app);
+  exitContainer(launches_.back().request.containerId, 1,
+                "exited with code 1\nlast lines of its stderr:\nstarting\n"
+                "tide-am: http server: cannot bind 127.0.0.1:4040: Address already in use");
+  heartbeat(node);
+  const auto report = state().applicationReport(app);
+  EXPECT_EQ(report.state, "FAILED");
+  EXPECT_EQ(report.diagnostics, "AM container " + launches_.back().request.containerId +
+                                    " exited with code 1 without unregistering (exited with code "
+                                    "1); attempt 1 of 1\nlast lines of its stderr:\nstarting\n"
+                                    "tide-am: http server: cannot bind 127.0.0.1:4040: Address "
+                                    "already in use");
+}
+
 TEST_F(ClusterStateTest, SilentAmFailsItsAttemptAfterTheLivenessExpiry) {
   RmConfig config;
   config.amLivenessExpiryMs = 5000;
