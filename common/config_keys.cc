@@ -135,6 +135,8 @@ std::vector<KeyInfo> buildKeyTable() {
       key("rm.tokenFile", K::kString, "",
           "A file holding the token the tide commands send to tide-rm (instead of "
           "TIDE_RM_TOKEN or the secret file)"),
+      key("rm.maxCompletedApplications", K::kInt, "1000",
+          "Finished applications kept for reports (the oldest go first)"),
 
       // Node manager (tide-nm).
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),

@@ -27,6 +27,9 @@ struct RmConfig {
   bool authenticate = true;
   // rm.secretFile, resolved (~/.tide/rm.secret when not set).
   std::string secretFile;
+  // rm.maxCompletedApplications: finished applications kept (YARN's
+  // max-completed-applications); the oldest are forgotten beyond it.
+  int maxCompletedApplications = 1000;
 
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
   // rm.maxAppAttempts, rm.authentication and rm.secretFile; throws ConfigError naming the key for
