@@ -31,7 +31,9 @@ class SlowClientsTest : public testing_support::AmClusterTest,
   std::pair<std::string, std::string> target(const std::string& which) {
     if (which == "rm") return {cluster->rmAddress(), "/ws/v1/cluster/metrics"};
     if (which == "nm") {
-      rest::HttpClient rm(cluster->rmAddress());
+      rest::HttpClientOptions admin;
+      admin.defaultHeaders = {{"Authorization", "Bearer " + cluster->adminToken()}};
+      rest::HttpClient rm(cluster->rmAddress(), admin);
       auto nodes = rest::nodeReportsFromJson(rm.getJson("/ws/v1/cluster/nodes"));
       return {url(nodes.at(0).nodeHTTPAddress), "/ws/v1/node/info"};
     }
@@ -63,16 +65,7 @@ class SlowClientsTest : public testing_support::AmClusterTest,
 TEST_P(SlowClientsTest, TwoHundredSlowConnectionsCostNoNodeAndNoExecutor) {
   // Short timers, so that a starved server would show at once: a node is lost after 3 s
   // without a heartbeat; an executor after 3 s without a sync.
-  {
-    deploy::EmbeddedClusterOptions options;
-    options.binDir = TIDE_BIN_DIR;
-    options.workDir = (dir.path() / "cluster").string();
-    options.nodes = 2;
-    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
-    options.rmConf = {{"rm.nodeExpiry", "3s"}};
-    cluster = std::make_unique<deploy::EmbeddedCluster>(options);
-    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress());
-  }
+  startCluster(2, 5, "3s");
   submit(R"({"name": "idle", "stages": [
       {"id": "warm", "tasks": 3, "builtin": "sleep", "sleep_ms": 100}]})",
          {{"dynamicAllocation.minExecutors", "2"},
