@@ -432,6 +432,10 @@ void ApplicationMaster::launchLoop() {
       launch = executorLaunchFor(next.second, next.first.id);
       // Where it runs, for locality: node managers on one machine are still two places.
       launch.environment.emplace_back("TIDE_NODE_ID", next.first.nodeId);
+      // The node's configured host: the executor's block server binds it, not every address.
+      launch.environment.emplace_back(
+          "TIDE_NODE_HOST",
+          next.first.nodeHttpAddress.substr(0, next.first.nodeHttpAddress.rfind(':')));
       return false;
     });
     if (stopping) return;
@@ -478,9 +482,12 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     executor.registeredAt = now;
     executor.lastSeen = now;
     executor.node = registration.node.empty() ? registration.host : registration.node;
-    // The address the executor reached us from is one other executors can reach it at.
+    // The executor's block server listens on the host it registers (its node's configured
+    // host); an executor that names none is reached where it reached us from.
     if (registration.port > 0) {
-      executor.blockUrl = "http://" + remoteAddress + ":" + std::to_string(registration.port);
+      std::string host = registration.host.empty() ? remoteAddress : registration.host;
+      if (host.find(':') != std::string::npos) host = "[" + host + "]";
+      executor.blockUrl = "http://" + host + ":" + std::to_string(registration.port);
     }
     allocation_.onExecutorAdded(executor.id);
     peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));

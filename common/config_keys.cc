@@ -149,6 +149,8 @@ std::vector<KeyInfo> buildKeyTable() {
       key("rm.maxAmShare", K::kDouble, "0.5",
           "Share of the cluster's memory and vCores AM containers may hold at most; further "
           "applications wait ACCEPTED (one AM may always run)"),
+      key("rm.maxCompletedApplications", K::kInt, "1000",
+          "Finished applications kept for reports (the oldest go first)"),
 
       // Node manager (tide-nm).
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),

@@ -2,9 +2,9 @@
 
 // Serves this executor's blocks to other executors: GET /blocks/<jobId>/<stage>/<index>/part-<n>
 // answers the block's bytes, 404 when it is not here. Only holders of the application secret
-// (Authorization: Bearer) are answered. Listens on an ephemeral port, on every interface, since
-// the executors reading from it may be on other hosts; the AM tells them the address it sees
-// this executor at.
+// (Authorization: Bearer) are answered. Listens on an ephemeral port of the executor's host (its
+// node's configured host), never on every interface; the executor registers that host and the
+// AM hands it to the executors reading from it.
 
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@ class BlockServer {
  public:
   // `store` must outlive the server.
   BlockServer(const BlockStore& store, const std::string& appSecret,
-              const std::string& bindAddress = "0.0.0.0");
+              const std::string& bindAddress);
   ~BlockServer();
 
   // Starts serving; returns the port.

@@ -35,12 +35,6 @@ rest::HttpClientOptions clientOptions(const ExecutorSettings& settings, const Lo
   return options;
 }
 
-std::string hostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 std::string excerpt(const std::string& body) {
   constexpr size_t kMax = 300;
   return body.size() <= kMax ? body : body.substr(0, kMax) + "...";
@@ -185,7 +179,7 @@ bool ExecutorBackend::registerWithAm() {
   rest::ExecutorRegistration registration;
   registration.executorId = settings_.executorId;
   registration.containerId = settings_.containerId;
-  registration.host = hostName();
+  registration.host = settings_.host;
   registration.port = settings_.blockPort;
   registration.node = settings_.nodeId;
   registration.cores = settings_.cores;

@@ -1,5 +1,7 @@
 #include "executor/executor_settings.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -54,6 +56,12 @@ EnvironmentLookup processEnvironment() {
   };
 }
 
+std::string localHostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
 ExecutorSettings readExecutorSettings(const Properties& properties,
                                       const EnvironmentLookup& environment,
                                       const std::optional<std::string>& amOverride) {
@@ -69,6 +77,8 @@ ExecutorSettings readExecutorSettings(const Properties& properties,
   settings.containerId = required.get(kContainerIdEnv, "this executor's container id");
   required.throwIfMissing();
   settings.nodeId = environment(kNodeIdEnv).value_or("");
+  settings.host = environment(kNodeHostEnv).value_or("");
+  if (settings.host.empty()) settings.host = localHostName();
   if (settings.amAddress.rfind("http://", 0) != 0 && settings.amAddress.rfind("https://", 0) != 0) {
     throw ConfigError("the AM address '" + settings.amAddress +
                       "' is not an http:// or https:// URL");

@@ -21,6 +21,9 @@ inline constexpr char kExecutorIdEnv[] = "TIDE_EXECUTOR_ID";
 inline constexpr char kContainerIdEnv[] = "TIDE_CONTAINER_ID";
 // Optional: the node manager node the container runs on, the AM's unit of locality.
 inline constexpr char kNodeIdEnv[] = "TIDE_NODE_ID";
+// Optional: the host its node manager listens on (nm.host). The block server binds it and the
+// executor advertises it; without it, the machine's host name.
+inline constexpr char kNodeHostEnv[] = "TIDE_NODE_HOST";
 
 struct ExecutorSettings {
   std::string amAddress;    // "http://host:port"
@@ -28,6 +31,7 @@ struct ExecutorSettings {
   std::string executorId;   // e1, e2, ...
   std::string containerId;  // the NM's container this process runs in
   std::string nodeId;       // TIDE_NODE_ID; empty when not given
+  std::string host;         // TIDE_NODE_HOST, else the host name: bound and advertised
   int blockPort = 0;        // where this executor serves its blocks (set once it listens)
   int cores = 1;            // executor.cores
   int taskCpus = 1;         // task.cpus
@@ -45,6 +49,9 @@ using EnvironmentLookup = std::function<std::optional<std::string>(const std::st
 
 // The process environment (getenv).
 EnvironmentLookup processEnvironment();
+
+// The machine's host name (gethostname), "localhost" when it has none.
+std::string localHostName();
 
 // Reads the settings; `amOverride` (the --am option) replaces TIDE_AM_ADDRESS. Throws
 // ConfigError naming every missing variable, or the bad key.

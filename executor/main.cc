@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
         // Blocks live in the container's directory, so the node manager's cleanup of the
         // container takes them too.
         executor::BlockStore blocks(std::filesystem::current_path() / "blocks");
-        executor::BlockServer blockServer(blocks, settings.appSecret);
+        executor::BlockServer blockServer(blocks, settings.appSecret, settings.host);
         settings.blockPort = blockServer.start();
         executor::BlockFetcherOptions fetcherOptions;
         fetcherOptions.executorId = settings.executorId;

@@ -119,6 +119,9 @@ struct HttpClientOptions {
   std::function<void(std::chrono::milliseconds)> sleep;
   // Retries are logged here; unset = stderr.
   LogFunction log;
+  // For https:// URLs: the PEM file of the CA that signed the servers' certificates
+  // (tls.caFile); unset = the system's CAs. The peer and its host name are always verified.
+  std::string caFile;
 };
 
 struct RequestOptions {

@@ -96,9 +96,18 @@ AuthHook bearerTokenAuth(std::string token) {
   };
 }
 
-HttpServer::HttpServer(HttpServerOptions options)
-    : options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options)) {
   if (!options_.log) options_.log = logToStderr;
+  ConnectionLimits limits;
+  limits.keepAliveTimeout = options_.keepAliveTimeout;
+  limits.readTimeout = options_.readTimeout;
+  limits.writeTimeout = options_.writeTimeout;
+  limits.requestReadTimeout = options_.requestReadTimeout;
+  limits.minThreads = std::max<size_t>(1, options_.threadCount);
+  limits.maxConnections = std::max(options_.maxConnections, limits.minThreads);
+  limits.maxConnectionsPerAddress = std::max<size_t>(1, options_.maxConnectionsPerAddress);
+  server_ = std::make_unique<GuardedServer>(
+      limits, TlsServerFiles{options_.tlsCertFile, options_.tlsKeyFile});
 }
 
 HttpServer::~HttpServer() {
@@ -182,8 +191,7 @@ int HttpServer::start() {
   if (started_) throw std::logic_error("HttpServer::start called twice");
   started_ = true;
 
-  size_t threads = std::max<size_t>(1, options_.threadCount);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t threads = std::max<size_t>(1, options_.threadCount);
   server_->set_payload_max_length(options_.maxRequestBodyBytes);
   server_->set_keep_alive_timeout(options_.keepAliveTimeout.count());
   // httplib's default sets SO_REUSEPORT, which would let a second server silently share a
@@ -266,6 +274,7 @@ int HttpServer::start() {
     where = options_.bindAddress + ":" + std::to_string(boundPort_);
   }
 
+  server_->widenBacklog(SOMAXCONN);
   thread_ = std::thread([this] { serve(); });
 
   // The socket already listens (connections queue in its backlog), but stop() only works once
@@ -288,8 +297,8 @@ int HttpServer::start() {
     stateChanged_.wait_for(lock, std::chrono::milliseconds(1));
   }
   lock.unlock();
-  options_.log("http server listening on " + where + " with " + std::to_string(threads) +
-               " threads");
+  options_.log(std::string(server_->tls() ? "https" : "http") + " server listening on " + where +
+               " with " + std::to_string(threads) + " threads");
   return boundPort_;
 }
 
@@ -326,7 +335,8 @@ std::string HttpServer::baseUrl() const {
   if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
   if (host == "::") host = "::1";
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return "http://" + host + ":" + std::to_string(boundPort_);
+  return std::string(server_->tls() ? "https://" : "http://") + host + ":" +
+         std::to_string(boundPort_);
 }
 
 }  // namespace tide::rest

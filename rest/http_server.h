@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "rest/guarded_server.h"
 #include "rest/http_client.h"  // LogFunction
 
 namespace tide::rest {
@@ -54,8 +55,13 @@ struct HttpServerOptions {
   int portRetries = 0;
   // Serve on this Unix domain socket instead of bindAddress:port when set.
   std::string unixSocketPath;
-  // Worker threads. Each kept-alive client connection holds one while it is open.
+  // Worker threads kept ready. Each open connection holds one; more are started, up to
+  // maxConnections, while connections wait (so slow clients hold only themselves).
   size_t threadCount = 8;
+  // Connections open at once, in all and from one client address; beyond either, a new
+  // connection gets a 503 and is closed.
+  size_t maxConnections = 1024;
+  size_t maxConnectionsPerAddress = 256;
   // Larger request bodies get a 413 without reaching a handler.
   size_t maxRequestBodyBytes = 1 << 20;
   // How long an idle kept-alive connection stays open, and so how long stop() may wait for
@@ -64,6 +70,12 @@ struct HttpServerOptions {
   std::chrono::seconds keepAliveTimeout{1};
   std::chrono::seconds readTimeout{5};
   std::chrono::seconds writeTimeout{5};
+  // A request's line, headers and body must arrive within this time of its first byte, however
+  // slowly they trickle in (slowloris); otherwise its connection is closed.
+  std::chrono::seconds requestReadTimeout{10};
+  // PEM certificate (chain) and key: set = HTTPS only (tls.certFile, tls.keyFile).
+  std::string tlsCertFile;
+  std::string tlsKeyFile;
   // start() gives up when the server is not accepting connections within this time.
   std::chrono::milliseconds startTimeout{5000};
   AuthHook auth;  // unset = no authentication
@@ -98,7 +110,8 @@ class HttpServer {
   bool running() const;
   // The bound port once started (the real one when options.port was 0).
   int port() const { return boundPort_; }
-  // "http://127.0.0.1:PORT", or "unix:/path" for a Unix socket: what HttpClient takes.
+  // "http://127.0.0.1:PORT" ("https://" with TLS), or "unix:/path" for a Unix socket: what
+  // HttpClient takes.
   std::string baseUrl() const;
 
   // The underlying server, for what the wrapper does not cover (static files, streaming).
@@ -109,7 +122,7 @@ class HttpServer {
   void serve();
 
   HttpServerOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<GuardedServer> server_;
   std::thread thread_;
   int boundPort_ = 0;
   bool started_ = false;

@@ -1,8 +1,13 @@
 #include "rest/json.h"
 
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 
 #include <limits>
+#include <optional>
+#include <set>
+#include <vector>
 
 namespace tide::rest {
 namespace {
@@ -76,6 +81,50 @@ JsonFieldError::JsonFieldError(std::string fieldPath, const std::string& problem
                                            : "field '" + fieldPath + "': " + problem),
       fieldPath_(std::move(fieldPath)) {}
 
+namespace {
+
+// A SAX pass that stops at the first object with a key it has seen already: RapidJSON keeps
+// duplicate members (and lookups take the first), so {"user": "a", "user": "b"} would mean one
+// thing to tide and another to whatever sits in front of it.
+class DuplicateKeyFinder
+    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, DuplicateKeyFinder> {
+ public:
+  bool StartObject() {
+    keys_.emplace_back();
+    return true;
+  }
+  bool Key(const char* name, rapidjson::SizeType length, bool) {
+    if (!keys_.back().emplace(name, length).second) {
+      duplicate_ = std::string(name, length);
+      return false;
+    }
+    return true;
+  }
+  bool EndObject(rapidjson::SizeType) {
+    keys_.pop_back();
+    return true;
+  }
+  const std::optional<std::string>& duplicate() const { return duplicate_; }
+
+ private:
+  std::vector<std::set<std::string>> keys_;
+  std::optional<std::string> duplicate_;
+};
+
+void rejectDuplicateKeys(std::string_view text) {
+  DuplicateKeyFinder finder;
+  rapidjson::Reader reader;
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(stream,
+                                                                                       finder);
+  if (finder.duplicate()) {
+    std::string shown = finder.duplicate()->substr(0, 200);
+    throw JsonParseError(reader.GetErrorOffset(), "duplicate key '" + shown + "'");
+  }
+}
+
+}  // namespace
+
 rapidjson::Document parseJson(std::string_view text) {
   rapidjson::Document document;
   // Iterative parsing keeps a hostile, deeply nested body from overflowing the stack;
@@ -88,6 +137,7 @@ rapidjson::Document parseJson(std::string_view text) {
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
     throw JsonParseError(document.GetErrorOffset(), reason);
   }
+  if (document.IsObject() || document.IsArray()) rejectDuplicateKeys(text);
   return document;
 }
 

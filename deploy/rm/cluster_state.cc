@@ -215,7 +215,40 @@ rest::NewApplicationResponse ClusterState::newApplication() {
       "application_" + std::to_string(options_.clusterTimestamp) + "_" + padded(app->number, 4);
   rest::NewApplicationResponse response{app->id, maximumCapability()};
   applications_.emplace(app->id, std::move(app));
+  forgetOldApplications();
   return response;
+}
+
+void ClusterState::forgetOldApplications() {
+  const size_t keep = static_cast<size_t>(options_.config.maxCompletedApplications);
+  // Oldest first: application numbers grow with time.
+  std::vector<Application*> finished, unsubmitted;
+  for (const auto& [id, app] : applications_) {
+    if (!app->submitted && app->state == app_state::kNew) {
+      unsubmitted.push_back(app.get());
+    } else if (isFinal(app->state) && app->liveContainers == 0) {
+      finished.push_back(app.get());
+    }
+  }
+  const auto byNumber = [](const Application* a, const Application* b) {
+    return a->number < b->number;
+  };
+  std::vector<std::string> forget;
+  for (std::vector<Application*>* list : {&finished, &unsubmitted}) {
+    if (list->size() <= keep) continue;
+    std::sort(list->begin(), list->end(), byNumber);
+    for (size_t i = 0; i < list->size() - keep; ++i) forget.push_back((*list)[i]->id);
+  }
+  for (const std::string& id : forget) {
+    auto it = applications_.find(id);
+    Application& app = *it->second;
+    for (const auto& attempt : app.attempts) attempts_.erase(attempt->id);
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), &app), queue_.end());
+    if (app.state == app_state::kFinished) ++forgottenFinished_;
+    if (app.state == app_state::kFailed) ++forgottenFailed_;
+    if (app.state == app_state::kKilled) ++forgottenKilled_;
+    applications_.erase(it);
+  }
 }
 
 void ClusterState::submitApplication(const rest::ApplicationSubmission& submission) {
@@ -325,6 +358,9 @@ rest::AppStateMessage ClusterState::killApplication(const std::string& applicati
 rest::ClusterMetrics ClusterState::metrics() const {
   rest::ClusterMetrics metrics;
   metrics.appsSubmitted = appsSubmitted_;
+  metrics.appsCompleted = forgottenFinished_;
+  metrics.appsFailed = forgottenFailed_;
+  metrics.appsKilled = forgottenKilled_;
   for (const auto& [id, app] : applications_) {
     if (app->state == app_state::kAccepted) ++metrics.appsPending;
     if (app->state == app_state::kRunning) ++metrics.appsRunning;

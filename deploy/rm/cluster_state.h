@@ -217,6 +217,9 @@ class ClusterState {
   rest::ApplicationReport reportOf(const Application& app) const;
   int maxAttemptsOf(const Application& app) const;
   int64_t toEpoch(TimeMs monotonic) const;
+  // Forgets the oldest finished applications beyond rm.maxCompletedApplications, and the
+  // oldest ids handed out but never submitted beyond the same number.
+  void forgetOldApplications();
 
   ClusterStateOptions options_;
   const Clock& clock_;
@@ -234,6 +237,10 @@ class ClusterState {
   std::vector<Application*> queue_;
   int nextApplicationNumber_ = 1;
   int appsSubmitted_ = 0;
+  // Finished applications forgotten by forgetOldApplications, by final state (for metrics).
+  int forgottenFinished_ = 0;
+  int forgottenFailed_ = 0;
+  int forgottenKilled_ = 0;
   size_t amCursor_ = 0;
   Outbox outbox_;
   std::deque<ContainerOutcome> completed_;

@@ -40,6 +40,12 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
     throw ConfigError(properties.describe("rm.maxAmShare") +
                       ": must be above 0 and at most 1 (a share of the cluster)");
   }
+  const int64_t completed = properties.getInt("rm.maxCompletedApplications");
+  if (completed < 0 || completed > 1'000'000) {
+    throw ConfigError(properties.describe("rm.maxCompletedApplications") +
+                      ": must be between 0 and 1000000");
+  }
+  config.maxCompletedApplications = static_cast<int>(completed);
   return config;
 }
 

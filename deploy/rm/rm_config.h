@@ -30,6 +30,9 @@ struct RmConfig {
   // YARN's maximum-am-resource-percent: AM containers hold at most this share of the
   // cluster's memory and of its vCores (one AM may always run when none does).
   double maxAmShare = 0.5;
+  // rm.maxCompletedApplications: finished applications kept (YARN's
+  // max-completed-applications); the oldest are forgotten beyond it.
+  int maxCompletedApplications = 1000;
 
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
   // rm.maxAppAttempts, rm.maxAmShare, rm.authentication and rm.secretFile; throws ConfigError

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "deploy/rm/request_limits.h"
 #include "deploy/rm/rm_error.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
@@ -141,6 +142,7 @@ void ResourceManagerServer::addRoutes() {
   server_.post("/ws/v1/cluster/apps", [this](const Request& req, Response& res) {
     const rapidjson::Document body = rest::parseJson(req.body);
     const rest::ApplicationSubmission submission = rest::applicationSubmissionFromJson(body);
+    checkSubmissionLimits(submission);
     translatingErrors([&] {
       const rest::ApplicationReport report = withState([&](ClusterState& s) {
         s.submitApplication(submission);
@@ -151,15 +153,12 @@ void ResourceManagerServer::addRoutes() {
     });
   });
   server_.get("/ws/v1/cluster/apps", [this](const Request& req, Response& res) {
+    // YARN's filter ?states=RUNNING,ACCEPTED (any case), then ?offset= and ?limit=.
+    const std::vector<std::string> wanted = applicationStatesOf(req);
+    const Page page = pageOf(req);
     std::vector<rest::ApplicationReport> reports =
         withState([](ClusterState& s) { return s.applicationReports(); });
-    // YARN's filter: ?states=RUNNING,ACCEPTED (any case).
-    if (req.has_param("states")) {
-      std::vector<std::string> wanted;
-      std::stringstream list(req.get_param_value("states"));
-      for (std::string state; std::getline(list, state, ',');) {
-        wanted.push_back(toUpper(trim(state)));
-      }
+    if (!wanted.empty()) {
       reports.erase(std::remove_if(reports.begin(), reports.end(),
                                    [&](const rest::ApplicationReport& report) {
                                      return std::find(wanted.begin(), wanted.end(), report.state) ==
@@ -167,6 +166,7 @@ void ResourceManagerServer::addRoutes() {
                                    }),
                     reports.end());
     }
+    applyPage(reports, page);
     rest::replyJson(res, toJson(reports));
   });
   server_.get(R"(/ws/v1/cluster/apps/([^/]+))", [this](const Request& req, Response& res) {
@@ -217,8 +217,12 @@ void ResourceManagerServer::addRoutes() {
   server_.get("/ws/v1/cluster/metrics", [this](const Request&, Response& res) {
     rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.metrics(); })));
   });
-  server_.get("/ws/v1/cluster/nodes", [this](const Request&, Response& res) {
-    rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.nodeReports(); })));
+  server_.get("/ws/v1/cluster/nodes", [this](const Request& req, Response& res) {
+    const Page page = pageOf(req);
+    std::vector<rest::NodeReport> nodes =
+        withState([](ClusterState& s) { return s.nodeReports(); });
+    applyPage(nodes, page);
+    rest::replyJson(res, toJson(nodes));
   });
   auto info = [this](const Request&, Response& res) {
     rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.info(); })));

@@ -1,9 +1,15 @@
 // The executor's blocks: commit, collect, find, drop, and the HTTP server/fetcher between
 // executors (real sockets on loopback; retries without sleeping).
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <chrono>
 #include <fstream>
@@ -161,6 +167,24 @@ TEST_F(BlockTransferTest, TheServerWantsTheApplicationSecret) {
   auto refused = fetcher("wrong").fetchAll({input("holder", 0)}, dir_.path() / "in");
   ASSERT_TRUE(refused);
   EXPECT_THAT(refused->reason, HasSubstr("401"));
+}
+
+// Another loopback address reaches every socket bound to 0.0.0.0 but not one bound to
+// 127.0.0.1: the block server listens only on the host it is given.
+TEST_F(BlockTransferTest, TheServerListensOnlyOnItsConfiguredHost) {
+  int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in other{};
+  other.sin_family = AF_INET;
+  other.sin_port = htons(static_cast<uint16_t>(port_));
+  ASSERT_EQ(::inet_pton(AF_INET, "127.0.0.2", &other.sin_addr), 1);
+  const int connected = ::connect(sock, reinterpret_cast<sockaddr*>(&other), sizeof other);
+  const int error = errno;
+  ::close(sock);
+  EXPECT_EQ(connected, -1);
+  EXPECT_EQ(error, ECONNREFUSED);
+  auto fetched = fetcher().fetchAll({input("holder", 0)}, dir_.path() / "in");
+  EXPECT_FALSE(fetched) << "still served on 127.0.0.1";
 }
 
 TEST_F(BlockTransferTest, AHolderWithoutAnAddressIsAFailure) {

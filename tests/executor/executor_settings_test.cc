@@ -46,6 +46,13 @@ TEST(ExecutorSettingsTest, DefaultsAreOneSlotAndTwoMinutes) {
   EXPECT_EQ(settings.networkTimeout, 120'000);
 }
 
+TEST(ExecutorSettingsTest, TheHostIsTheNodesOrElseTheHostName) {
+  std::map<std::string, std::string> variables = completeEnvironment();
+  EXPECT_EQ(readExecutorSettings(Properties(), fakeEnvironment(variables)).host, localHostName());
+  variables[kNodeHostEnv] = "127.0.0.3";
+  EXPECT_EQ(readExecutorSettings(Properties(), fakeEnvironment(variables)).host, "127.0.0.3");
+}
+
 TEST(ExecutorSettingsTest, AmOptionOverridesTheEnvironment) {
   std::map<std::string, std::string> variables = completeEnvironment();
   variables.erase(kAmAddressEnv);

@@ -28,7 +28,7 @@ class AmClusterTest : public ::testing::Test {
   using Conf = std::vector<std::pair<std::string, std::string>>;
 
   // `nodes` node managers with `coresPerNode` cores each (the AM takes one core of one).
-  void startCluster(int nodes = 2, int coresPerNode = 5) {
+  void startCluster(int nodes = 2, int coresPerNode = 5, const std::string& nodeExpiry = "5s") {
     deploy::EmbeddedClusterOptions options;
     options.binDir = TIDE_BIN_DIR;
     options.workDir = (dir.path() / "cluster").string();
@@ -36,7 +36,7 @@ class AmClusterTest : public ::testing::Test {
     options.nmConf = {{"nm.cores", std::to_string(coresPerNode)},
                       {"nm.memory", "4g"},
                       {"nm.heartbeatInterval", "200ms"}};
-    options.rmConf = {{"rm.nodeExpiry", "5s"}};
+    options.rmConf = {{"rm.nodeExpiry", nodeExpiry}};
     cluster = std::make_unique<deploy::EmbeddedCluster>(options);
     client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken());
   }

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -12,7 +15,9 @@
 
 #include "rest/http_client.h"
 #include "rest/json.h"
+#include "tests/common/temp_dir.h"
 #include "tests/rest/rest_test_util.h"
+#include "tests/rest/slow_clients.h"
 
 namespace tide::rest {
 namespace {
@@ -316,6 +321,128 @@ TEST_F(HttpServerTest, ServesAndCallsOverUnixSocket) {
 
 TEST(JsonErrorBody, HasTheDocumentedShape) {
   EXPECT_EQ(jsonErrorBody(404, R"(no "x")"), R"({"error":{"code":404,"message":"no \"x\""}})");
+}
+
+// ---- slow and greedy clients (issue 17.4) ----
+
+// 200 connections that send a header line every 2 s and never finish hold only themselves:
+// with 4 warm workers, a normal client is still answered (its request fails after 1 s
+// otherwise). On a fixed-size pool the 200 take every worker and the client waits forever.
+TEST_F(HttpServerTest, SlowClientsDoNotStarveOthers) {
+  startServer(makeEchoServer(serverOptions()));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
+  ASSERT_EQ(slow.open(), 200);
+  HttpClientOptions options = clientOptions();
+  options.requestTimeout = std::chrono::seconds(1);
+  for (int i = 0; i < 20; ++i) {
+    // A new connection each time, as a heartbeat after an idle period would be.
+    HttpClient client(server_->baseUrl(), options);
+    HttpResponse response = client.request("GET", "/ping");
+    ASSERT_EQ(response.status, 200) << "request " << i << ": " << response.body;
+  }
+}
+
+// A request whose headers trickle in is cut off requestReadTimeout after its first byte, even
+// though each line arrives well within readTimeout.
+TEST_F(HttpServerTest, ARequestThatNeverFinishesIsCutOff) {
+  HttpServerOptions options = serverOptions();
+  options.requestReadTimeout = std::chrono::seconds(1);
+  startServer(makeEchoServer(options));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 3,
+                                    std::chrono::milliseconds(200));
+  EXPECT_TRUE(
+      testing::eventually([&] { return slow.closedByServer() >= 3; }, std::chrono::seconds(20)))
+      << "closed " << slow.closedByServer();
+}
+
+// Beyond maxConnectionsPerAddress, connections from that address get a 503 and are closed;
+// other addresses are served as before.
+TEST_F(HttpServerTest, ConnectionsFromOneAddressAreCapped) {
+  HttpServerOptions options = serverOptions();
+  options.maxConnectionsPerAddress = 5;
+  startServer(makeEchoServer(options));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 5, std::chrono::milliseconds(200),
+                                    "127.0.0.2");
+  ASSERT_EQ(slow.open(), 5);
+  // One more from 127.0.0.2: refused.
+  testing_support::SlowClients oneMore("127.0.0.1", server_->port(), 1,
+                                       std::chrono::milliseconds(200), "127.0.0.2");
+  EXPECT_TRUE(
+      testing::eventually([&] { return oneMore.closedByServer() >= 1; }, std::chrono::seconds(20)));
+  EXPECT_EQ(client_->request("GET", "/ping").status, 200) << "127.0.0.1 is not 127.0.0.2";
+}
+
+// ---- TLS (issue 17.3)
+
+// A throwaway CA and a certificate for 127.0.0.1 signed by it, made with the openssl CLI.
+class TestCertificates {
+ public:
+  explicit TestCertificates(const std::filesystem::path& dir) : dir_(dir) {
+    run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tide-test-ca -keyout " +
+        file("ca.key") + " -out " + file("ca.pem"));
+    run("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + file("server.key") +
+        " -out " + file("server.csr"));
+    std::ofstream(dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1\n";
+    run("openssl x509 -req -days 1 -in " + file("server.csr") + " -CA " + file("ca.pem") +
+        " -CAkey " + file("ca.key") + " -CAcreateserial -extfile " + file("san.ext") + " -out " +
+        file("server.pem"));
+    // Another CA, which signed nothing of ours.
+    run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other-ca -keyout " +
+        file("other.key") + " -out " + file("other.pem"));
+  }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  static void run(const std::string& command) {
+    ASSERT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(HttpServerTest, ServesHttpsThatClientsVerifyAgainstTheCa) {
+  testing_support::TempDir dir;
+  TestCertificates certificates(dir.path());
+  HttpServerOptions options = serverOptions();
+  options.tlsCertFile = certificates.file("server.pem");
+  options.tlsKeyFile = certificates.file("server.key");
+  server_ = makeEchoServer(options);
+  ASSERT_GT(server_->start(), 0);
+  EXPECT_THAT(server_->baseUrl(), StartsWith("https://127.0.0.1:"));
+
+  HttpClientOptions trusting = clientOptions();
+  trusting.caFile = certificates.file("ca.pem");
+  EXPECT_EQ(HttpClient(server_->baseUrl(), trusting).request("GET", "/ping").status, 200);
+
+  // A client trusting another CA refuses the server; one speaking plain HTTP gets nothing.
+  HttpClientOptions wrongCa = clientOptions();
+  wrongCa.caFile = certificates.file("other.pem");
+  EXPECT_THROW(HttpClient(server_->baseUrl(), wrongCa).request("GET", "/ping"), HttpError);
+  const std::string plainUrl = "http://127.0.0.1:" + std::to_string(server_->port());
+  EXPECT_THROW(HttpClient(plainUrl, clientOptions()).request("GET", "/ping"), HttpError);
+  EXPECT_EQ(HttpClient(server_->baseUrl(), trusting).request("GET", "/ping").status, 200)
+      << "still serving";
+}
+
+template <typename F>
+std::string messageOf(F&& action) {
+  try {
+    action();
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "(no exception)";
+}
+
+TEST_F(HttpServerTest, AMissingOrMismatchedKeyIsAClearError) {
+  testing_support::TempDir dir;
+  TestCertificates certificates(dir.path());
+  HttpServerOptions options = serverOptions();
+  options.tlsCertFile = certificates.file("server.pem");
+  options.tlsKeyFile = certificates.file("other.key");
+  EXPECT_THAT(messageOf([&] { HttpServer server(options); }),
+              HasSubstr("cannot load the key " + certificates.file("other.key")));
+  options.tlsKeyFile = certificates.file("absent.key");
+  EXPECT_THAT(messageOf([&] { HttpServer server(options); }), HasSubstr("absent.key"));
 }
 
 }  // namespace

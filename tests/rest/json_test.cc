@@ -32,6 +32,18 @@ TEST(ParseJson, NamesOffsetAndProblem) {
   }
 }
 
+// RapidJSON keeps both members and lookups take the first: a body would mean one thing to tide
+// and another to a proxy or validator in front of it.
+TEST(ParseJson, RejectsDuplicateKeysNamingTheKey) {
+  EXPECT_THAT(messageOf<JsonParseError>([] { parseJson(R"({"name": "a", "name": "b"})"); }),
+              HasSubstr("duplicate key 'name'"));
+  EXPECT_THAT(
+      messageOf<JsonParseError>([] { parseJson(R"({"a": [{"x": 1}, {"y": {"z": 1, "z": 2}}]})"); }),
+      HasSubstr("duplicate key 'z'"));
+  // The same key in sibling objects is fine.
+  EXPECT_NO_THROW(parseJson(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 3}, {"x": 4}]})"));
+}
+
 TEST(ParseJson, RejectsTrailingGarbageEmptyTextAndBadUtf8) {
   EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson("{} x"); }),
               HasSubstr("must not be followed by other values"));

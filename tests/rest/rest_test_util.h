@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rest/http_client.h"
@@ -57,5 +58,16 @@ class Gate {
   bool open_ = false;
   int waiting_ = 0;
 };
+
+// Polls `condition` every 20 ms until it holds or `bound` has passed; its last value.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
 
 }  // namespace tide::rest::testing

@@ -918,5 +918,31 @@ TEST_F(ClusterStateTest, AnAmLargerThanEveryNodeIsRefusedAtSubmissionWithTheNumb
   }
 }
 
+// rm.maxCompletedApplications (YARN's max-completed-applications): the oldest finished
+// applications are forgotten, so completed applications cannot grow the RM without bound;
+// the metrics still count them. Ids handed out but never submitted are bounded the same way.
+TEST_F(ClusterStateTest, KeepsAtMostMaxCompletedApplications) {
+  RmConfig config;
+  config.maxCompletedApplications = 2;
+  create(config);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(submit());
+    state().killApplication(ids.back());
+  }
+  for (int i = 0; i < 4; ++i) state().newApplication();
+  std::vector<std::string> kept;
+  int unsubmitted = 0;
+  for (const rest::ApplicationReport& report : state().applicationReports()) {
+    if (report.state == "KILLED") kept.push_back(report.id);
+    if (report.state == "NEW") ++unsubmitted;
+  }
+  EXPECT_EQ(kept, (std::vector<std::string>{ids[3], ids[4]})) << "the newest two";
+  EXPECT_EQ(unsubmitted, 2);
+  EXPECT_THROW(state().applicationReport(ids[0]), RmError);
+  EXPECT_EQ(state().metrics().appsKilled, 5);
+  EXPECT_EQ(state().metrics().appsSubmitted, 5);
+}
+
 }  // namespace
 }  // namespace tide::rm

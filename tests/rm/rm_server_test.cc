@@ -319,5 +319,106 @@ TEST_F(RmServerTest, ClientApiErrors) {
   EXPECT_EQ(rest::clusterInfoFromJson(rest::parseJson(info.body)).id, 1700000000000);
 }
 
+// ---- bounded state (issue 17.5)
+
+rest::ApplicationSubmission smallSubmission(const std::string& id) {
+  rest::ApplicationSubmission submission;
+  submission.applicationId = id;
+  submission.applicationName = "test";
+  submission.command = "sleep 100";
+  submission.resource = rest::Resource{512, 1};
+  return submission;
+}
+
+TEST_F(RmServerTest, OversizedSubmissionFieldsAre413NamingTheField) {
+  const auto newId = [&] {
+    return rest::newApplicationResponseFromJson(
+               rest::parseJson(call("POST", "/ws/v1/cluster/apps/new-application").body))
+        .applicationId;
+  };
+  rest::ApplicationSubmission name = smallSubmission(newId());
+  name.applicationName = std::string(2000, 'n');
+  rest::ApplicationSubmission command = smallSubmission(newId());
+  command.command = std::string(100 * 1024, 'c');
+  rest::ApplicationSubmission value = smallSubmission(newId());
+  value.environment = {{"BIG", std::string(100 * 1024, 'v')}};
+  rest::ApplicationSubmission entries = smallSubmission(newId());
+  for (int i = 0; i < 300; ++i) entries.environment.push_back({"K" + std::to_string(i), "v"});
+  const std::vector<std::pair<rest::ApplicationSubmission, std::string>> cases{
+      {name, "application-name is 2000 bytes"},
+      {command, "am-container-spec.commands.command"},
+      {value, "am-container-spec.environment value of BIG"},
+      {entries, "am-container-spec.environment has 300 entries"}};
+  for (const auto& [submission, field] : cases) {
+    const auto response = call("POST", "/ws/v1/cluster/apps", toJson(submission));
+    EXPECT_EQ(response.status, 413) << field;
+    EXPECT_THAT(errorMessage(response), HasSubstr(field));
+  }
+}
+
+// The attack of issue 17: 40 submissions with 1 MB names grew tide-rm by 200 MB and made
+// GET /apps return 41 MB. Each is refused now, and the list stays small.
+TEST_F(RmServerTest, FortySubmissionsWithOneMegabyteNamesAreRefused) {
+  for (int i = 0; i < 40; ++i) {
+    const std::string id =
+        rest::newApplicationResponseFromJson(
+            rest::parseJson(call("POST", "/ws/v1/cluster/apps/new-application").body))
+            .applicationId;
+    rest::ApplicationSubmission submission = smallSubmission(id);
+    submission.applicationName = std::string(1000 * 1000, 'x');
+    const auto response = call("POST", "/ws/v1/cluster/apps", toJson(submission));
+    ASSERT_EQ(response.status, 413) << i;
+    EXPECT_THAT(errorMessage(response), HasSubstr("application-name"));
+  }
+  const auto list = call("GET", "/ws/v1/cluster/apps");
+  EXPECT_EQ(list.status, 200);
+  EXPECT_LT(list.body.size(), 100u * 1024) << "the list holds no megabyte names";
+}
+
+TEST_F(RmServerTest, ListsPageAndRejectUnknownFilterValues) {
+  registerNode();
+  const std::string a = submitApp(), b = submitApp(), c = submitApp();
+  const auto ids = [&](const std::string& query) {
+    const auto response = call("GET", "/ws/v1/cluster/apps" + query);
+    EXPECT_EQ(response.status, 200) << query << ": " << response.body;
+    std::vector<std::string> result;
+    for (const auto& report : rest::applicationReportsFromJson(rest::parseJson(response.body))) {
+      result.push_back(report.id);
+    }
+    return result;
+  };
+  EXPECT_EQ(ids(""), (std::vector<std::string>{a, b, c}));
+  EXPECT_EQ(ids("?limit=2"), (std::vector<std::string>{a, b}));
+  EXPECT_EQ(ids("?offset=1&limit=1"), (std::vector<std::string>{b}));
+  EXPECT_EQ(ids("?offset=5"), (std::vector<std::string>{}));
+  EXPECT_EQ(ids("?states=running,accepted&limit=3").size(), 3u);
+  for (const auto& [query, named] : std::vector<std::pair<std::string, std::string>>{
+           {"?states=BOGUS", "unknown application state 'BOGUS'"},
+           {"?states=RUNNING,nope", "'nope'"},
+           {"?limit=abc", "limit='abc'"},
+           {"?limit=0", "limit=0"},
+           {"?offset=-1", "offset='-1'"}}) {
+    const auto response = call("GET", "/ws/v1/cluster/apps" + query);
+    EXPECT_EQ(response.status, 400) << query;
+    EXPECT_THAT(errorMessage(response), HasSubstr(named)) << query;
+  }
+  const auto nodes = call("GET", "/ws/v1/cluster/nodes?limit=x");
+  EXPECT_EQ(nodes.status, 400);
+  EXPECT_EQ(call("GET", "/ws/v1/cluster/nodes?limit=1").status, 200);
+}
+
+TEST_F(RmServerTest, DuplicateJsonKeysAre400NamingTheKey) {
+  const std::string id =
+      rest::newApplicationResponseFromJson(
+          rest::parseJson(call("POST", "/ws/v1/cluster/apps/new-application").body))
+          .applicationId;
+  std::string body = toJson(smallSubmission(id));
+  // A second application-name after the first.
+  body.insert(body.find('{') + 1, R"("application-name": "other", )");
+  const auto response = call("POST", "/ws/v1/cluster/apps", body);
+  EXPECT_EQ(response.status, 400) << response.body;
+  EXPECT_THAT(errorMessage(response), HasSubstr("duplicate key 'application-name'"));
+}
+
 }  // namespace
 }  // namespace tide::rm

@@ -1,0 +1,36 @@
+// Slurm's JSON as slurmrestd answers it (am/slurm/json.h): job lists, submit responses, error
+// lists and time limits. Bad input is a JSON error or std::runtime_error; nothing else escapes.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "am/slurm/json.h"
+#include "rest/json.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  (void)tide::am::parseSlurmTimeLimit(text);
+  try {
+    const rapidjson::Document document = tide::rest::parseJson(text);
+    try {
+      for (const tide::am::SlurmJob& job : tide::am::slurmJobsFromJson(document)) {
+        (void)tide::am::slurmJobEnd(job, false);
+        (void)tide::am::slurmJobPhase(job.state);
+      }
+    } catch (const std::runtime_error&) {
+    }
+    try {
+      (void)tide::am::slurmSubmitResponseFromJson(document);
+    } catch (const std::runtime_error&) {
+    }
+    try {
+      const auto errors = tide::am::slurmErrorsFromJson(document);
+      (void)tide::am::describeSlurmErrors(errors);
+      (void)tide::am::isSlurmRejection(errors);
+    } catch (const std::runtime_error&) {
+    }
+  } catch (const tide::rest::JsonParseError&) {
+  }
+  return 0;
+}

@@ -1,0 +1,399 @@
+#include "rest/guarded_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+namespace tide::rest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+// How often a waiting connection looks whether its server is stopping.
+constexpr Millis kStopCheckInterval{100};
+
+// Workers for connections: `minThreads` stay for the next connection, more are started while
+// connections wait (up to `maxThreads`) and leave once there is nothing to do. Each connection
+// holds one worker from its accept to its close.
+class GrowingThreadPool : public httplib::TaskQueue {
+ public:
+  GrowingThreadPool(size_t minThreads, size_t maxThreads) : state_(std::make_shared<State>()) {
+    state_->minThreads = std::max<size_t>(1, minThreads);
+    state_->maxThreads = std::max(maxThreads, state_->minThreads);
+  }
+
+  ~GrowingThreadPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->tasks.push_back(std::move(fn));
+    state_->changed.notify_one();
+    if (state_->tasks.size() <= state_->idle || state_->threads >= state_->maxThreads) return;
+    ++state_->threads;
+    lock.unlock();
+    try {
+      std::thread([state = state_] { work(*state); }).detach();
+    } catch (const std::system_error&) {
+      // No thread to be had now: the task waits for a running worker, or, when there is none,
+      // is served on the accepting thread.
+      lock.lock();
+      if (state_->threads > 1) {
+        --state_->threads;
+        return;
+      }
+      lock.unlock();
+      work(*state_);
+    }
+  }
+
+  void shutdown() override {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+    state_->changed.notify_all();
+    state_->changed.wait(lock, [this] { return state_->threads == 0; });
+  }
+
+ private:
+  // Shared with the detached workers, so the last one may still unlock it after shutdown().
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::deque<std::function<void()>> tasks;  // guarded by mutex
+    size_t threads = 0;                       // guarded by mutex
+    size_t idle = 0;                          // guarded by mutex
+    bool stopping = false;                    // guarded by mutex
+    size_t minThreads = 1;
+    size_t maxThreads = 1;
+  };
+
+  static void work(State& state) {
+    std::unique_lock<std::mutex> lock(state.mutex);
+    while (true) {
+      if (!state.tasks.empty()) {
+        std::function<void()> task = std::move(state.tasks.front());
+        state.tasks.pop_front();
+        lock.unlock();
+        task();
+        task = nullptr;
+        lock.lock();
+        continue;
+      }
+      if (state.stopping || state.threads > state.minThreads) break;
+      ++state.idle;
+      state.changed.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
+      --state.idle;
+    }
+    --state.threads;
+    state.changed.notify_all();
+  }
+
+  std::shared_ptr<State> state_;
+};
+
+std::string sslErrors() {
+  std::string text;
+  while (unsigned long code = ERR_get_error()) {
+    char buffer[256];
+    ERR_error_string_n(code, buffer, sizeof buffer);
+    text += (text.empty() ? "" : "; ") + std::string(buffer);
+  }
+  return text.empty() ? "unknown error" : text;
+}
+
+void addressOf(const sockaddr_storage& address, socklen_t length, std::string& ip, int& port) {
+  ip.clear();
+  port = 0;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text)) ip = text;
+    port = ntohs(in->sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    if (::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text)) ip = text;
+    port = ntohs(in6->sin6_port);
+  } else if (address.ss_family == AF_UNIX) {
+    (void)length;
+    ip = "unix";
+  }
+}
+
+// One accepted connection, plain or TLS, over a non-blocking socket: every wait is bounded by
+// the read or write timeout, by the current request's deadline, and by the server stopping.
+class GuardedStream : public httplib::Stream {
+ public:
+  GuardedStream(socket_t sock, const ConnectionLimits& limits,
+                const std::atomic<socket_t>& serverSocket, SSL* ssl)
+      : sock_(sock), limits_(limits), serverSocket_(serverSocket), ssl_(ssl) {}
+
+  void beginRequest() { deadline_ = Clock::now() + limits_.requestReadTimeout; }
+  void setDeadline(Clock::time_point deadline) { deadline_ = deadline; }
+
+  bool stopping() const { return serverSocket_ == INVALID_SOCKET; }
+
+  // Waits for `events` until `until`; false on timeout, error or the server stopping.
+  bool waitFor(short events, Clock::time_point until) const {
+    while (!stopping()) {
+      const auto now = Clock::now();
+      if (now >= until) return false;
+      const auto slice =
+          std::min(std::chrono::duration_cast<Millis>(until - now) + Millis(1), kStopCheckInterval);
+      pollfd fd{sock_, events, 0};
+      const int ready = ::poll(&fd, 1, static_cast<int>(slice.count()));
+      if (ready > 0) return (fd.revents & (events | POLLHUP | POLLERR)) != 0;
+      if (ready < 0 && errno != EINTR) return false;
+    }
+    return false;
+  }
+
+  bool hasBuffered() const { return ssl_ && SSL_pending(ssl_) > 0; }
+
+  bool is_readable() const override { return hasBuffered() || waitFor(POLLIN, readUntil()); }
+
+  bool is_writable() const override {
+    return waitFor(POLLOUT, Clock::now() + limits_.writeTimeout);
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (size == 0) return 0;
+    if (ssl_) return tlsRead(ptr, size);
+    while (true) {
+      const ssize_t n = ::recv(sock_, ptr, size, 0);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      if (!waitFor(POLLIN, readUntil())) return -1;
+    }
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (ssl_) return tlsWrite(ptr, size);
+    const auto until = Clock::now() + limits_.writeTimeout;
+    while (true) {
+      const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+      if (!waitFor(POLLOUT, until)) return -1;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      addressOf(address, length, ip, port);
+    }
+  }
+
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      addressOf(address, length, ip, port);
+    }
+  }
+
+  socket_t socket() const override { return sock_; }
+
+  // The TLS handshake, bounded by the current deadline.
+  bool handshake() {
+    while (true) {
+      ERR_clear_error();
+      const int result = SSL_accept(ssl_);
+      if (result == 1) return true;
+      if (!waitForTls(SSL_get_error(ssl_, result), deadline_)) return false;
+    }
+  }
+
+ private:
+  Clock::time_point readUntil() const {
+    return std::min(deadline_, Clock::now() + limits_.readTimeout);
+  }
+
+  bool waitForTls(int error, Clock::time_point until) const {
+    if (error == SSL_ERROR_WANT_READ) return waitFor(POLLIN, until);
+    if (error == SSL_ERROR_WANT_WRITE) return waitFor(POLLOUT, until);
+    return false;
+  }
+
+  ssize_t tlsRead(char* ptr, size_t size) {
+    const int chunk = static_cast<int>(std::min<size_t>(size, 1 << 30));
+    while (true) {
+      ERR_clear_error();
+      const int n = SSL_read(ssl_, ptr, chunk);
+      if (n > 0) return n;
+      const int error = SSL_get_error(ssl_, n);
+      if (error == SSL_ERROR_ZERO_RETURN) return 0;
+      if (!waitForTls(error, readUntil())) return -1;
+    }
+  }
+
+  ssize_t tlsWrite(const char* ptr, size_t size) {
+    const int chunk = static_cast<int>(std::min<size_t>(size, 1 << 30));
+    const auto until = Clock::now() + limits_.writeTimeout;
+    while (true) {
+      ERR_clear_error();
+      const int n = SSL_write(ssl_, ptr, chunk);
+      if (n > 0) return n;
+      if (!waitForTls(SSL_get_error(ssl_, n), until)) return -1;
+    }
+  }
+
+  socket_t sock_;
+  const ConnectionLimits& limits_;
+  const std::atomic<socket_t>& serverSocket_;
+  SSL* ssl_;
+  Clock::time_point deadline_ = Clock::now();
+};
+
+void refuseBusy(socket_t sock, bool tls) {
+  if (!tls) {
+    static const std::string body =
+        R"({"error":{"code":503,"message":"too many connections from this address"}})";
+    const std::string response =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    // Best effort: the socket may not take it all at once, and we do not wait for it.
+    [[maybe_unused]] ssize_t sent =
+        ::send(sock, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+}
+
+}  // namespace
+
+void GuardedServer::SslContextDeleter::operator()(void* context) const {
+  SSL_CTX_free(static_cast<SSL_CTX*>(context));
+}
+
+GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls) : limits_(limits) {
+  const size_t minThreads = limits_.minThreads;
+  const size_t maxThreads = limits_.maxConnections;
+  new_task_queue = [minThreads, maxThreads] {
+    return new GrowingThreadPool(minThreads, maxThreads);
+  };
+  if (!tls.enabled()) return;
+  if (tls.keyFile.empty()) {
+    throw std::runtime_error("TLS: a certificate without a key (tls.keyFile is not set)");
+  }
+  SSL_CTX* context = SSL_CTX_new(TLS_server_method());
+  if (!context) throw std::runtime_error("TLS: cannot create a context: " + sslErrors());
+  sslContext_.reset(context);
+  SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+  SSL_CTX_set_options(context,
+                      SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(context, tls.certFile.c_str()) != 1) {
+    throw std::runtime_error("TLS: cannot load the certificate " + tls.certFile + ": " +
+                             sslErrors());
+  }
+  if (SSL_CTX_use_PrivateKey_file(context, tls.keyFile.c_str(), SSL_FILETYPE_PEM) != 1) {
+    throw std::runtime_error("TLS: cannot load the key " + tls.keyFile + ": " + sslErrors());
+  }
+  if (SSL_CTX_check_private_key(context) != 1) {
+    throw std::runtime_error("TLS: the key " + tls.keyFile + " does not match the certificate " +
+                             tls.certFile);
+  }
+}
+
+GuardedServer::~GuardedServer() = default;
+
+void GuardedServer::widenBacklog(int backlog) {
+  const socket_t sock = svr_sock_;
+  if (sock != INVALID_SOCKET) ::listen(sock, backlog);
+}
+
+size_t GuardedServer::openConnections() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return open_;
+}
+
+bool GuardedServer::admit(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t& fromAddress = perAddress_[address];
+  if (open_ >= limits_.maxConnections || fromAddress >= limits_.maxConnectionsPerAddress) {
+    if (fromAddress == 0) perAddress_.erase(address);
+    return false;
+  }
+  ++fromAddress;
+  ++open_;
+  return true;
+}
+
+void GuardedServer::release(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --open_;
+  auto it = perAddress_.find(address);
+  if (it != perAddress_.end() && --it->second == 0) perAddress_.erase(it);
+}
+
+bool GuardedServer::process_and_close_socket(socket_t sock) {
+  SSL_CTX* context = static_cast<SSL_CTX*>(sslContext_.get());
+  std::string address;
+  {
+    sockaddr_storage peer{};
+    socklen_t length = sizeof peer;
+    int port = 0;
+    if (::getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &length) == 0) {
+      addressOf(peer, length, address, port);
+    }
+  }
+  if (!admit(address)) {
+    refuseBusy(sock, context != nullptr);
+    return false;
+  }
+  const int flags = ::fcntl(sock, F_GETFL, 0);
+  ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);
+
+  SSL* ssl = nullptr;
+  bool ok = true;
+  if (context) {
+    ssl = SSL_new(context);
+    ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1;
+  }
+  GuardedStream stream(sock, limits_, svr_sock_, ssl);
+  if (ok && ssl) {
+    stream.beginRequest();
+    ok = stream.handshake();
+  }
+  bool served = false;
+  for (size_t left = limits_.keepAliveMaxCount; ok && left > 0 && !stream.stopping(); --left) {
+    // An idle kept-alive connection waits at most keepAliveTimeout for its next request.
+    if (!stream.hasBuffered() && !stream.waitFor(POLLIN, Clock::now() + limits_.keepAliveTimeout)) {
+      break;
+    }
+    stream.beginRequest();
+    bool closed = false;
+    served = process_request(stream, left == 1, closed, nullptr);
+    if (!served || closed) break;
+  }
+  if (ssl) {
+    if (ok) SSL_shutdown(ssl);  // best effort: the socket is non-blocking
+    SSL_free(ssl);
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  release(address);
+  return served;
+}
+
+}  // namespace tide::rest
