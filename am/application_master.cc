@@ -46,6 +46,9 @@ class ApplicationMaster::JobEndListener : public SchedulerListener {
                             TaskOutcome outcome) override {
     am_.allocationListener_.onSpeculativeTaskEnd(stageId, executorId, outcome);
   }
+  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
+    am_.allocationListener_.onPendingSpeculativeTaskDropped(stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     am_.allocationListener_.onShuffleOutput(executorId, shuffleId);
   }
