@@ -10,6 +10,8 @@ namespace {
 constexpr const char* kMin = "dynamicAllocation.minExecutors";
 constexpr const char* kInitial = "dynamicAllocation.initialExecutors";
 constexpr const char* kMax = "dynamicAllocation.maxExecutors";
+constexpr const char* kShuffleTracking = "dynamicAllocation.shuffleTracking.enabled";
+constexpr int kDefaultStaticExecutors = 2;
 
 int getCount(const Properties& props, const char* key) {
   const int64_t value = props.getInt(key);
@@ -37,8 +39,12 @@ std::string validateBounds(Bounds& bounds, std::string* warning) {
            " is greater than max=" + std::to_string(bounds.maxExecutors);
   }
   if (bounds.initialExecutors > bounds.maxExecutors) {
-    return "initial=" + std::to_string(bounds.initialExecutors) +
-           " is greater than max=" + std::to_string(bounds.maxExecutors);
+    // Spark accepts it; the target never goes above max, so max is what is asked for.
+    if (warning != nullptr) {
+      *warning = "initial=" + std::to_string(bounds.initialExecutors) +
+                 " is greater than max=" + std::to_string(bounds.maxExecutors) + "; using max";
+    }
+    bounds.initialExecutors = bounds.maxExecutors;
   }
   if (bounds.initialExecutors < bounds.minExecutors) {
     if (warning != nullptr) {
@@ -81,8 +87,11 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
     throw ConfigError(props.describe("task.cpus") + " is greater than " +
                       props.describe("executor.cores") + ": no task could ever run");
   }
-  config.executorInstances =
-      props.has("executor.instances") ? getCount(props, "executor.instances") : 0;
+  // Spark's default of executor.instances with dynamic allocation off is 2 (with it on, an unset
+  // executor.instances does not raise the initial target).
+  config.executorInstances = props.has("executor.instances") ? getCount(props, "executor.instances")
+                             : config.enabled                ? 0
+                                                             : kDefaultStaticExecutors;
 
   Bounds& bounds = config.bounds;
   bounds.minExecutors = getCount(props, kMin);
@@ -102,8 +111,13 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   }
   bounds.initialExecutors = std::max({bounds.minExecutors, initial, config.executorInstances});
   if (config.enabled && bounds.initialExecutors > bounds.maxExecutors) {
+    // Spark accepts it and never asks for more than max; so does tide, with a warning.
     const char* culprit = initial >= config.executorInstances ? kInitial : "executor.instances";
-    throw ConfigError(props.describe(culprit) + " is greater than " + props.describe(kMax));
+    if (warnings) {
+      warnings->push_back(props.describe(culprit) + " is greater than " + props.describe(kMax) +
+                          "; using " + std::to_string(bounds.maxExecutors));
+    }
+    bounds.initialExecutors = bounds.maxExecutors;
   }
 
   config.executorAllocationRatio = props.getDouble("dynamicAllocation.executorAllocationRatio");
@@ -120,7 +134,16 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   config.executorIdleTimeout = props.getDuration("dynamicAllocation.executorIdleTimeout");
   config.cachedExecutorIdleTimeout =
       props.getDuration("dynamicAllocation.cachedExecutorIdleTimeout");
-  config.shuffleTrackingEnabled = props.getBool("dynamicAllocation.shuffleTracking.enabled");
+  config.shuffleTrackingEnabled = props.getBool(kShuffleTracking);
+  if (config.enabled && !config.shuffleTrackingEnabled) {
+    // Spark refuses dynamic allocation with neither shuffle tracking nor an external shuffle
+    // service; tide has no shuffle service, so shuffle tracking is required.
+    throw ConfigError(
+        props.describe(kShuffleTracking) +
+        ": dynamic allocation needs shuffle tracking (tide has no external shuffle "
+        "service; without tracking, removing executors would lose shuffle data "
+        "running jobs still need). Set it to true or dynamicAllocation.enabled=false");
+  }
   config.shuffleTrackingTimeout = props.getDuration("dynamicAllocation.shuffleTracking.timeout");
   config.interval = getPositiveDuration(props, "dynamicAllocation.interval");
   config.policy = props.getString("dynamicAllocation.policy") == "adaptive" ? PolicyKind::kAdaptive

@@ -89,6 +89,8 @@ class AllocationPolicy {
   virtual void onTaskEnd(const std::string& stageId, const ExecutorId& executor, TaskEnd how,
                          bool speculative = false) = 0;
   virtual void onSpeculativeTaskSubmitted(const std::string& stageId) = 0;
+  // The original of a task marked for speculation succeeded before its copy launched.
+  virtual void onPendingSpeculativeTaskDropped(const std::string& /*stageId*/) {}
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
   // onTaskEnd(kFailed) first.
@@ -99,6 +101,8 @@ class AllocationPolicy {
   virtual void onBlocksCached(const ExecutorId& id, const std::string& dataId) = 0;
   virtual void onBlocksUncached(const std::string& dataId) = 0;
   virtual void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) = 0;
+  // A shuffle's job ended but its data stays (until onShuffleReleased, when it is cleaned).
+  virtual void onShuffleInactive(const std::string& /*shuffleId*/) {}
   virtual void onShuffleReleased(const std::string& shuffleId) = 0;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]

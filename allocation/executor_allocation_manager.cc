@@ -61,7 +61,11 @@ int ExecutorAllocationManager::maxNumExecutorsNeeded() const {
   if (tasks <= 0) return 0;
   const double needed = std::ceil(static_cast<double>(tasks) * config_.executorAllocationRatio /
                                   static_cast<double>(config_.tasksPerExecutor()));
-  return needed >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(needed);
+  if (needed >= static_cast<double>(INT_MAX)) return INT_MAX;
+  // As in Spark: a speculative copy never runs on its original's executor, so when one executor
+  // would hold every task and a copy is pending, one more is needed for the copy to start.
+  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && pendingSpeculativeTasks_ > 0) return 2;
+  return static_cast<int>(needed);
 }
 
 void ExecutorAllocationManager::onSchedulerBacklogged() {
@@ -147,6 +151,14 @@ void ExecutorAllocationManager::onSpeculativeTaskSubmitted(const std::string& st
   onSchedulerBacklogged();
 }
 
+void ExecutorAllocationManager::onPendingSpeculativeTaskDropped(const std::string& stageId) {
+  auto it = stages_.find(stageId);
+  if (it == stages_.end() || it->second.pendingSpeculative == 0) return;
+  --it->second.pendingSpeculative;
+  --pendingSpeculativeTasks_;
+  if (!hasPendingTasks()) onSchedulerQueueEmpty();
+}
+
 void ExecutorAllocationManager::onExecutorAdded(const ExecutorId& id) {
   monitor_.onExecutorAdded(id);
 }
@@ -166,6 +178,10 @@ void ExecutorAllocationManager::onBlocksUncached(const std::string& dataId) {
 void ExecutorAllocationManager::onShuffleOutput(const ExecutorId& id,
                                                 const std::string& shuffleId) {
   monitor_.onShuffleOutput(id, shuffleId);
+}
+
+void ExecutorAllocationManager::onShuffleInactive(const std::string& shuffleId) {
+  monitor_.onShuffleInactive(shuffleId);
 }
 
 void ExecutorAllocationManager::onShuffleReleased(const std::string& shuffleId) {

@@ -39,16 +39,21 @@ class ExecutorAllocationManager final : public AllocationPolicy {
   void onTaskEnd(const std::string& stageId, const ExecutorId& executor, TaskEnd how,
                  bool speculative = false) override;
   void onSpeculativeTaskSubmitted(const std::string& stageId) override;
+  // A task marked for speculation succeeded before its copy launched: the copy will never run,
+  // so it no longer counts as pending (Spark drops it when the original succeeds).
+  void onPendingSpeculativeTaskDropped(const std::string& stageId) override;
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
   // onTaskEnd(kFailed) first.
   void onExecutorAdded(const ExecutorId& id) override;
   void onExecutorRemoved(const ExecutorId& id) override;
 
-  // Data held by executors: persisted (cached) stages and shuffle output of active jobs.
+  // Data held by executors: persisted (cached) stages, and shuffle output (written, its job
+  // ended, cleaned: see ExecutorMonitor).
   void onBlocksCached(const ExecutorId& id, const std::string& dataId) override;
   void onBlocksUncached(const std::string& dataId) override;
   void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override;
+  void onShuffleInactive(const std::string& shuffleId) override;
   void onShuffleReleased(const std::string& shuffleId) override;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]

@@ -40,7 +40,15 @@ void ExecutorMonitor::onExecutorRemoved(const ExecutorId& id) {
   if (tracker.pendingRemoval) --pendingRemoval_;
   if (tracker.runningTasks > 0) --busy_;
   for (const auto& data : tracker.cachedData) cacheHolders_[data].erase(id);
-  for (const auto& shuffle : tracker.shuffles) shuffleHolders_[shuffle].erase(id);
+  for (const auto& shuffle : tracker.shuffles) {
+    auto holders = shuffleHolders_.find(shuffle);
+    if (holders == shuffleHolders_.end()) continue;
+    holders->second.erase(id);
+    if (holders->second.empty()) {
+      shuffleHolders_.erase(holders);
+      inactiveShuffles_.erase(shuffle);
+    }
+  }
   if (tracker.timedOut) {
     timedOut_.erase(std::remove(timedOut_.begin(), timedOut_.end(), id), timedOut_.end());
   }
@@ -92,16 +100,31 @@ void ExecutorMonitor::onShuffleOutput(const ExecutorId& id, const std::string& s
   ExecutorTracker* tracker = lookup(id);
   if (tracker == nullptr || !tracker->shuffles.insert(shuffleId).second) return;
   shuffleHolders_[shuffleId].insert(id);
+  if (inactiveShuffles_.count(shuffleId) == 0) ++tracker->activeShuffles;
   updateTimeout(*tracker);
+}
+
+void ExecutorMonitor::onShuffleInactive(const std::string& shuffleId) {
+  auto holders = shuffleHolders_.find(shuffleId);
+  if (holders == shuffleHolders_.end() || !inactiveShuffles_.insert(shuffleId).second) return;
+  for (const auto& id : holders->second) {
+    ExecutorTracker* tracker = lookup(id);
+    if (tracker == nullptr) continue;
+    --tracker->activeShuffles;
+    // The idle clock is not restarted: the deadline counts from when the executor went idle.
+    updateTimeout(*tracker);
+  }
 }
 
 void ExecutorMonitor::onShuffleReleased(const std::string& shuffleId) {
   auto holders = shuffleHolders_.find(shuffleId);
   if (holders == shuffleHolders_.end()) return;
+  const bool wasActive = inactiveShuffles_.erase(shuffleId) == 0;
   for (const auto& id : holders->second) {
     ExecutorTracker* tracker = lookup(id);
     if (tracker == nullptr) continue;
     tracker->shuffles.erase(shuffleId);
+    if (wasActive) --tracker->activeShuffles;
     updateTimeout(*tracker);
   }
   shuffleHolders_.erase(holders);
@@ -117,20 +140,26 @@ void ExecutorMonitor::markPendingRemoval(const std::vector<ExecutorId>& ids) {
   if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
 }
 
+bool ExecutorMonitor::holdsActiveShuffle(const ExecutorTracker& tracker) const {
+  return config_.shuffleTrackingEnabled && tracker.activeShuffles > 0;
+}
+
 DurationMs ExecutorMonitor::idleTimeoutFor(const ExecutorTracker& tracker) const {
   const bool holdsCache = !tracker.cachedData.empty();
   const bool holdsShuffle = config_.shuffleTrackingEnabled && !tracker.shuffles.empty();
   if (!holdsCache && !holdsShuffle) return config_.executorIdleTimeout;
-  // Each kind of data is a reason to stay; the executor stays while any of them holds.
-  DurationMs timeout = 0;
-  if (holdsCache) timeout = std::max(timeout, config_.cachedExecutorIdleTimeout);
-  if (holdsShuffle) timeout = std::max(timeout, config_.shuffleTrackingTimeout);
+  // As in Spark: the smallest timeout of the kinds of data it holds; executorIdleTimeout does
+  // not apply to an executor holding data, even when it is longer.
+  DurationMs timeout = kInfiniteMs;
+  if (holdsCache) timeout = std::min(timeout, config_.cachedExecutorIdleTimeout);
+  if (holdsShuffle) timeout = std::min(timeout, config_.shuffleTrackingTimeout);
   return timeout;
 }
 
 void ExecutorMonitor::updateTimeout(ExecutorTracker& tracker) {
   const TimeMs oldDeadline = tracker.timeoutAt;
-  const TimeMs newDeadline = tracker.idleSince >= 0
+  // Shuffle output a running job still needs keeps the executor whatever the timeouts.
+  const TimeMs newDeadline = tracker.idleSince >= 0 && !holdsActiveShuffle(tracker)
                                  ? addSaturating(tracker.idleSince, idleTimeoutFor(tracker))
                                  : kInfiniteMs;
   tracker.timeoutAt = newDeadline;
@@ -164,8 +193,9 @@ const std::vector<ExecutorId>& ExecutorMonitor::timedOutExecutors() {
       expired.push_back(&tracker);
     }
   }
-  std::sort(expired.begin(), expired.end(),
-            [](const ExecutorTracker* a, const ExecutorTracker* b) { return a->order < b->order; });
+  std::sort(expired.begin(), expired.end(), [](const ExecutorTracker* a, const ExecutorTracker* b) {
+    return executorIdLess(a->id, b->id);
+  });
   timedOut_.clear();
   for (const auto* tracker : expired) timedOut_.push_back(tracker->id);
   nextTimeout_ = next;
@@ -184,10 +214,15 @@ ExpiryInfo ExecutorMonitor::expiryOf(const ExecutorTracker& tracker) const {
                (tracker.runningTasks == 1 ? " task" : " tasks");
     return info;
   }
+  if (holdsActiveShuffle(tracker)) {
+    info.why = "holds shuffle data of an active job";
+    return info;
+  }
   const bool holdsCache = !tracker.cachedData.empty();
   const bool holdsShuffle = config_.shuffleTrackingEnabled && !tracker.shuffles.empty();
-  if (holdsShuffle && config_.shuffleTrackingTimeout >= idleTimeoutFor(tracker)) {
-    info.why = "holds shuffle data of an active job (shuffleTracking.timeout=" +
+  if (holdsShuffle &&
+      (!holdsCache || config_.shuffleTrackingTimeout <= config_.cachedExecutorIdleTimeout)) {
+    info.why = "holds shuffle data of an ended job (shuffleTracking.timeout=" +
                formatDuration(config_.shuffleTrackingTimeout) + ")";
   } else if (holdsCache) {
     info.why = "holds cached data (cachedExecutorIdleTimeout=" +
@@ -205,6 +240,39 @@ std::vector<const ExecutorTracker*> ExecutorMonitor::all() const {
   std::sort(trackers.begin(), trackers.end(),
             [](const ExecutorTracker* a, const ExecutorTracker* b) { return a->order < b->order; });
   return trackers;
+}
+
+bool executorIdLess(const ExecutorId& a, const ExecutorId& b) {
+  const auto isDigit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (isDigit(a[i]) && isDigit(b[j])) {
+      // Compare the two runs of digits by value: skip leading zeros, then the longer run is
+      // the larger number, and runs of equal length compare as text.
+      size_t endA = i;
+      size_t endB = j;
+      while (endA < a.size() && isDigit(a[endA])) ++endA;
+      while (endB < b.size() && isDigit(b[endB])) ++endB;
+      size_t startA = i;
+      size_t startB = j;
+      while (startA + 1 < endA && a[startA] == '0') ++startA;
+      while (startB + 1 < endB && b[startB] == '0') ++startB;
+      const size_t lenA = endA - startA;
+      const size_t lenB = endB - startB;
+      if (lenA != lenB) return lenA < lenB;
+      const int cmp = a.compare(startA, lenA, b, startB, lenB);
+      if (cmp != 0) return cmp < 0;
+      i = endA;
+      j = endB;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  if (i < a.size() || j < b.size()) return j < b.size();
+  return a < b;  // equal by value ("e01" and "e1"): any fixed order
 }
 
 }  // namespace tide::allocation

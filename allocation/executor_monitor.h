@@ -16,18 +16,20 @@ using ExecutorId = std::string;
 // Why an executor will (or will not) be released when idle, for the status API and decisions.
 struct ExpiryInfo {
   TimeMs at = kInfiniteMs;  // kInfiniteMs: never, while things stay as they are
-  std::string why;          // "idle timeout 60s", "holds cached data (cachedExecutorIdleTimeout
-                            // 5min)", "busy with 2 tasks", "holds shuffle data of an active job"
+  std::string why;          // "idle (executorIdleTimeout=1min)", "holds cached data
+                            // (cachedExecutorIdleTimeout=5min)", "busy with 2 tasks",
+                            // "holds shuffle data of an active job"
 };
 
 // What the monitor knows of one executor.
 struct ExecutorTracker {
   ExecutorId id;
-  uint64_t order = 0;  // registration order: idle executors go oldest first
+  uint64_t order = 0;  // registration order (status pages list executors in it)
   int runningTasks = 0;
   TimeMs idleSince = -1;             // -1 while busy; registration or the end of the last task
   std::set<std::string> cachedData;  // persisted stages whose blocks it holds
-  std::set<std::string> shuffles;    // shuffles (of active jobs) whose output it holds
+  std::set<std::string> shuffles;    // shuffles whose output it holds, until they are cleaned
+  int activeShuffles = 0;            // how many of them a running job still needs
   bool pendingRemoval = false;       // chosen for removal; gets no new tasks
   TimeMs timeoutAt = kInfiniteMs;
   bool timedOut = false;  // in the monitor's cached list of timed-out executors
@@ -36,6 +38,12 @@ struct ExecutorTracker {
 // Tracks executors' idleness and the data they hold, and finds the ones whose idle deadline has
 // passed (Spark's ExecutorMonitor). Keeps the earliest deadline so that a tick with none due
 // costs O(1) whatever the number of executors.
+//
+// The idle deadline, as in Spark: an executor idle since t that holds no data goes at
+// t + executorIdleTimeout. One that holds data goes at t + the smallest of the timeouts of the
+// kinds it holds (cachedExecutorIdleTimeout for cached blocks, shuffleTracking.timeout for
+// shuffle output whose job has ended); executorIdleTimeout does not apply to it. One that holds
+// shuffle output a running job still needs never goes (with shuffle tracking on).
 class ExecutorMonitor {
  public:
   ExecutorMonitor(const AllocationConfig& config, const Clock& clock);
@@ -46,11 +54,16 @@ class ExecutorMonitor {
   void onTaskEnd(const ExecutorId& id);
   void onBlocksCached(const ExecutorId& id, const std::string& dataId);
   void onBlocksUncached(const std::string& dataId);
+  // Shuffle output, Spark's three steps: written (needed by its running job), inactive (its job
+  // ended; the data stays and holds its executors for shuffleTracking.timeout), cleaned (the
+  // data is gone). A shuffle cleaned while still active goes straight to cleaned.
   void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId);
+  void onShuffleInactive(const std::string& shuffleId);
   void onShuffleReleased(const std::string& shuffleId);
   void markPendingRemoval(const std::vector<ExecutorId>& ids);
 
-  // Executors past their idle deadline and not already being removed, oldest first.
+  // Executors past their idle deadline and not already being removed, in id order (Spark sorts
+  // them by id; tide compares the numbers inside ids by value, so e2 comes before e10).
   // The list stays valid until the next call or event.
   const std::vector<ExecutorId>& timedOutExecutors();
 
@@ -68,12 +81,14 @@ class ExecutorMonitor {
   ExecutorTracker* lookup(const ExecutorId& id);
   void updateTimeout(ExecutorTracker& tracker);
   DurationMs idleTimeoutFor(const ExecutorTracker& tracker) const;
+  bool holdsActiveShuffle(const ExecutorTracker& tracker) const;
 
   const AllocationConfig& config_;
   const Clock& clock_;
   std::unordered_map<ExecutorId, ExecutorTracker> executors_;
   std::unordered_map<std::string, std::set<ExecutorId>> cacheHolders_;
   std::unordered_map<std::string, std::set<ExecutorId>> shuffleHolders_;
+  std::set<std::string> inactiveShuffles_;  // their job ended; not yet cleaned
   uint64_t nextOrder_ = 0;
   int pendingRemoval_ = 0;
   int busy_ = 0;
@@ -83,5 +98,9 @@ class ExecutorMonitor {
   std::vector<ExecutorId> timedOut_;
   uint64_t scans_ = 0;
 };
+
+// Orders executor ids as Spark's sorted ids would order its numeric ids: runs of digits compare
+// by value ("e2" < "e10"), everything else character by character.
+bool executorIdLess(const ExecutorId& a, const ExecutorId& b);
 
 }  // namespace tide::allocation

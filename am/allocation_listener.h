@@ -35,6 +35,9 @@ class AllocationListener : public SchedulerListener {
                             TaskOutcome outcome) override {
     manager_.onTaskEnd(stageId, executorId, taskEnd(outcome), /*speculative=*/true);
   }
+  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
+    manager_.onPendingSpeculativeTaskDropped(stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     manager_.onShuffleOutput(executorId, shuffleId);
   }

@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -113,27 +114,35 @@ DurationMs parseDuration(std::string_view text, int64_t bareUnitMs) {
   if (lowered == "infinity" || lowered == "inf") return kInfiniteMs;
   std::string_view unit;
   const Decimal number = parseLeadingDecimal(lowered, &unit, "duration");
+  const auto is = [&unit](std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), unit) != names.end();
+  };
+  // Spark's JavaUtils.timeStringAs units (us, ms, s, m, min, h, d), and their long forms.
   int64_t multiplier = 0;
+  bool micros = false;
   if (unit.empty()) {
     multiplier = bareUnitMs;
-  } else if (unit == "ms") {
+  } else if (is({"us", "micros", "microsecond", "microseconds"})) {
+    micros = true;
     multiplier = 1;
-  } else if (unit == "s" || unit == "sec") {
+  } else if (is({"ms", "millis", "millisecond", "milliseconds"})) {
+    multiplier = 1;
+  } else if (is({"s", "sec", "secs", "second", "seconds"})) {
     multiplier = kSecondMs;
-  } else if (unit == "min") {
+  } else if (is({"m", "min", "mins", "minute", "minutes"})) {
     multiplier = kMinuteMs;
-  } else if (unit == "h") {
+  } else if (is({"h", "hour", "hours"})) {
     multiplier = kHourMs;
-  } else if (unit == "d") {
+  } else if (is({"d", "day", "days"})) {
     multiplier = kDayMs;
-  } else if (unit == "m") {
-    // Spark reads "m" as minutes, but next to "ms" and "mb" it is too easy to misread.
-    throw std::invalid_argument("ambiguous unit 'm' (write 'min' for minutes or 'ms')");
   } else {
     throw std::invalid_argument("unknown unit '" + std::string(unit) +
-                                "' (use ms, s, min, h, d or infinity)");
+                                "' (use us, ms, s, m or min, h, d, or infinity)");
   }
-  const int64_t ms = scale(number, multiplier, "duration", "millisecond");
+  // tide keeps milliseconds: microseconds must make whole milliseconds (Spark would truncate).
+  Decimal scaled = number;
+  if (micros) scaled.fractionDigits += 3;
+  const int64_t ms = scale(scaled, multiplier, "duration", "millisecond");
   if (ms == kInfiniteMs) throw std::invalid_argument("duration too large");
   return ms;
 }

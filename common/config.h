@@ -56,7 +56,9 @@ struct Origin {
   std::string describe() const;  // "conf/tide.conf:12" or "--conf"
 };
 
-// Parses `100ms`, `1s`, `2min`, `1h`, `1d`, `infinity`; a bare number is taken in bareUnitMs.
+// Parses Spark's units (`500us`, `100ms`, `1s`, `2m` or `2min`, `1h`, `1d`), their long forms
+// (`2mins`, `2 minutes`, `1 hour`, ...), decimals (`1.5s`) and `infinity`; a bare number is
+// taken in bareUnitMs. The result is whole milliseconds (`1500us` is an error).
 // Throws std::invalid_argument with a short reason on bad text or a negative value.
 DurationMs parseDuration(std::string_view text, int64_t bareUnitMs);
 // Parses `512`, `64k`, `512m`, `2g` (also `kb`, `mb`, `gb`, case-insensitive) into bytes.

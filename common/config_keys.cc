@@ -46,9 +46,10 @@ std::vector<KeyInfo> buildKeyTable() {
       key("dynamicAllocation.cachedExecutorIdleTimeout", K::kDuration, "infinity",
           "Idle time after which an executor holding cached blocks is removed", kSeconds),
       key("dynamicAllocation.shuffleTracking.enabled", K::kBool, "true",
-          "Keep executors that hold shuffle output of an active job"),
+          "Keep executors that hold shuffle output of an active job (required with dynamic "
+          "allocation: tide has no external shuffle service)"),
       key("dynamicAllocation.shuffleTracking.timeout", K::kDuration, "infinity",
-          "Longest that shuffle output of an active job keeps an idle executor", kMs),
+          "Longest that shuffle output whose job has ended keeps an idle executor", kMs),
       key("dynamicAllocation.interval", K::kDuration, "100ms",
           "Period of the allocation loop",  // tide name; Spark hard-codes 100 ms
           kMs),
@@ -64,7 +65,8 @@ std::vector<KeyInfo> buildKeyTable() {
 
       // Executors and tasks.
       key("executor.instances", K::kInt, "",
-          "Executors to run when dynamic allocation is off (also raises initialExecutors)"),
+          "Executors to run when dynamic allocation is off (default 2 then, as in Spark; also "
+          "raises initialExecutors)"),
       key("executor.cores", K::kInt, "1", "Cores per executor"),
       key("executor.memory", K::kSize, "1g", "Memory per executor", kMiB),
       key("executor.maxNumFailures", K::kInt, "",
@@ -88,10 +90,16 @@ std::vector<KeyInfo> buildKeyTable() {
       key("scheduler.allocation.file", K::kString, "",
           "FAIR pools (weight, minShare, schedulingMode): a fairscheduler.xml or properties file"),
       key("speculation", K::kBool, "false", "Re-launch slow tasks speculatively"),
-      key("speculation.quantile", K::kDouble, "0.75",
+      key("speculation.quantile", K::kDouble, "0.9",
           "Fraction of a stage's tasks that must finish before speculating"),
-      key("speculation.multiplier", K::kDouble, "1.5",
+      key("speculation.multiplier", K::kDouble, "3",
           "How many times slower than the median a task must be to be speculated"),
+      key("speculation.minTaskRuntime", K::kDuration, "100ms",
+          "Shortest a task runs before it may be speculated", kMs),
+      key("speculation.task.duration.threshold", K::kDuration, "",
+          "Before the quantile is reached, speculate tasks running longer than this in a stage "
+          "with no more tasks than one executor has slots (default: unset)",
+          kMs),
       key("speculation.interval", K::kDuration, "100ms", "How often to look for slow tasks", kMs),
 
       // Application master.

@@ -47,6 +47,9 @@ class ListenerBus : public SchedulerListener {
                             TaskOutcome outcome) override {
     post(&SchedulerListener::onSpeculativeTaskEnd, stageId, executorId, outcome);
   }
+  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
+    post(&SchedulerListener::onPendingSpeculativeTaskDropped, stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     post(&SchedulerListener::onShuffleOutput, executorId, shuffleId);
   }

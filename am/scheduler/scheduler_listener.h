@@ -47,6 +47,8 @@ class SchedulerListener {
                                       const std::string& /*executorId*/) {}
   virtual void onSpeculativeTaskEnd(const std::string& /*stageId*/,
                                     const std::string& /*executorId*/, TaskOutcome /*outcome*/) {}
+  // A task marked for speculation succeeded before its copy launched: the copy is dropped.
+  virtual void onPendingSpeculativeTaskDropped(const std::string& /*stageId*/) {}
 
   // Data held by executors. Shuffle output: a stage's task output that a running job still
   // needs (shuffleId = the stage id), released when the job ends. Cached data: a persisted

@@ -10,7 +10,12 @@ DurationMs speculationThreshold(int64_t numTasks, const std::vector<DurationMs>&
   // Spark: minFinishedForSpeculation = max(floor(quantile * numTasks), 1).
   const int64_t needed = std::max<int64_t>(
       static_cast<int64_t>(std::floor(config.quantile * static_cast<double>(numTasks))), 1);
-  if (static_cast<int64_t>(successful.size()) < needed || successful.empty()) return -1;
+  if (static_cast<int64_t>(successful.size()) < needed || successful.empty()) {
+    // Spark: a small stage (it fits on one executor) may name its own threshold.
+    const bool fitsOneExecutor = numTasks <= std::max<int64_t>(config.slotsPerExecutor, 1);
+    return config.taskDurationThresholdMs >= 0 && fitsOneExecutor ? config.taskDurationThresholdMs
+                                                                  : -1;
+  }
   std::vector<DurationMs> sorted = successful;
   const size_t middle = sorted.size() / 2;
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle),

@@ -13,9 +13,13 @@
 namespace tide::am {
 
 struct SpeculationConfig {
-  double quantile = 0.75;
-  double multiplier = 1.5;
-  DurationMs minThresholdMs = 100;
+  double quantile = 0.9;  // Spark 4's defaults
+  double multiplier = 3.0;
+  DurationMs minThresholdMs = 100;  // speculation.minTaskRuntime
+  // speculation.task.duration.threshold (-1: unset): before the quantile is reached, a stage
+  // with no more tasks than one executor has slots speculates tasks running longer than this.
+  DurationMs taskDurationThresholdMs = -1;
+  int64_t slotsPerExecutor = 1;  // executor.cores / task.cpus
 };
 
 // A task with exactly one running copy.

@@ -126,6 +126,14 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
     throw ConfigError(properties.describe("speculation.quantile") + ": must be in (0, 1]");
   }
   config.speculationIntervalMs = properties.getDuration("speculation.interval");
+  config.speculationMinThresholdMs = properties.getDuration("speculation.minTaskRuntime");
+  if (const auto threshold =
+          properties.getOptionalDuration("speculation.task.duration.threshold")) {
+    config.speculationTaskDurationThresholdMs = *threshold;
+  }
+  config.slotsPerExecutor = std::max<int64_t>(
+      properties.getInt("executor.cores") / std::max<int64_t>(properties.getInt("task.cpus"), 1),
+      1);
   config.speculationMultiplier = properties.getDouble("speculation.multiplier");
   if (!(config.speculationMultiplier >= 1.0)) {
     throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
@@ -613,6 +621,10 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     if (counted) {
       registerOutput(job, task.stage, task.attempt.index, executorId, update.blocks);
       killOtherCopies(job, task.stage, task.attempt.index, update.taskId);
+      // Marked for a copy that never launched: nobody needs it now (as in Spark).
+      if (stage.speculatable.erase(task.attempt.index) != 0) {
+        listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
+      }
     }
     taskEnded(TaskOutcome::kSucceeded);
     if (counted && stage.tasks->allSucceeded()) completeStage(job, task.stage);
@@ -954,7 +966,9 @@ int TaskScheduler::checkSpeculatableTasks() {
       running.push_back(RunningCopy{index, runningTasks_.at(copies.front()).startMs});
     }
     SpeculationConfig speculation{config_.speculationQuantile, config_.speculationMultiplier,
-                                  config_.speculationMinThresholdMs};
+                                  config_.speculationMinThresholdMs,
+                                  config_.speculationTaskDurationThresholdMs,
+                                  config_.slotsPerExecutor};
     for (int64_t index :
          speculatableTasks(stage.tasks->numTasks(), stage.tasks->successfulDurations(), running,
                            now, speculation)) {

@@ -57,10 +57,12 @@ struct SchedulerConfig {
   std::vector<PoolConfig> pools;
   // speculation, speculation.quantile, speculation.multiplier.
   bool speculation = false;
-  double speculationQuantile = 0.75;
-  double speculationMultiplier = 1.5;
-  DurationMs speculationMinThresholdMs = 100;  // Spark's speculation.minTaskRuntime
-  DurationMs speculationIntervalMs = 100;      // speculation.interval
+  double speculationQuantile = 0.9;
+  double speculationMultiplier = 3.0;
+  DurationMs speculationMinThresholdMs = 100;          // speculation.minTaskRuntime
+  DurationMs speculationTaskDurationThresholdMs = -1;  // speculation.task.duration.threshold
+  int64_t slotsPerExecutor = 1;                        // executor.cores / task.cpus
+  DurationMs speculationIntervalMs = 100;              // speculation.interval
 
   // Reads task.cpus, task.maxFailures, locality.wait*, scheduler.mode and its allocation file,
   // and speculation*; a bad value is a ConfigError naming the key.

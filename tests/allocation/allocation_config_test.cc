@@ -64,14 +64,47 @@ TEST(AllocationConfigTest, MinAboveMaxNamesBothKeys) {
                     HasSubstr("conf/tide.conf:1"), HasSubstr("conf/tide.conf:2")));
 }
 
-TEST(AllocationConfigTest, InitialAboveMaxIsAnError) {
-  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.initialExecutors", "9"},
-                                {"dynamicAllocation.maxExecutors", "4"}})),
-              AllOf(HasSubstr("dynamicAllocation.initialExecutors"),
-                    HasSubstr("dynamicAllocation.maxExecutors")));
+// Spark accepts initialExecutors > maxExecutors; tide clips it to max and warns.
+TEST(AllocationConfigTest, InitialAboveMaxIsClippedToMaxWithAWarning) {
+  std::vector<std::string> warnings;
+  AllocationConfig config =
+      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.initialExecutors", "9"},
+                                                 {"dynamicAllocation.maxExecutors", "4"}}),
+                                       &warnings);
+  EXPECT_EQ(config.bounds.initialExecutors, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], AllOf(HasSubstr("dynamicAllocation.initialExecutors"),
+                                 HasSubstr("dynamicAllocation.maxExecutors")));
+  warnings.clear();
+  config = AllocationConfig::fromProperties(
+      fromFile({{"executor.instances", "9"}, {"dynamicAllocation.maxExecutors", "4"}}), &warnings);
+  EXPECT_EQ(config.bounds.initialExecutors, 4);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("executor.instances"));
+}
+
+// Spark: with dynamic allocation off and no executor.instances, 2 executors.
+TEST(AllocationConfigTest, StaticAllocationDefaultsToTwoExecutors) {
+  AllocationConfig config =
+      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.enabled", "false"}}), nullptr);
+  EXPECT_EQ(config.executorInstances, 2);
+  config = AllocationConfig::fromProperties(
+      fromFile({{"dynamicAllocation.enabled", "false"}, {"executor.instances", "5"}}), nullptr);
+  EXPECT_EQ(config.executorInstances, 5);
+  config = AllocationConfig::fromProperties(fromFile({}), nullptr);
+  EXPECT_EQ(config.bounds.initialExecutors, 0) << "dynamic: unset instances do not raise it";
+}
+
+// Spark refuses dynamic allocation with neither shuffle tracking nor a shuffle service; tide
+// has no shuffle service, so turning shuffle tracking off with dynamic allocation on is an error.
+TEST(AllocationConfigTest, DynamicAllocationWithoutShuffleTrackingIsRefused) {
   EXPECT_THAT(
-      errorOf(fromFile({{"executor.instances", "9"}, {"dynamicAllocation.maxExecutors", "4"}})),
-      HasSubstr("executor.instances"));
+      errorOf(fromFile({{"dynamicAllocation.shuffleTracking.enabled", "false"}})),
+      AllOf(HasSubstr("dynamicAllocation.shuffleTracking.enabled"), HasSubstr("shuffle service")));
+  EXPECT_NO_THROW(AllocationConfig::fromProperties(
+      fromFile({{"dynamicAllocation.enabled", "false"},
+                {"dynamicAllocation.shuffleTracking.enabled", "false"}}),
+      nullptr));
 }
 
 TEST(AllocationConfigTest, InitialBelowMinWarnsAndUsesMin) {
@@ -124,7 +157,10 @@ TEST(ChangedBoundsTest, AnInitialNotGivenFollowsTheNewBounds) {
   EXPECT_EQ(lowered.initialExecutors, 4);
   EXPECT_EQ(validateBounds(lowered, nullptr), "");
   Bounds explicitInitial = changedBounds(current, std::nullopt, 6, 4);
-  EXPECT_EQ(validateBounds(explicitInitial, nullptr), "initial=6 is greater than max=4");
+  std::string warning;
+  EXPECT_EQ(validateBounds(explicitInitial, &warning), "");
+  EXPECT_EQ(warning, "initial=6 is greater than max=4; using max");
+  EXPECT_EQ(explicitInitial.initialExecutors, 4);
   Bounds raisedMin = changedBounds(current, 8, std::nullopt, std::nullopt);
   EXPECT_EQ(raisedMin.initialExecutors, 8);
 }

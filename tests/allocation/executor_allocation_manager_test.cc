@@ -205,17 +205,62 @@ TEST_F(AllocationTest, ShuffleOutputOfAnActiveJobHoldsTheExecutor) {
   manager().onShuffleOutput("e1", "j1");
   EXPECT_TRUE(tickAt(3600000).toRemove.empty());
   EXPECT_EQ(manager().monitor().expiryOf(*manager().monitor().find("e1")).why,
-            "holds shuffle data of an active job (shuffleTracking.timeout=infinity)");
+            "holds shuffle data of an active job");
   manager().onShuffleReleased("j1");
   EXPECT_EQ(tickAt(3600100).toRemove, (std::vector<ExecutorId>{"e1"}));
 }
 
-TEST_F(AllocationTest, ShuffleTrackingTimeoutBoundsTheHold) {
+// Spark: shuffleTracking.timeout applies only to shuffle data whose job has ended.
+TEST_F(AllocationTest, ShuffleTrackingTimeoutAppliesOnlyAfterTheJobEnds) {
   config.shuffleTrackingTimeout = 120000;
   addExecutors(1, 1);
   manager().onShuffleOutput("e1", "j1");
-  EXPECT_TRUE(tickAt(119999).toRemove.empty());
-  EXPECT_EQ(tickAt(120000).toRemove, (std::vector<ExecutorId>{"e1"}));
+  EXPECT_TRUE(tickAt(120000).toRemove.empty()) << "its job still runs";
+  EXPECT_TRUE(tickAt(3600000).toRemove.empty()) << "its job still runs";
+  manager().onShuffleInactive("j1");
+  EXPECT_EQ(tickAt(3600100).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
+// Spark's ExecutorAllocationManager: with several tasks per executor, one executor needed and
+// a speculative copy pending, one more executor (the copy may not run beside its original).
+TEST_F(AllocationTest, SpeculativeCopyNeedsASecondExecutorWhenOneHoldsEveryTask) {
+  config.executorCores = 4;
+  addExecutors(1, 1);
+  manager().onStageSubmitted("s1", 2);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskStart("s1", "e1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 1);
+  manager().onSpeculativeTaskSubmitted("s1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "ceil(3 / 4) = 1, +1 for the copy";
+  EXPECT_EQ(tickAt(1000).target, 2);
+}
+
+TEST_F(AllocationTest, NoExtraExecutorForSpeculationWithOneTaskPerExecutor) {
+  addExecutors(1, 1);
+  manager().onStageSubmitted("s1", 1);
+  manager().onTaskStart("s1", "e1");
+  manager().onSpeculativeTaskSubmitted("s1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "2 tasks, 1 per executor: no +1";
+}
+
+// Spark: when an original task succeeds before its speculative copy launched, the pending copy
+// is dropped, so the target does not ramp for executors nobody needs.
+TEST_F(AllocationTest, PendingSpeculativeTaskDroppedWhenTheOriginalSucceeds) {
+  addExecutors(1, 2);
+  manager().onStageSubmitted("s1", 2);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskStart("s1", "e2");
+  manager().onTaskEnd("s1", "e1", ExecutorAllocationManager::TaskEnd::kSuccess);
+  manager().onSpeculativeTaskSubmitted("s1");
+  EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 1);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2);
+  manager().onTaskEnd("s1", "e2", ExecutorAllocationManager::TaskEnd::kSuccess);
+  manager().onPendingSpeculativeTaskDropped("s1");
+  EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 0);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 0);
+  EXPECT_EQ(manager().snapshot().addTime, -1) << "no backlog left";
+  manager().onPendingSpeculativeTaskDropped("s1");  // nothing left to drop: no underflow
+  EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 0);
 }
 
 TEST_F(AllocationTest, WithoutShuffleTrackingShuffleDataHoldsNothing) {
@@ -329,14 +374,16 @@ TEST_F(AllocationTest, RuntimeBoundsClipTheTargetAtOnce) {
 
 TEST_F(AllocationTest, InvalidRuntimeBoundsAreRefusedAndChangeNothing) {
   EXPECT_EQ(manager().setBounds({5, 5, 2}), Status::invalidArgument("min=5 is greater than max=2"));
-  EXPECT_EQ(manager().setBounds({0, 7, 4}),
-            Status::invalidArgument("initial=7 is greater than max=4"));
   EXPECT_EQ(manager().setBounds({-1, 0, 4}), Status::invalidArgument("min: must not be negative"));
   EXPECT_EQ(manager().snapshot().bounds.maxExecutors, 20);
   std::string warning;
   EXPECT_TRUE(manager().setBounds({3, 1, 4}, &warning).ok());
   EXPECT_EQ(warning, "initial=1 is less than min=3; using min");
   EXPECT_EQ(manager().snapshot().bounds.initialExecutors, 3);
+  // As Spark accepts initialExecutors > maxExecutors, it is clipped with a warning.
+  EXPECT_EQ(manager().setBounds({0, 7, 4}, &warning), "");
+  EXPECT_EQ(warning, "initial=7 is greater than max=4; using max");
+  EXPECT_EQ(manager().snapshot().bounds.initialExecutors, 4);
 }
 
 TEST_F(AllocationTest, DisabledAllocationHoldsAFixedNumber) {

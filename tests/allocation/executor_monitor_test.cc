@@ -56,12 +56,84 @@ TEST_F(MonitorTest, AnExecutorBusyAgainLeavesTheTimedOutList) {
   EXPECT_EQ(monitor.executorCount(), 1);
 }
 
-TEST_F(MonitorTest, TimedOutExecutorsComeOldestFirst) {
+// Spark's ExecutorMonitor.timedOutExecutors sorts by executor id; tide compares the numbers in
+// ids by value, so e2 (an older executor) comes before e10.
+TEST_F(MonitorTest, TimedOutExecutorsAreSortedById) {
   ExecutorMonitor monitor(config, clock);
   for (const char* id : {"e10", "e2", "e1"}) monitor.onExecutorAdded(id);
   clock.set(60000);
-  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e10", "e2", "e1"}))
-      << "registration order, not string order";
+  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e1", "e2", "e10"}))
+      << "by id (numbers by value), not registration order";
+}
+
+TEST(ExecutorIdOrder, NumbersInIdsCompareByValue) {
+  EXPECT_TRUE(executorIdLess("e2", "e10"));
+  EXPECT_FALSE(executorIdLess("e10", "e2"));
+  EXPECT_TRUE(executorIdLess("e9", "f1"));
+  EXPECT_TRUE(executorIdLess("e", "e1"));
+  EXPECT_TRUE(executorIdLess("app-2-e3", "app-10-e1"));
+  EXPECT_FALSE(executorIdLess("e7", "e7"));
+  EXPECT_NE(executorIdLess("e01", "e1"), executorIdLess("e1", "e01")) << "a strict order";
+}
+
+// Spark's ExecutorMonitor.Tracker.updateTimeout: an idle executor holding data goes at
+// idleStart + the smallest timeout of the kinds of data it holds; executorIdleTimeout does not
+// apply to it, so a cachedExecutorIdleTimeout shorter than executorIdleTimeout wins.
+TEST_F(MonitorTest, CachedExecutorGoesAtCachedTimeoutEvenBelowIdleTimeout) {
+  config.cachedExecutorIdleTimeout = 30000;
+  ExecutorMonitor monitor(config, clock);
+  monitor.onExecutorAdded("e1");
+  monitor.onExecutorAdded("e2");
+  monitor.onBlocksCached("e1", "s1");
+  clock.set(29999);
+  EXPECT_TRUE(monitor.timedOutExecutors().empty());
+  clock.set(30000);
+  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e1"}));
+  clock.set(60000);
+  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e1", "e2"}));
+}
+
+TEST_F(MonitorTest, ExecutorHoldingCachedAndEndedShuffleDataGoesAtTheSmallerTimeout) {
+  config.cachedExecutorIdleTimeout = 300000;
+  config.shuffleTrackingTimeout = 120000;
+  ExecutorMonitor monitor(config, clock);
+  monitor.onExecutorAdded("e1");
+  monitor.onBlocksCached("e1", "s1");
+  monitor.onShuffleOutput("e1", "j1/map");
+  monitor.onShuffleInactive("j1/map");
+  EXPECT_EQ(monitor.expiryOf(*monitor.find("e1")).at, 120000);
+  EXPECT_EQ(monitor.expiryOf(*monitor.find("e1")).why,
+            "holds shuffle data of an ended job (shuffleTracking.timeout=2min)");
+  monitor.onShuffleReleased("j1/map");  // cleaned: only the cached data holds it now
+  EXPECT_EQ(monitor.expiryOf(*monitor.find("e1")).at, 300000);
+}
+
+// Spark: an executor holding shuffle data of an active job is never timed out, whatever
+// shuffleTracking.timeout; once the job ends the timeout counts from when it went idle.
+TEST_F(MonitorTest, ShuffleDataOfAnActiveJobNeverTimesOut) {
+  config.shuffleTrackingTimeout = 120000;
+  ExecutorMonitor monitor(config, clock);
+  monitor.onExecutorAdded("e1");
+  monitor.onShuffleOutput("e1", "j1/map");
+  clock.set(36000000);
+  EXPECT_TRUE(monitor.timedOutExecutors().empty());
+  EXPECT_EQ(monitor.expiryOf(*monitor.find("e1")).at, kInfiniteMs);
+  EXPECT_EQ(monitor.expiryOf(*monitor.find("e1")).why, "holds shuffle data of an active job");
+  monitor.onShuffleInactive("j1/map");
+  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e1"}))
+      << "idle since 0, past 0 + shuffleTracking.timeout";
+}
+
+TEST_F(MonitorTest, CleanedShuffleFallsBackToTheIdleTimeout) {
+  ExecutorMonitor monitor(config, clock);  // shuffleTracking.timeout: infinity
+  monitor.onExecutorAdded("e1");
+  monitor.onShuffleOutput("e1", "j1/map");
+  monitor.onShuffleInactive("j1/map");
+  clock.set(600000);
+  EXPECT_TRUE(monitor.timedOutExecutors().empty()) << "ended job's data, infinite timeout";
+  monitor.onShuffleReleased("j1/map");
+  EXPECT_EQ(monitor.timedOutExecutors(), (std::vector<ExecutorId>{"e1"}));
+  EXPECT_EQ(monitor.find("e1")->activeShuffles, 0);
 }
 
 TEST_F(MonitorTest, ExpiryExplainsWhichTimeoutApplies) {

@@ -36,5 +36,16 @@ TEST(SpeculationTest, TasksRunningLongerThanTheThresholdAreSpeculatable) {
   EXPECT_THAT(speculatableTasks(8, done, running, 9000, config), IsEmpty());  // too few done
 }
 
+// Spark's speculation.task.duration.threshold: before the quantile is reached, a stage that fits
+// on one executor speculates tasks running longer than the threshold.
+TEST(SpeculationTest, TaskDurationThresholdAppliesToStagesThatFitOneExecutor) {
+  SpeculationConfig config{0.9, 3.0, 100, 5000, 4};
+  EXPECT_EQ(speculationThreshold(4, {}, config), 5000);
+  EXPECT_EQ(speculationThreshold(5, {}, config), -1) << "more tasks than one executor's slots";
+  EXPECT_EQ(speculationThreshold(4, {100, 100, 100, 100}, config), 300) << "quantile reached";
+  config.taskDurationThresholdMs = -1;
+  EXPECT_EQ(speculationThreshold(4, {}, config), -1);
+}
+
 }  // namespace
 }  // namespace tide::am

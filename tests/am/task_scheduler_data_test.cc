@@ -39,6 +39,9 @@ class DataListener : public SchedulerListener {
   void onSpeculativeTaskStart(const std::string& stageId, const std::string& executor) override {
     events.push_back("speculative start " + stageId + " " + executor);
   }
+  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
+    events.push_back("speculative dropped " + stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     events.push_back("shuffle " + executorId + " " + shuffleId);
   }
@@ -470,6 +473,23 @@ TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
   ASSERT_FALSE(retry[0].argv.empty());
 }
 
+// Spark: an original that succeeds before its speculative copy launched drops the pending copy.
+TEST_F(SchedulerDataTest, PendingSpeculativeCopyIsDroppedWhenTheOriginalSucceeds) {
+  config.speculation = true;
+  config.speculationQuantile = 0.5;
+  config.speculationMultiplier = 1.5;
+  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
+  auto launches = offer("e1", 2);
+  ASSERT_EQ(launches.size(), 2u);
+  clock.advance(1000);
+  scheduler().statusUpdate(finished(launches[0].taskId), "e1");
+  clock.advance(1000);
+  EXPECT_EQ(scheduler().checkSpeculatableTasks(), 1);
+  ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
+  EXPECT_THAT(listener.events, Contains("speculative dropped job-1/s"));
+  EXPECT_TRUE(offer("e2", 1).empty()) << "no copy of a finished task";
+}
+
 TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
   Properties props;
   props.set("locality.wait", "2s");
@@ -484,6 +504,25 @@ TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
   EXPECT_EQ(config.mode, SchedulingMode::kFair);
   EXPECT_TRUE(config.speculation);
   EXPECT_DOUBLE_EQ(config.speculationQuantile, 0.9);
+  props.set("speculation.quantile", "1.5");
+  EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
+}
+
+// Spark 4's speculation defaults: quantile 0.9, multiplier 3, minTaskRuntime 100ms.
+TEST(SchedulerConfigDataTest, SpeculationDefaultsAreSpark4s) {
+  Properties props;
+  SchedulerConfig config = SchedulerConfig::fromProperties(props);
+  EXPECT_DOUBLE_EQ(config.speculationQuantile, 0.9);
+  EXPECT_DOUBLE_EQ(config.speculationMultiplier, 3.0);
+  EXPECT_EQ(config.speculationMinThresholdMs, 100);
+  EXPECT_EQ(config.speculationTaskDurationThresholdMs, -1);
+  props.set("speculation.minTaskRuntime", "2s");
+  props.set("speculation.task.duration.threshold", "30s");
+  props.set("executor.cores", "4");
+  config = SchedulerConfig::fromProperties(props);
+  EXPECT_EQ(config.speculationMinThresholdMs, 2000);
+  EXPECT_EQ(config.speculationTaskDurationThresholdMs, 30000);
+  EXPECT_EQ(config.slotsPerExecutor, 4);
   props.set("speculation.quantile", "1.5");
   EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
 }

@@ -19,6 +19,26 @@ TEST(ParseDuration, AcceptsEveryUnit) {
   EXPECT_EQ(parseDuration("1d", kMs), 86400000);
 }
 
+// Spark's JavaUtils.timeStringAs: us, ms, s, m, min, h, d (tide also takes the long forms).
+TEST(ParseDuration, AcceptsSparksTimeStringUnits) {
+  EXPECT_EQ(parseDuration("5000us", kMs), 5);
+  EXPECT_EQ(parseDuration("5m", kMs), 300000);
+  EXPECT_EQ(parseDuration("5min", kMs), 300000);
+  EXPECT_EQ(parseDuration("5mins", kMs), 300000);
+  EXPECT_EQ(parseDuration("5 minutes", kMs), 300000);
+  EXPECT_EQ(parseDuration("1 minute", kMs), 60000);
+  EXPECT_EQ(parseDuration("2secs", kMs), 2000);
+  EXPECT_EQ(parseDuration("2 seconds", kMs), 2000);
+  EXPECT_EQ(parseDuration("1hour", kMs), 3600000);
+  EXPECT_EQ(parseDuration("2 hours", kMs), 7200000);
+  EXPECT_EQ(parseDuration("1 day", kMs), 86400000);
+  EXPECT_EQ(parseDuration("3days", kMs), 3 * 86400000);
+  EXPECT_EQ(parseDuration("7 millis", kSeconds), 7);
+  EXPECT_EQ(parseDuration("7 milliseconds", kSeconds), 7);
+  EXPECT_EQ(parseDuration("2000 micros", kMs), 2);
+  EXPECT_EQ(parseDuration("1.5h", kMs), 5400000);
+}
+
 TEST(ParseDuration, IgnoresCaseAndSurroundingBlanks) {
   EXPECT_EQ(parseDuration("  60S ", kMs), 60000);
   EXPECT_EQ(parseDuration("5 min", kMs), 300000);
@@ -46,8 +66,8 @@ TEST(ParseDuration, Infinity) {
 }
 
 TEST(ParseDuration, RejectsNegativeGarbageAndUnknownUnits) {
-  for (const char* bad : {"-1", "-5s", "", "  ", "abc", "s", "5 parsecs", "5m", "1.2.3s", "1.5us",
-                          "0.5ms", "99999999999999999999", "9999999999999999d", "1e3s"}) {
+  for (const char* bad : {"-1", "-5s", "", "  ", "abc", "s", "5 parsecs", "5mn", "1.2.3s", "1.5us",
+                          "1500us", "0.5ms", "99999999999999999999", "9999999999999999d", "1e3s"}) {
     EXPECT_THROW(parseDuration(bad, kSeconds), std::invalid_argument) << "'" << bad << "'";
   }
 }
@@ -60,10 +80,10 @@ TEST(ParseDuration, ReasonsAreSpecific) {
     EXPECT_STREQ(e.what(), "negative duration");
   }
   try {
-    parseDuration("5m", kMs);
+    parseDuration("1500us", kMs);
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'min'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("millisecond"), std::string::npos) << e.what();
   }
   try {
     parseDuration("5 weeks", kMs);
