@@ -511,7 +511,7 @@ void ApplicationMaster::routeKills() {
 }
 
 rest::CommitDecision ApplicationMaster::decideCommit(const std::string& executorId,
-                                                    const rest::CommitRequest& request) {
+                                                     const rest::CommitRequest& request) {
   rest::CommitDecision decision;
   withState([&] {
     if (executors_.count(executorId) == 0) {

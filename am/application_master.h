@@ -190,7 +190,7 @@ class ApplicationMaster : public MasterControl {
 
   // The policy (dynamicAllocation.policy), the scheduler and the allocator. Guarded by mu_.
   std::unique_ptr<allocation::AllocationPolicy> allocationPolicy_;
-  allocation::AllocationPolicy& allocation_;  // *allocationPolicy_
+  allocation::AllocationPolicy& allocation_;              // *allocationPolicy_
   AllocationListener allocationListener_;                 // subscribed to scheduler_
   std::unique_ptr<JobEndListener> jobEndListener_;        // subscribed to scheduler_
   std::unique_ptr<TaskMetricsListener> metricsListener_;  // subscribed to scheduler_

@@ -184,12 +184,11 @@ void StatusHandlers::registerExecutorRoutes(rest::HttpServer& e) {
            rest::throwIfError(master_.syncExecutor(req.matches[1], sync, &reply));
            rest::replyJson(res, rest::toJson(reply));
          });
-  e.post(R"(/api/v1/executors/([^/]+)/commit)",
-         [this](const httplib::Request& req, httplib::Response& res) {
-           const rest::CommitRequest request =
-               rest::commitRequestFromJson(rest::parseJson(req.body));
-           rest::replyJson(res, rest::toJson(master_.decideCommit(req.matches[1], request)));
-         });
+  e.post(R"(/api/v1/executors/([^/]+)/commit)", [this](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    const rest::CommitRequest request = rest::commitRequestFromJson(rest::parseJson(req.body));
+    rest::replyJson(res, rest::toJson(master_.decideCommit(req.matches[1], request)));
+  });
 }
 
 void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {

@@ -13,6 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing_support::expectedMessageOf;
+using testing_support::messageOf;
 
 TEST(ParseJson, AcceptsADocument) {
   rapidjson::Document doc = parseJson(R"({"a": [1, 2.5, "x", true, null]})");
