@@ -472,7 +472,7 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
   runner.launch(command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "FINISHED") << updates[0].reason;
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
   recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
@@ -489,7 +489,7 @@ TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm)
   runner.kill(1);
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, "KILLED");
+  EXPECT_EQ(updates[0].state, rest::TaskState::kKilled);
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
   const auto leftovers = waitUntilNoneLeft([&] { return left(); });
   recordFault(leftovers);

@@ -15,9 +15,9 @@
 
 #include "rest/http_client.h"
 #include "rest/json.h"
-#include "tests/common/temp_dir.h"
 #include "tests/rest/rest_test_util.h"
 #include "tests/rest/slow_clients.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::rest {
 namespace {
