@@ -76,13 +76,15 @@ def main():
             [bin_dir + "/tide-rm", "--conf", "rm.port=%d" % rm_port, "--conf", "log.level=warn",
              *secret],
             stdout=log, stderr=log, start_new_session=True))
+        # tide-nm derives its node credential from the secret, so it starts once the file is
+        # there (a node started earlier has no credential and is refused).
+        admin = poll("the secret file", lambda: open(secret_file).read().strip())
         procs.append(subprocess.Popen(
             [bin_dir + "/tide-nm", "--conf", "nm.rm=" + rm_url, "--conf", "nm.port=%d" % nm_port,
              "--conf", "nm.cores=10", "--conf", "nm.memory=6g",
              "--conf", "nm.workDir=" + os.path.join(work, "nm"), "--conf", "log.level=warn",
              *secret],
             stdout=log, stderr=log, start_new_session=True))
-        admin = poll("the secret file", lambda: open(secret_file).read().strip())
         poll("the node to register",
              lambda: get(rm_url + "/ws/v1/cluster/metrics",
                          admin)["clusterMetrics"]["activeNodes"] >= 1)
