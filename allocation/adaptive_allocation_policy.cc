@@ -57,12 +57,7 @@ int ceilToInt(double x) {
 
 AdaptiveAllocationPolicy::AdaptiveAllocationPolicy(const AllocationConfig& config,
                                                    const Clock& clock)
-    : config_(config), clock_(clock), monitor_(config_, clock) {
-  initialTarget_ = config_.enabled
-                       ? std::max(config_.bounds.initialExecutors, config_.bounds.minExecutors)
-                       : config_.executorInstances;
-  target_ = initialTarget_;
-  reportedTarget_ = target_;
+    : PolicyBase(config, clock), initialTarget_(startTarget(config)) {
   if (config_.enabled) trackRequests(clock_.nowMs());
 }
 
@@ -70,7 +65,14 @@ double AdaptiveAllocationPolicy::priorTaskMs() const {
   return recentTaskMs_ >= 0 ? recentTaskMs_ : static_cast<double>(kUnknownTaskMs);
 }
 
-double AdaptiveAllocationPolicy::stageTaskMs(const StageState& stage, TimeMs now) const {
+const AdaptiveAllocationPolicy::StageHistory& AdaptiveAllocationPolicy::historyOf(
+    const std::string& stageId) const {
+  static const StageHistory kNone;
+  auto it = history_.find(stageId);
+  return it == history_.end() ? kNone : it->second;
+}
+
+double AdaptiveAllocationPolicy::stageTaskMs(const StageHistory& stage, TimeMs now) const {
   if (stage.finished > 0) {
     return static_cast<double>(stage.finishedMs) / static_cast<double>(stage.finished);
   }
@@ -83,8 +85,8 @@ double AdaptiveAllocationPolicy::stageTaskMs(const StageState& stage, TimeMs now
 }
 
 double AdaptiveAllocationPolicy::expectedTaskMs(const std::string& stageId) const {
-  auto it = stages_.find(stageId);
-  return it == stages_.end() ? priorTaskMs() : stageTaskMs(it->second, clock_.nowMs());
+  return tasks_.stages().count(stageId) == 0 ? priorTaskMs()
+                                             : stageTaskMs(historyOf(stageId), clock_.nowMs());
 }
 
 DurationMs AdaptiveAllocationPolicy::startLatencyMs() const {
@@ -94,16 +96,17 @@ DurationMs AdaptiveAllocationPolicy::startLatencyMs() const {
 AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
   const TimeMs now = clock_.nowMs();
   Estimate e;
-  for (const auto& [id, stage] : stages_) {
-    const double taskMs = stageTaskMs(stage, now);
+  for (const auto& [id, stage] : tasks_.stages()) {
+    const StageHistory& history = historyOf(id);
+    const double taskMs = stageTaskMs(history, now);
     e.workMs += static_cast<double>(stage.pending + stage.pendingSpeculative) * taskMs;
-    for (const auto& [executor, starts] : stage.starts) {
+    for (const auto& [executor, starts] : history.starts) {
       for (TimeMs start : starts) {
         e.workMs += std::max(0.0, taskMs - static_cast<double>(now - start));
       }
     }
   }
-  e.tasks = pendingTasks_ + pendingSpeculativeTasks_ + runningTasks_;
+  e.tasks = tasks_.total();
   // A stream: stages keep coming faster than the target and the latest is not overdue.
   if (stageIntervalMs_ > 0 && stageWorkMs_ > 0 &&
       stageIntervalMs_ < static_cast<double>(config_.targetBacklogDuration) &&
@@ -125,10 +128,7 @@ AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
 void AdaptiveAllocationPolicy::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
   initializing_ = false;
   const TimeMs now = clock_.nowMs();
-  StageState& stage = stages_[stageId];
-  stage.active = true;
-  stage.pending += numTasks;
-  pendingTasks_ += numTasks;
+  tasks_.onStageSubmitted(stageId, numTasks);
   if (lastStageAt_ >= 0) {
     remember(stageIntervals_, static_cast<double>(now - lastStageAt_));
     stageIntervalMs_ = median(stageIntervals_);
@@ -136,8 +136,9 @@ void AdaptiveAllocationPolicy::onStageSubmitted(const std::string& stageId, int6
   lastStageAt_ = now;
 }
 
-void AdaptiveAllocationPolicy::forgetStage(
-    std::unordered_map<std::string, StageState>::iterator it) {
+void AdaptiveAllocationPolicy::forgetStage(const std::string& stageId) {
+  auto it = history_.find(stageId);
+  if (it == history_.end()) return;
   // What the stage's tasks took in all: the work a stage of a stream brings.
   if (it->second.finished > 0) {
     remember(stageWorks_, static_cast<double>(it->second.finishedMs));
@@ -146,36 +147,17 @@ void AdaptiveAllocationPolicy::forgetStage(
     recentTaskMs_ =
         static_cast<double>(it->second.finishedMs) / static_cast<double>(it->second.finished);
   }
-  stages_.erase(it);
+  history_.erase(it);
 }
 
 void AdaptiveAllocationPolicy::onStageCompleted(const std::string& stageId) {
-  auto it = stages_.find(stageId);
-  if (it == stages_.end()) return;
-  StageState& stage = it->second;
-  pendingTasks_ -= stage.pending;
-  pendingSpeculativeTasks_ -= stage.pendingSpeculative;
-  stage.pending = 0;
-  stage.pendingSpeculative = 0;
-  stage.active = false;
-  if (stage.running == 0) forgetStage(it);
+  if (tasks_.onStageCompleted(stageId) == StageTaskCounts::Change::kForgotten) forgetStage(stageId);
 }
 
 void AdaptiveAllocationPolicy::onTaskStart(const std::string& stageId, const ExecutorId& executor,
                                            bool speculative) {
-  StageState& stage = stages_[stageId];
-  if (speculative) {
-    if (stage.pendingSpeculative > 0) {
-      --stage.pendingSpeculative;
-      --pendingSpeculativeTasks_;
-    }
-  } else if (stage.pending > 0) {
-    --stage.pending;
-    --pendingTasks_;
-  }
-  ++stage.running;
-  ++runningTasks_;
-  stage.starts[executor].push_back(clock_.nowMs());
+  tasks_.onTaskStart(stageId, speculative);
+  history_[stageId].starts[executor].push_back(clock_.nowMs());
   monitor_.onTaskStart(executor);
   busyHistory_.emplace_back(clock_.nowMs(), monitor_.busyCount());
 }
@@ -183,40 +165,33 @@ void AdaptiveAllocationPolicy::onTaskStart(const std::string& stageId, const Exe
 void AdaptiveAllocationPolicy::onTaskEnd(const std::string& stageId, const ExecutorId& executor,
                                          TaskEnd how, bool speculative) {
   monitor_.onTaskEnd(executor);
-  auto it = stages_.find(stageId);
-  if (it == stages_.end()) return;
-  StageState& stage = it->second;
-  if (stage.running > 0) {
-    --stage.running;
-    --runningTasks_;
-  }
-  auto starts = stage.starts.find(executor);
-  if (starts != stage.starts.end() && !starts->second.empty()) {
-    const double took = static_cast<double>(clock_.nowMs() - starts->second.front());
-    starts->second.pop_front();
-    if (starts->second.empty()) stage.starts.erase(starts);
-    if (how == TaskEnd::kSuccess) {
-      ++stage.finished;
-      stage.finishedMs += static_cast<int64_t>(took);
-      if (recentTaskMs_ < 0) recentTaskMs_ = took;
+  const StageTaskCounts::Change change =
+      tasks_.onTaskEnd(stageId, how == TaskEnd::kFailed && !speculative);
+  if (change == StageTaskCounts::Change::kUnknownStage) return;
+  auto history = history_.find(stageId);
+  if (history != history_.end()) {
+    StageHistory& stage = history->second;
+    auto starts = stage.starts.find(executor);
+    if (starts != stage.starts.end() && !starts->second.empty()) {
+      const double took = static_cast<double>(clock_.nowMs() - starts->second.front());
+      starts->second.pop_front();
+      if (starts->second.empty()) stage.starts.erase(starts);
+      if (how == TaskEnd::kSuccess) {
+        ++stage.finished;
+        stage.finishedMs += static_cast<int64_t>(took);
+        if (recentTaskMs_ < 0) recentTaskMs_ = took;
+      }
     }
   }
-  if (how == TaskEnd::kFailed && !speculative && stage.active) {
-    ++stage.pending;
-    ++pendingTasks_;
-  }
-  if (!stage.active && stage.running == 0) forgetStage(it);
+  if (change == StageTaskCounts::Change::kForgotten) forgetStage(stageId);
 }
 
 void AdaptiveAllocationPolicy::onSpeculativeTaskSubmitted(const std::string& stageId) {
-  StageState& stage = stages_[stageId];
-  stage.active = true;
-  ++stage.pendingSpeculative;
-  ++pendingSpeculativeTasks_;
+  tasks_.onSpeculativeTaskSubmitted(stageId);
 }
 
 void AdaptiveAllocationPolicy::onExecutorAdded(const ExecutorId& id) {
-  monitor_.onExecutorAdded(id);
+  PolicyBase::onExecutorAdded(id);
   if (!requestedAt_.empty()) {
     startLatencyMs_ =
         smooth(startLatencyMs_, static_cast<double>(clock_.nowMs() - requestedAt_.front()));
@@ -224,56 +199,16 @@ void AdaptiveAllocationPolicy::onExecutorAdded(const ExecutorId& id) {
   }
 }
 
-void AdaptiveAllocationPolicy::onExecutorRemoved(const ExecutorId& id) {
-  monitor_.onExecutorRemoved(id);
-}
-
-void AdaptiveAllocationPolicy::onBlocksCached(const ExecutorId& id, const std::string& dataId) {
-  monitor_.onBlocksCached(id, dataId);
-}
-
-void AdaptiveAllocationPolicy::onBlocksUncached(const std::string& dataId) {
-  monitor_.onBlocksUncached(dataId);
-}
-
-void AdaptiveAllocationPolicy::onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) {
-  monitor_.onShuffleOutput(id, shuffleId);
-}
-
-void AdaptiveAllocationPolicy::onShuffleReleased(const std::string& shuffleId) {
-  monitor_.onShuffleReleased(shuffleId);
-}
-
-Status AdaptiveAllocationPolicy::setBounds(Bounds bounds, std::string* warning) {
-  std::string error = validateBounds(bounds, warning);
-  if (!error.empty()) return Status::invalidArgument(std::move(error));
-  const Bounds old = config_.bounds;
-  config_.bounds = bounds;
-  const int before = target_;
-  if (config_.enabled) target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
-  std::ostringstream why;
-  why << "bounds changed from [" << old.minExecutors << ", " << old.maxExecutors << "] to ["
-      << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
-  if (target_ != before) why << "; target " << before << " -> " << target_;
-  pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
-  return Status();
-}
-
 void AdaptiveAllocationPolicy::trackRequests(TimeMs now) {
   // The executors asked for and not yet registered, oldest first: a registration ends the
   // oldest request (its wait is the start latency); a lower target withdraws the newest.
-  const int live = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  const int live = liveExecutors();
   const size_t outstanding = static_cast<size_t>(std::max(0, target_ - live));
   while (requestedAt_.size() < outstanding) requestedAt_.push_back(now);
   while (requestedAt_.size() > outstanding) requestedAt_.pop_back();
 }
 
-TickResult AdaptiveAllocationPolicy::tick() {
-  TickResult result;
-  result.previousTarget = reportedTarget_;
-  result.decisions = std::move(pendingDecisions_);
-  pendingDecisions_.clear();
-  const TimeMs now = clock_.nowMs();
+void AdaptiveAllocationPolicy::beforeStep(TimeMs now) {
   busyHistory_.emplace_back(now, monitor_.busyCount());
   // The busy counts of the last target duration (at least two stage intervals and two start
   // latencies) are kept: while a stream goes on, an executor it kept busy in that time stays.
@@ -283,18 +218,16 @@ TickResult AdaptiveAllocationPolicy::tick() {
   while (!busyHistory_.empty() && static_cast<double>(now - busyHistory_.front().first) > window) {
     busyHistory_.pop_front();
   }
-  if (config_.enabled) {
-    const Estimate e = estimate();
-    // The executors the work still needs: what the estimate asks for, and the busy ones.
-    const int floor = std::max(e.desired, std::min(monitor_.busyCount(), e.byParallelism));
-    raiseTarget(e, result);
-    removeIdle(now, floor, result);
-    lowerTarget(e, floor, result);
-    trackRequests(now);
-  }
-  result.target = target_;
-  reportedTarget_ = target_;
-  return result;
+}
+
+void AdaptiveAllocationPolicy::step(TimeMs now, TickResult& result) {
+  const Estimate e = estimate();
+  // The executors the work still needs: what the estimate asks for, and the busy ones.
+  const int floor = std::max(e.desired, std::min(monitor_.busyCount(), e.byParallelism));
+  raiseTarget(e, result);
+  removeIdle(now, floor, result);
+  lowerTarget(e, floor, result);
+  trackRequests(now);
 }
 
 std::string AdaptiveAllocationPolicy::needText(const Estimate& e) const {
@@ -311,7 +244,7 @@ std::string AdaptiveAllocationPolicy::needText(const Estimate& e) const {
 
 void AdaptiveAllocationPolicy::raiseTarget(const Estimate& e, TickResult& result) {
   const double latency = static_cast<double>(startLatencyMs());
-  const int live = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  const int live = liveExecutors();
   const int max = config_.bounds.maxExecutors;
   if (e.desired > target_) {
     // New executors come after the start latency: not worth asking when the live ones finish
@@ -350,7 +283,7 @@ void AdaptiveAllocationPolicy::lowerTarget(const Estimate& e, int floor, TickRes
   // what the work needs the target follows the live executors down (kept idle ones included),
   // so that requests not yet granted are withdrawn and the target does not flap on a stream.
   if (initializing_ || floor >= target_) return;
-  const int live = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  const int live = liveExecutors();
   const int lowered = std::max(floor, std::min(target_, live));
   if (lowered >= target_) return;
   const int before = target_;
@@ -382,7 +315,7 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
   int recentBusy = 0;
   for (const auto& [t, busy] : busyHistory_) recentBusy = std::max(recentBusy, busy);
 
-  int remaining = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  int remaining = liveExecutors();
   const int floor = std::max(config_.bounds.minExecutors, needed);
   const int keepFor = expectedSoon ? std::max(floor, recentBusy) : floor;
 
@@ -392,7 +325,7 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
     if (const ExecutorTracker* t = monitor_.find(id)) candidates.push_back(t);
   }
   const size_t deadlineCount = candidates.size();
-  if (!hasPendingTasks()) {
+  if (!tasks_.hasPending()) {
     std::vector<const ExecutorTracker*> idle;
     for (const ExecutorTracker* t : monitor_.all()) {
       if (t->runningTasks == 0 && !t->pendingRemoval && !t->timedOut && t->cachedData.empty() &&
@@ -449,20 +382,10 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
 }
 
 AllocationSnapshot AdaptiveAllocationPolicy::snapshot() const {
-  AllocationSnapshot s;
-  s.bounds = config_.bounds;
-  s.target = target_;
+  AllocationSnapshot s = baseSnapshot();
   s.maxNeeded = estimate().desired;
   s.numExecutorsToAdd = 0;
-  s.initializing = initializing_;
   s.addTime = -1;
-  s.live = monitor_.executorCount();
-  s.pendingRemoval = monitor_.pendingRemovalCount();
-  s.busy = monitor_.busyCount();
-  s.idle = s.live - s.busy;
-  s.pendingTasks = pendingTasks_;
-  s.pendingSpeculativeTasks = pendingSpeculativeTasks_;
-  s.runningTasks = runningTasks_;
   return s;
 }
 

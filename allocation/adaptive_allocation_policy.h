@@ -10,6 +10,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/allocation_policy.h"
 #include "allocation/executor_monitor.h"
+#include "allocation/policy_base.h"
 #include "common/clock.h"
 
 namespace tide::allocation {
@@ -33,7 +34,7 @@ namespace tide::allocation {
 //   could start (twice the start latency): then it is kept, up to the number of executors that
 //   were busy within the last target duration. Spark's idle deadlines (executorIdleTimeout,
 //   cachedExecutorIdleTimeout, shuffle tracking) still bound how long any executor is kept.
-class AdaptiveAllocationPolicy final : public AllocationPolicy {
+class AdaptiveAllocationPolicy final : public PolicyBase {
  public:
   // Before any task has ended, a task is assumed to take this long (Dask's
   // distributed.scheduler.unknown-task-duration).
@@ -53,17 +54,9 @@ class AdaptiveAllocationPolicy final : public AllocationPolicy {
   void onTaskEnd(const std::string& stageId, const ExecutorId& executor, TaskEnd how,
                  bool speculative = false) override;
   void onSpeculativeTaskSubmitted(const std::string& stageId) override;
+  // Also measures the start latency: a registration ends the oldest outstanding request.
   void onExecutorAdded(const ExecutorId& id) override;
-  void onExecutorRemoved(const ExecutorId& id) override;
-  void onBlocksCached(const ExecutorId& id, const std::string& dataId) override;
-  void onBlocksUncached(const std::string& dataId) override;
-  void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override;
-  void onShuffleReleased(const std::string& shuffleId) override;
-  Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
-  TickResult tick() override;
   AllocationSnapshot snapshot() const override;
-  const ExecutorMonitor& monitor() const override { return monitor_; }
-  const AllocationConfig& config() const override { return config_; }
 
   // What the policy estimates now (for tests and the status page).
   struct Estimate {
@@ -81,40 +74,32 @@ class AdaptiveAllocationPolicy final : public AllocationPolicy {
   double expectedTaskMs(const std::string& stageId) const;
 
  private:
-  struct StageState {
-    int64_t pending = 0;
-    int64_t pendingSpeculative = 0;
-    int64_t running = 0;
-    bool active = true;
+  // What a known stage's tasks took (the counts are in tasks_); kept from its first task start
+  // until the stage is forgotten.
+  struct StageHistory {
     int64_t finished = 0;
     int64_t finishedMs = 0;
     // Start times of running attempts by executor (oldest first).
     std::unordered_map<ExecutorId, std::deque<TimeMs>> starts;
   };
 
-  double stageTaskMs(const StageState& stage, TimeMs now) const;
+  const StageHistory& historyOf(const std::string& stageId) const;
+  double stageTaskMs(const StageHistory& stage, TimeMs now) const;
   double priorTaskMs() const;
+  // Remembers the busy executors of the last target duration.
+  void beforeStep(TimeMs now) override;
+  void step(TimeMs now, TickResult& result) override;
   std::string needText(const Estimate& e) const;
   void raiseTarget(const Estimate& e, TickResult& result);
   void lowerTarget(const Estimate& e, int floor, TickResult& result);
   // Releases idle executors above `needed` (and min) that no expected work will want soon.
   void removeIdle(TimeMs now, int needed, TickResult& result);
-  void forgetStage(std::unordered_map<std::string, StageState>::iterator it);
+  // The stage is done: what its tasks took is learned from, then its history goes.
+  void forgetStage(const std::string& stageId);
   void trackRequests(TimeMs now);
-  bool hasPendingTasks() const { return pendingTasks_ + pendingSpeculativeTasks_ > 0; }
 
-  AllocationConfig config_;
-  const Clock& clock_;
-  ExecutorMonitor monitor_;
-  std::unordered_map<std::string, StageState> stages_;
-  int64_t pendingTasks_ = 0;
-  int64_t pendingSpeculativeTasks_ = 0;
-  int64_t runningTasks_ = 0;
-  int initialTarget_ = 0;
-  int target_ = 0;
-  int reportedTarget_ = 0;
-  bool initializing_ = true;
-  std::vector<Decision> pendingDecisions_;
+  const int initialTarget_;
+  std::unordered_map<std::string, StageHistory> history_;
 
   // Learned from what happened.
   double recentTaskMs_ = -1;  // mean task of the last finished stage (or the first task); -1: none

@@ -50,21 +50,17 @@ const char* actionName(Decision::Action action) {
 
 ExecutorAllocationManager::ExecutorAllocationManager(const AllocationConfig& config,
                                                      const Clock& clock)
-    : config_(config), clock_(clock), monitor_(config_, clock) {
-  target_ = config_.enabled ? std::max(config_.bounds.initialExecutors, config_.bounds.minExecutors)
-                            : config_.executorInstances;
-  reportedTarget_ = target_;
-}
+    : PolicyBase(config, clock) {}
 
 int ExecutorAllocationManager::maxNumExecutorsNeeded() const {
-  const int64_t tasks = pendingTasks_ + pendingSpeculativeTasks_ + runningTasks_;
+  const int64_t tasks = tasks_.total();
   if (tasks <= 0) return 0;
   const double needed = std::ceil(static_cast<double>(tasks) * config_.executorAllocationRatio /
                                   static_cast<double>(config_.tasksPerExecutor()));
   if (needed >= static_cast<double>(INT_MAX)) return INT_MAX;
   // As in Spark: a speculative copy never runs on its original's executor, so when one executor
   // would hold every task and a copy is pending, one more is needed for the copy to start.
-  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && pendingSpeculativeTasks_ > 0) return 2;
+  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && tasks_.pendingSpeculative() > 0) return 2;
   return static_cast<int>(needed);
 }
 
@@ -83,143 +79,59 @@ void ExecutorAllocationManager::onSchedulerQueueEmpty() {
 
 void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
   initializing_ = false;
-  StageTasks& stage = stages_[stageId];
-  stage.active = true;
-  stage.pending += numTasks;
-  pendingTasks_ += numTasks;
+  tasks_.onStageSubmitted(stageId, numTasks);
   if (numTasks > 0) onSchedulerBacklogged();
 }
 
 void ExecutorAllocationManager::onStageCompleted(const std::string& stageId) {
-  auto it = stages_.find(stageId);
-  if (it == stages_.end()) return;
-  StageTasks& stage = it->second;
-  pendingTasks_ -= stage.pending;
-  pendingSpeculativeTasks_ -= stage.pendingSpeculative;
-  stage.pending = 0;
-  stage.pendingSpeculative = 0;
-  stage.active = false;
-  // Tasks still running (a losing speculative copy, say) are counted until they end.
-  if (stage.running == 0) stages_.erase(it);
-  if (!hasPendingTasks()) onSchedulerQueueEmpty();
+  if (tasks_.onStageCompleted(stageId) == StageTaskCounts::Change::kUnknownStage) return;
+  if (!tasks_.hasPending()) onSchedulerQueueEmpty();
 }
 
 void ExecutorAllocationManager::onTaskStart(const std::string& stageId, const ExecutorId& executor,
                                             bool speculative) {
-  StageTasks& stage = stages_[stageId];
-  if (speculative) {
-    if (stage.pendingSpeculative > 0) {
-      --stage.pendingSpeculative;
-      --pendingSpeculativeTasks_;
-    }
-  } else if (stage.pending > 0) {
-    --stage.pending;
-    --pendingTasks_;
-  }
-  ++stage.running;
-  ++runningTasks_;
+  tasks_.onTaskStart(stageId, speculative);
   monitor_.onTaskStart(executor);
-  if (!hasPendingTasks()) onSchedulerQueueEmpty();
+  if (!tasks_.hasPending()) onSchedulerQueueEmpty();
 }
 
 void ExecutorAllocationManager::onTaskEnd(const std::string& stageId, const ExecutorId& executor,
                                           TaskEnd how, bool speculative) {
   monitor_.onTaskEnd(executor);
-  auto it = stages_.find(stageId);
-  if (it == stages_.end()) return;
-  StageTasks& stage = it->second;
-  if (stage.running > 0) {
-    --stage.running;
-    --runningTasks_;
+  // A failed task will be retried: make sure there will be an executor to run it (SPARK-8366).
+  const bool failed = how == TaskEnd::kFailed;
+  if (tasks_.onTaskEnd(stageId, failed && !speculative) == StageTaskCounts::Change::kUnknownStage) {
+    return;
   }
-  if (how == TaskEnd::kFailed) {
-    // The task will be retried: make sure there will be an executor to run it (SPARK-8366).
-    if (!speculative && stage.active) {
-      ++stage.pending;
-      ++pendingTasks_;
-    }
-    onSchedulerBacklogged();
-  }
-  if (!stage.active && stage.running == 0) stages_.erase(it);
+  if (failed) onSchedulerBacklogged();
 }
 
 void ExecutorAllocationManager::onSpeculativeTaskSubmitted(const std::string& stageId) {
-  StageTasks& stage = stages_[stageId];
-  stage.active = true;
-  ++stage.pendingSpeculative;
-  ++pendingSpeculativeTasks_;
+  tasks_.onSpeculativeTaskSubmitted(stageId);
   onSchedulerBacklogged();
 }
 
 void ExecutorAllocationManager::onPendingSpeculativeTaskDropped(const std::string& stageId) {
-  auto it = stages_.find(stageId);
-  if (it == stages_.end() || it->second.pendingSpeculative == 0) return;
-  --it->second.pendingSpeculative;
-  --pendingSpeculativeTasks_;
-  if (!hasPendingTasks()) onSchedulerQueueEmpty();
-}
-
-void ExecutorAllocationManager::onExecutorAdded(const ExecutorId& id) {
-  monitor_.onExecutorAdded(id);
-}
-
-void ExecutorAllocationManager::onExecutorRemoved(const ExecutorId& id) {
-  monitor_.onExecutorRemoved(id);
-}
-
-void ExecutorAllocationManager::onBlocksCached(const ExecutorId& id, const std::string& dataId) {
-  monitor_.onBlocksCached(id, dataId);
-}
-
-void ExecutorAllocationManager::onBlocksUncached(const std::string& dataId) {
-  monitor_.onBlocksUncached(dataId);
-}
-
-void ExecutorAllocationManager::onShuffleOutput(const ExecutorId& id,
-                                                const std::string& shuffleId) {
-  monitor_.onShuffleOutput(id, shuffleId);
+  if (tasks_.dropPendingSpeculative(stageId) && !tasks_.hasPending()) onSchedulerQueueEmpty();
 }
 
 void ExecutorAllocationManager::onShuffleInactive(const std::string& shuffleId) {
   monitor_.onShuffleInactive(shuffleId);
 }
 
-void ExecutorAllocationManager::onShuffleReleased(const std::string& shuffleId) {
-  monitor_.onShuffleReleased(shuffleId);
-}
-
 Status ExecutorAllocationManager::setBounds(Bounds bounds, std::string* warning) {
-  std::string error = validateBounds(bounds, warning);
-  if (!error.empty()) return Status::invalidArgument(std::move(error));
-  const Bounds old = config_.bounds;
-  config_.bounds = bounds;
   const int before = target_;
-  if (config_.enabled) target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
+  Status status = PolicyBase::setBounds(bounds, warning);
   if (target_ < before) numExecutorsToAdd_ = 1;
-  std::ostringstream why;
-  why << "bounds changed from [" << old.minExecutors << ", " << old.maxExecutors << "] to ["
-      << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
-  if (target_ != before) why << "; target " << before << " -> " << target_;
-  pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
-  return Status();
+  return status;
 }
 
-TickResult ExecutorAllocationManager::tick() {
-  TickResult result;
-  result.previousTarget = reportedTarget_;
-  result.decisions = std::move(pendingDecisions_);
-  pendingDecisions_.clear();
-  if (config_.enabled) {
-    const TimeMs now = clock_.nowMs();
-    const std::vector<ExecutorId>& timedOut = monitor_.timedOutExecutors();
-    // An executor idling out ends the initial phase: the first job may never come.
-    if (!timedOut.empty()) initializing_ = false;
-    updateTarget(now, result);
-    if (!timedOut.empty()) removeExecutors(timedOut, result);
-  }
-  result.target = target_;
-  reportedTarget_ = target_;
-  return result;
+void ExecutorAllocationManager::step(TimeMs now, TickResult& result) {
+  const std::vector<ExecutorId>& timedOut = monitor_.timedOutExecutors();
+  // An executor idling out ends the initial phase: the first job may never come.
+  if (!timedOut.empty()) initializing_ = false;
+  updateTarget(now, result);
+  if (!timedOut.empty()) removeExecutors(timedOut, result);
 }
 
 void ExecutorAllocationManager::updateTarget(TimeMs now, TickResult& result) {
@@ -236,8 +148,8 @@ void ExecutorAllocationManager::updateTarget(TimeMs now, TickResult& result) {
       std::ostringstream why;
       why << "lowered target " << before << " -> " << target_ << ": "
           << plural(maxNeeded, "executor", "executors") << " needed for "
-          << plural(pendingTasks_ + pendingSpeculativeTasks_, "pending task", "pending tasks")
-          << " and " << plural(runningTasks_, "running task", "running tasks");
+          << plural(tasks_.pending() + tasks_.pendingSpeculative(), "pending task", "pending tasks")
+          << " and " << plural(tasks_.running(), "running task", "running tasks");
       if (target_ > maxNeeded) why << " (minExecutors=" << config_.bounds.minExecutors << ")";
       result.decisions.push_back({Decision::Action::kLowerTarget, target_, "", why.str()});
     }
@@ -254,7 +166,7 @@ void ExecutorAllocationManager::updateTarget(TimeMs now, TickResult& result) {
 
 int ExecutorAllocationManager::addExecutors(int maxNeeded, TickResult& result) {
   const int before = target_;
-  const int64_t backlog = pendingTasks_ + pendingSpeculativeTasks_;
+  const int64_t backlog = tasks_.pending() + tasks_.pendingSpeculative();
   if (before >= config_.bounds.maxExecutors) {
     numExecutorsToAdd_ = 1;
     result.decisions.push_back(
@@ -277,7 +189,7 @@ int ExecutorAllocationManager::addExecutors(int maxNeeded, TickResult& result) {
                                 "not adding: target " + std::to_string(target_) + " covers the " +
                                     plural(maxNeeded, "executor", "executors") + " needed for " +
                                     plural(backlog, "pending task", "pending tasks") + " and " +
-                                    plural(runningTasks_, "running task", "running tasks")});
+                                    plural(tasks_.running(), "running task", "running tasks")});
     return 0;
   }
   std::ostringstream why;
@@ -295,7 +207,7 @@ int ExecutorAllocationManager::addExecutors(int maxNeeded, TickResult& result) {
 void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& timedOut,
                                                 TickResult& result) {
   const TimeMs now = clock_.nowMs();
-  int remaining = monitor_.executorCount() - monitor_.pendingRemovalCount();
+  int remaining = liveExecutors();
   // Never below min nor below the target (which is never below min). Once that floor is
   // reached every further executor is kept, so the rest of the list is not looked at: a
   // thousand executors kept at min cost one decision, not a thousand.
@@ -336,20 +248,10 @@ void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& t
 }
 
 AllocationSnapshot ExecutorAllocationManager::snapshot() const {
-  AllocationSnapshot s;
-  s.bounds = config_.bounds;
-  s.target = target_;
+  AllocationSnapshot s = baseSnapshot();
   s.maxNeeded = maxNumExecutorsNeeded();
   s.numExecutorsToAdd = numExecutorsToAdd_;
-  s.initializing = initializing_;
   s.addTime = addTime_;
-  s.live = monitor_.executorCount();
-  s.pendingRemoval = monitor_.pendingRemovalCount();
-  s.busy = monitor_.busyCount();
-  s.idle = s.live - s.busy;
-  s.pendingTasks = pendingTasks_;
-  s.pendingSpeculativeTasks = pendingSpeculativeTasks_;
-  s.runningTasks = runningTasks_;
   return s;
 }
 

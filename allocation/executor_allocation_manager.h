@@ -8,6 +8,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/allocation_policy.h"
 #include "allocation/executor_monitor.h"
+#include "allocation/policy_base.h"
 #include "common/clock.h"
 #include "common/status.h"
 
@@ -17,7 +18,7 @@ namespace tide::allocation {
 // ticked every `dynamicAllocation.interval`. It owns no threads or sockets; time comes from the
 // injected clock. The caller applies TickResult: it asks the resource manager for `target`
 // executors in total and releases `toRemove` once they are idle.
-class ExecutorAllocationManager final : public AllocationPolicy {
+class ExecutorAllocationManager final : public PolicyBase {
  public:
   using TaskEnd = allocation::TaskEnd;
 
@@ -43,60 +44,29 @@ class ExecutorAllocationManager final : public AllocationPolicy {
   // so it no longer counts as pending (Spark drops it when the original succeeds).
   void onPendingSpeculativeTaskDropped(const std::string& stageId) override;
 
-  // Executor events. When an executor is lost with tasks running, report those tasks with
-  // onTaskEnd(kFailed) first.
-  void onExecutorAdded(const ExecutorId& id) override;
-  void onExecutorRemoved(const ExecutorId& id) override;
-
-  // Data held by executors: persisted (cached) stages, and shuffle output (written, its job
-  // ended, cleaned: see ExecutorMonitor).
-  void onBlocksCached(const ExecutorId& id, const std::string& dataId) override;
-  void onBlocksUncached(const std::string& dataId) override;
-  void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override;
+  // Executor events (onExecutorAdded, ...) and the data executors hold go to the monitor (see
+  // PolicyBase); shuffle output whose job ended holds its executors for shuffleTracking.timeout.
   void onShuffleInactive(const std::string& shuffleId) override;
-  void onShuffleReleased(const std::string& shuffleId) override;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
   // at once. kInvalidArgument with a message naming the field (first) when refused.
   Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
 
-  // One step of the policy (Spark's schedule()).
-  TickResult tick() override;
-
   AllocationSnapshot snapshot() const override;
-  const ExecutorMonitor& monitor() const override { return monitor_; }
-  const AllocationConfig& config() const override { return config_; }
   int maxNumExecutorsNeeded() const;
 
  private:
-  struct StageTasks {
-    int64_t pending = 0;
-    int64_t pendingSpeculative = 0;
-    int64_t running = 0;
-    bool active = true;  // submitted and not yet completed
-  };
-
+  // One step of the policy (Spark's schedule()).
+  void step(TimeMs now, TickResult& result) override;
   void updateTarget(TimeMs now, TickResult& result);
   int addExecutors(int maxNeeded, TickResult& result);
   void removeExecutors(const std::vector<ExecutorId>& timedOut, TickResult& result);
   void onSchedulerBacklogged();
   void onSchedulerQueueEmpty();
-  bool hasPendingTasks() const { return pendingTasks_ + pendingSpeculativeTasks_ > 0; }
 
-  AllocationConfig config_;  // bounds change at runtime; the rest stays as built
-  const Clock& clock_;
-  ExecutorMonitor monitor_;
-  std::unordered_map<std::string, StageTasks> stages_;
-  int64_t pendingTasks_ = 0;
-  int64_t pendingSpeculativeTasks_ = 0;
-  int64_t runningTasks_ = 0;
-  int target_ = 0;
   int numExecutorsToAdd_ = 1;
-  bool initializing_ = true;
   TimeMs addTime_ = -1;
-  TimeMs backlogSince_ = -1;                // when the current backlog began, for the reasons
-  int reportedTarget_ = 0;                  // the target the last tick reported
-  std::vector<Decision> pendingDecisions_;  // made between ticks (bounds changes)
+  TimeMs backlogSince_ = -1;  // when the current backlog began, for the reasons
 };
 
 }  // namespace tide::allocation

@@ -1,0 +1,63 @@
+#include "allocation/policy_base.h"
+
+#include <algorithm>
+#include <sstream>
+#include <utility>
+
+namespace tide::allocation {
+
+int PolicyBase::startTarget(const AllocationConfig& config) {
+  return config.enabled ? std::max(config.bounds.initialExecutors, config.bounds.minExecutors)
+                        : config.executorInstances;
+}
+
+PolicyBase::PolicyBase(const AllocationConfig& config, const Clock& clock)
+    : config_(config), clock_(clock), monitor_(config_, clock) {
+  target_ = startTarget(config_);
+  reportedTarget_ = target_;
+}
+
+Status PolicyBase::setBounds(Bounds bounds, std::string* warning) {
+  std::string error = validateBounds(bounds, warning);
+  if (!error.empty()) return Status::invalidArgument(std::move(error));
+  const Bounds old = config_.bounds;
+  config_.bounds = bounds;
+  const int before = target_;
+  if (config_.enabled) target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
+  std::ostringstream why;
+  why << "bounds changed from [" << old.minExecutors << ", " << old.maxExecutors << "] to ["
+      << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
+  if (target_ != before) why << "; target " << before << " -> " << target_;
+  pendingDecisions_.push_back({Decision::Action::kBoundsChanged, target_, "", why.str()});
+  return Status();
+}
+
+TickResult PolicyBase::tick() {
+  TickResult result;
+  result.previousTarget = reportedTarget_;
+  result.decisions = std::move(pendingDecisions_);
+  pendingDecisions_.clear();
+  const TimeMs now = clock_.nowMs();
+  beforeStep(now);
+  if (config_.enabled) step(now, result);
+  result.target = target_;
+  reportedTarget_ = target_;
+  return result;
+}
+
+AllocationSnapshot PolicyBase::baseSnapshot() const {
+  AllocationSnapshot s;
+  s.bounds = config_.bounds;
+  s.target = target_;
+  s.initializing = initializing_;
+  s.live = monitor_.executorCount();
+  s.pendingRemoval = monitor_.pendingRemovalCount();
+  s.busy = monitor_.busyCount();
+  s.idle = s.live - s.busy;
+  s.pendingTasks = tasks_.pending();
+  s.pendingSpeculativeTasks = tasks_.pendingSpeculative();
+  s.runningTasks = tasks_.running();
+  return s;
+}
+
+}  // namespace tide::allocation

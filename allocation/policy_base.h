@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "allocation/allocation_config.h"
+#include "allocation/allocation_policy.h"
+#include "allocation/executor_monitor.h"
+#include "allocation/stage_task_counts.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace tide::allocation {
+
+// What both allocation policies keep and do alike: the config (whose bounds change at runtime),
+// the executor monitor fed with executor and data events, the per-stage task counts, the target
+// and the decisions made between ticks (bounds changes). A policy adds its own reaction to the
+// scheduler's events and one step of the policy per tick.
+class PolicyBase : public AllocationPolicy {
+ public:
+  void onExecutorAdded(const ExecutorId& id) override { monitor_.onExecutorAdded(id); }
+  void onExecutorRemoved(const ExecutorId& id) override { monitor_.onExecutorRemoved(id); }
+  void onBlocksCached(const ExecutorId& id, const std::string& dataId) override {
+    monitor_.onBlocksCached(id, dataId);
+  }
+  void onBlocksUncached(const std::string& dataId) override { monitor_.onBlocksUncached(dataId); }
+  void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override {
+    monitor_.onShuffleOutput(id, shuffleId);
+  }
+  void onShuffleReleased(const std::string& shuffleId) override {
+    monitor_.onShuffleReleased(shuffleId);
+  }
+
+  // Validates the bounds, clips the target into them and records a kBoundsChanged decision for
+  // the next tick.
+  Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
+
+  // Hands over the decisions made since the last tick, runs step() when dynamic allocation is
+  // on, and reports the target.
+  TickResult tick() final;
+
+  const ExecutorMonitor& monitor() const override { return monitor_; }
+  const AllocationConfig& config() const override { return config_; }
+
+ protected:
+  PolicyBase(const AllocationConfig& config, const Clock& clock);
+
+  // The target a policy starts with: initialExecutors (at least minExecutors), or
+  // executor.instances when dynamic allocation is off.
+  static int startTarget(const AllocationConfig& config);
+
+  // One step of the policy, adding its decisions to `result` (which holds those made between
+  // ticks). Called only when dynamic allocation is on; `beforeStep` always.
+  virtual void step(TimeMs now, TickResult& result) = 0;
+  virtual void beforeStep(TimeMs /*now*/) {}
+
+  // Registered executors not being removed.
+  int liveExecutors() const { return monitor_.executorCount() - monitor_.pendingRemovalCount(); }
+  // The fields both policies report alike (bounds, target, executors, tasks).
+  AllocationSnapshot baseSnapshot() const;
+
+  AllocationConfig config_;  // bounds change at runtime; the rest stays as built
+  const Clock& clock_;
+  ExecutorMonitor monitor_;
+  StageTaskCounts tasks_;
+  int target_ = 0;
+  bool initializing_ = true;  // until the first stage is submitted or an executor idles out
+
+ private:
+  int reportedTarget_ = 0;                  // the target the last tick reported
+  std::vector<Decision> pendingDecisions_;  // made between ticks (bounds changes)
+};
+
+}  // namespace tide::allocation

@@ -1,0 +1,73 @@
+#include "allocation/stage_task_counts.h"
+
+namespace tide::allocation {
+
+void StageTaskCounts::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
+  Stage& stage = stages_[stageId];
+  stage.active = true;
+  stage.pending += numTasks;
+  pending_ += numTasks;
+}
+
+StageTaskCounts::Change StageTaskCounts::onStageCompleted(const std::string& stageId) {
+  auto it = stages_.find(stageId);
+  if (it == stages_.end()) return Change::kUnknownStage;
+  Stage& stage = it->second;
+  pending_ -= stage.pending;
+  pendingSpeculative_ -= stage.pendingSpeculative;
+  stage.pending = 0;
+  stage.pendingSpeculative = 0;
+  stage.active = false;
+  if (stage.running > 0) return Change::kCounted;
+  stages_.erase(it);
+  return Change::kForgotten;
+}
+
+void StageTaskCounts::onTaskStart(const std::string& stageId, bool speculative) {
+  Stage& stage = stages_[stageId];
+  if (speculative) {
+    if (stage.pendingSpeculative > 0) {
+      --stage.pendingSpeculative;
+      --pendingSpeculative_;
+    }
+  } else if (stage.pending > 0) {
+    --stage.pending;
+    --pending_;
+  }
+  ++stage.running;
+  ++running_;
+}
+
+StageTaskCounts::Change StageTaskCounts::onTaskEnd(const std::string& stageId, bool retried) {
+  auto it = stages_.find(stageId);
+  if (it == stages_.end()) return Change::kUnknownStage;
+  Stage& stage = it->second;
+  if (stage.running > 0) {
+    --stage.running;
+    --running_;
+  }
+  if (retried && stage.active) {
+    ++stage.pending;
+    ++pending_;
+  }
+  if (stage.active || stage.running > 0) return Change::kCounted;
+  stages_.erase(it);
+  return Change::kForgotten;
+}
+
+void StageTaskCounts::onSpeculativeTaskSubmitted(const std::string& stageId) {
+  Stage& stage = stages_[stageId];
+  stage.active = true;
+  ++stage.pendingSpeculative;
+  ++pendingSpeculative_;
+}
+
+bool StageTaskCounts::dropPendingSpeculative(const std::string& stageId) {
+  auto it = stages_.find(stageId);
+  if (it == stages_.end() || it->second.pendingSpeculative == 0) return false;
+  --it->second.pendingSpeculative;
+  --pendingSpeculative_;
+  return true;
+}
+
+}  // namespace tide::allocation
