@@ -8,10 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include "allocation/allocation_policy.h"
+#include "rest/json.h"
 
 namespace tide::allocation {
 namespace {
@@ -576,11 +574,10 @@ void Simulation::diagnose(const TraceEvent& event, const std::string& message) c
   }
 }
 
-void writeIdList(rapidjson::Writer<rapidjson::StringBuffer>& writer,
-                 const std::vector<std::string>& ids) {
-  writer.StartArray();
-  for (const auto& id : ids) writer.String(id.c_str(), static_cast<rapidjson::SizeType>(id.size()));
-  writer.EndArray();
+void writeIdList(rest::JsonWriter& out, const std::vector<std::string>& ids) {
+  out.startArray();
+  for (const auto& id : ids) out.value(id);
+  out.endArray();
 }
 
 }  // namespace
@@ -595,52 +592,36 @@ SimulationSummary simulate(const AllocationConfig& config, const Trace& trace,
 }
 
 std::string toJsonLine(const SimulationLine& line) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.StartObject();
-  writer.Key("t");
-  writer.Int64(line.t);
-  writer.Key("target");
-  writer.Int(line.target);
-  writer.Key("live");
-  writer.Int(line.live);
-  writer.Key("pending");
-  writer.Int(line.pending);
-  writer.Key("busy");
-  writer.Int(line.busy);
-  writer.Key("tasks_pending");
-  writer.Int64(line.tasksPending);
-  writer.Key("tasks_running");
-  writer.Int64(line.tasksRunning);
-  writer.Key("added");
-  writeIdList(writer, line.added);
-  writer.Key("removed");
-  writeIdList(writer, line.removed);
-  writer.Key("why");
-  writer.String(line.why.c_str(), static_cast<rapidjson::SizeType>(line.why.size()));
-  writer.EndObject();
-  return buffer.GetString();
+  rest::JsonWriter out;
+  out.startObject()
+      .field("t", line.t)
+      .field("target", line.target)
+      .field("live", line.live)
+      .field("pending", line.pending)
+      .field("busy", line.busy)
+      .field("tasks_pending", line.tasksPending)
+      .field("tasks_running", line.tasksRunning)
+      .key("added");
+  writeIdList(out, line.added);
+  out.key("removed");
+  writeIdList(out, line.removed);
+  out.field("why", line.why).endObject();
+  return out.str();
 }
 
 std::string toJsonLine(const SimulationSummary& summary) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.StartObject();
-  writer.Key("summary");
-  writer.StartObject();
-  writer.Key("makespan_ms");
-  writer.Int64(summary.makespanMs);
-  writer.Key("executor_ms");
-  writer.Int64(summary.executorMs);
-  writer.Key("busy_executor_ms");
-  writer.Int64(summary.busyExecutorMs);
-  writer.Key("peak_live");
-  writer.Int(summary.peakLive);
-  writer.Key("tasks");
-  writer.Int64(summary.tasks);
-  writer.EndObject();
-  writer.EndObject();
-  return buffer.GetString();
+  rest::JsonWriter out;
+  out.startObject()
+      .key("summary")
+      .startObject()
+      .field("makespan_ms", summary.makespanMs)
+      .field("executor_ms", summary.executorMs)
+      .field("busy_executor_ms", summary.busyExecutorMs)
+      .field("peak_live", summary.peakLive)
+      .field("tasks", summary.tasks)
+      .endObject()
+      .endObject();
+  return out.str();
 }
 
 SimulationSummary simulateToStream(const AllocationConfig& config, const Trace& trace,
