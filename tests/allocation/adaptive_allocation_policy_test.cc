@@ -6,37 +6,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/allocation/policy_test.h"
 
 namespace tide::allocation {
 namespace {
 
-class AdaptiveTest : public ::testing::Test {
+class AdaptiveTest : public policy_testing::PolicyTest<AdaptiveAllocationPolicy> {
  protected:
   AdaptiveTest() {
     config.policy = PolicyKind::kAdaptive;
     config.bounds = {0, 0, 8};
     config.targetBacklogDuration = 5000;
     config.executorIdleTimeout = 60000;
-  }
-
-  AdaptiveAllocationPolicy& policy() {
-    if (!p) p = std::make_unique<AdaptiveAllocationPolicy>(config, clock);
-    return *p;
-  }
-
-  TickResult tickAt(TimeMs t) {
-    clock.set(t);
-    return policy().tick();
-  }
-
-  static const Decision* find(const TickResult& result, Decision::Action action) {
-    for (const Decision& d : result.decisions) {
-      if (d.action == action) return &d;
-    }
-    return nullptr;
   }
 
   // Runs `n` tasks of stage `stage` on executors e1..en, from `start` for `ms` each.
@@ -48,10 +32,6 @@ class AdaptiveTest : public ::testing::Test {
       policy().onTaskEnd(stage, "e" + std::to_string(i), TaskEnd::kSuccess);
     }
   }
-
-  AllocationConfig config;
-  ManualClock clock{0};
-  std::unique_ptr<AdaptiveAllocationPolicy> p;
 };
 
 TEST_F(AdaptiveTest, TheFactoryBuildsThePolicyTheConfigNames) {

@@ -6,16 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/allocation/policy_test.h"
 
 namespace tide::allocation {
 namespace {
 
 using TaskEnd = ExecutorAllocationManager::TaskEnd;
 
-class AllocationTest : public ::testing::Test {
+class AllocationTest : public policy_testing::PolicyTest<ExecutorAllocationManager> {
  protected:
   AllocationTest() {
     config.bounds = {0, 0, 20};
@@ -24,15 +25,7 @@ class AllocationTest : public ::testing::Test {
     config.executorIdleTimeout = 60000;
   }
 
-  ExecutorAllocationManager& manager() {
-    if (!eam) eam = std::make_unique<ExecutorAllocationManager>(config, clock);
-    return *eam;
-  }
-
-  TickResult tickAt(TimeMs t) {
-    clock.set(t);
-    return manager().tick();
-  }
+  ExecutorAllocationManager& manager() { return policy(); }
 
   // The targets after ticks at each whole second from `from` to `to`.
   std::vector<int> targetsEverySecond(TimeMs from, TimeMs to) {
@@ -46,13 +39,8 @@ class AllocationTest : public ::testing::Test {
   }
 
   static bool hasDecision(const TickResult& result, Decision::Action action) {
-    return std::any_of(result.decisions.begin(), result.decisions.end(),
-                       [&](const Decision& d) { return d.action == action; });
+    return find(result, action) != nullptr;
   }
-
-  AllocationConfig config;
-  ManualClock clock{0};
-  std::unique_ptr<ExecutorAllocationManager> eam;
 };
 
 TEST_F(AllocationTest, RampsOneThreeSevenFifteenUnderADeepBacklog) {

@@ -1,0 +1,45 @@
+#pragma once
+
+// What the tests of both allocation policies share: a config to adjust before the policy is
+// built (on first use), a manual clock, and ticking at a given time.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "allocation/allocation_config.h"
+#include "allocation/allocation_policy.h"
+#include "common/clock.h"
+
+namespace tide::allocation::policy_testing {
+
+template <typename Policy>
+class PolicyTest : public ::testing::Test {
+ protected:
+  // The policy, built from `config` on first use.
+  Policy& policy() {
+    if (!policy_) policy_ = std::make_unique<Policy>(config, clock);
+    return *policy_;
+  }
+
+  TickResult tickAt(TimeMs t) {
+    clock.set(t);
+    return policy().tick();
+  }
+
+  // The first decision of `action` in the tick, or nullptr.
+  static const Decision* find(const TickResult& result, Decision::Action action) {
+    for (const Decision& d : result.decisions) {
+      if (d.action == action) return &d;
+    }
+    return nullptr;
+  }
+
+  AllocationConfig config;
+  ManualClock clock{0};
+
+ private:
+  std::unique_ptr<Policy> policy_;
+};
+
+}  // namespace tide::allocation::policy_testing
