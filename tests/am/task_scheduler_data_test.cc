@@ -66,6 +66,15 @@ rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions 
   return update;
 }
 
+// A task that ended otherwise than finished (failed, killed), with the executor's reason.
+rest::TaskStatusUpdate ended(int64_t taskId, rest::TaskState state, std::string reason = "") {
+  rest::TaskStatusUpdate update;
+  update.taskId = taskId;
+  update.state = state;
+  update.reason = std::move(reason);
+  return update;
+}
+
 rest::BlockInput block(const std::string& stage, int64_t mapIndex, const std::string& executor) {
   rest::BlockInput input;
   input.stageId = stage;
@@ -109,6 +118,16 @@ class SchedulerDataTest : public ::testing::Test {
     ASSERT_EQ(second.size(), 1u);
     ASSERT_TRUE(scheduler().statusUpdate(finished(first[0].taskId, {0, 1, 2}), "e1"));
     ASSERT_TRUE(scheduler().statusUpdate(finished(second[0].taskId, {0, 2}), "e2"));
+  }
+  // Speculation on (a task running 1.5 times the median once half the tasks finished gets a
+  // copy) and one stage of `tasks` tasks, all launched on e1.
+  std::vector<rest::TaskLaunch> launchOneStageWithSpeculation(int tasks) {
+    config.speculation = true;
+    config.speculationQuantile = 0.5;
+    config.speculationMultiplier = 1.5;
+    scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": )" + std::to_string(tasks) +
+                                   R"(, "command": ["x"]}]})"));
+    return offer("e1", tasks);
   }
   int stageReruns(const std::string& jobId, const std::string& stage) {
     const JobSummary summary = scheduler().jobSummary(jobId).value();
@@ -344,11 +363,7 @@ TEST_F(SchedulerDataTest, FifoIsTheDefaultBetweenJobs) {
 }
 
 TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
-  config.speculation = true;
-  config.speculationQuantile = 0.5;
-  config.speculationMultiplier = 1.5;
-  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 4, "command": ["x"]}]})"));
-  auto launches = offer("e1", 4);
+  auto launches = launchOneStageWithSpeculation(4);
   ASSERT_EQ(launches.size(), 4u);
   clock.advance(1000);
   scheduler().statusUpdate(finished(launches[1].taskId), "e1");
@@ -372,10 +387,7 @@ TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
   ASSERT_EQ(kills.size(), 1u);
   EXPECT_EQ(kills[0].taskId, launches[0].taskId);
   EXPECT_EQ(kills[0].executorId, "e1");
-  rest::TaskStatusUpdate killed;
-  killed.taskId = launches[0].taskId;
-  killed.state = rest::TaskState::kKilled;
-  ASSERT_TRUE(scheduler().statusUpdate(killed, "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(ended(launches[0].taskId, rest::TaskState::kKilled), "e1"));
   EXPECT_EQ(scheduler().pendingTaskCount(), 0) << "a killed loser is not run again";
   EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].speculativeLaunches, 2);
 }
@@ -383,11 +395,7 @@ TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
 // --- The output commit coordinator (Spark's OutputCommitCoordinator) and attempt numbers.
 
 TEST_F(SchedulerDataTest, TheFirstAttemptToAskCommitsAndASpeculativeLoserIsDenied) {
-  config.speculation = true;
-  config.speculationQuantile = 0.5;
-  config.speculationMultiplier = 1.5;
-  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
-  auto launches = offer("e1", 2);
+  auto launches = launchOneStageWithSpeculation(2);
   ASSERT_EQ(launches.size(), 2u);
   clock.advance(1000);
   ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
@@ -403,11 +411,9 @@ TEST_F(SchedulerDataTest, TheFirstAttemptToAskCommitsAndASpeculativeLoserIsDenie
   EXPECT_THAT(scheduler().canCommit(original, "e1"), HasSubstr("is committing"));
   EXPECT_THAT(scheduler().canCommit(copy, "e1"), HasSubstr("runs on e2"));
   // The loser, denied, reports KILLED: not a failure, not run again.
-  rest::TaskStatusUpdate denied;
-  denied.taskId = original;
-  denied.state = rest::TaskState::kKilled;
-  denied.reason = "commit denied: attempt 3 of s[0] is committing";
-  ASSERT_TRUE(scheduler().statusUpdate(denied, "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(
+      ended(original, rest::TaskState::kKilled, "commit denied: attempt 3 of s[0] is committing"),
+      "e1"));
   ASSERT_TRUE(scheduler().statusUpdate(finished(copy), "e2"));
   EXPECT_EQ(scheduler().pendingTaskCount(), 0);
   EXPECT_TRUE(scheduler().allJobsDone());
@@ -434,22 +440,15 @@ TEST_F(SchedulerDataTest, AnAuthorisedAttemptThatFailsFreesTheTaskForTheNext) {
   scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 1, "command": ["x"]}]})"));
   auto first = offer("e1", 1);
   ASSERT_EQ(scheduler().canCommit(first[0].taskId, "e1"), "");
-  rest::TaskStatusUpdate failedCommit;
-  failedCommit.taskId = first[0].taskId;
-  failedCommit.state = rest::TaskState::kFailed;
-  failedCommit.reason = "cannot keep its output: disk full";
-  ASSERT_TRUE(scheduler().statusUpdate(failedCommit, "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(
+      ended(first[0].taskId, rest::TaskState::kFailed, "cannot keep its output: disk full"), "e1"));
   auto retry = offer("e2", 1);
   ASSERT_EQ(retry.size(), 1u);
   EXPECT_EQ(scheduler().canCommit(retry[0].taskId, "e2"), "");
 }
 
 TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
-  config.speculation = true;
-  config.speculationQuantile = 0.5;
-  config.speculationMultiplier = 1.5;
-  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
-  auto launches = offer("e1", 2);
+  auto launches = launchOneStageWithSpeculation(2);
   clock.advance(1000);
   ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
   clock.advance(1000);
@@ -459,13 +458,10 @@ TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
   EXPECT_EQ(copy[0].attempt, 1);
   // The copy fails (the original still runs: no retry), then the original fails: its retry
   // would be "attempt 0 + 1" again, and takes 2 instead.
-  rest::TaskStatusUpdate failure;
-  failure.state = rest::TaskState::kFailed;
-  failure.reason = "exited with code 1";
-  failure.taskId = copy[0].taskId;
-  ASSERT_TRUE(scheduler().statusUpdate(failure, "e2"));
-  failure.taskId = launches[0].taskId;
-  ASSERT_TRUE(scheduler().statusUpdate(failure, "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(
+      ended(copy[0].taskId, rest::TaskState::kFailed, "exited with code 1"), "e2"));
+  ASSERT_TRUE(scheduler().statusUpdate(
+      ended(launches[0].taskId, rest::TaskState::kFailed, "exited with code 1"), "e1"));
   auto retry = offer("e3", 1);
   ASSERT_EQ(retry.size(), 1u);
   EXPECT_EQ(retry[0].index, 0);
@@ -475,11 +471,7 @@ TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
 
 // Spark: an original that succeeds before its speculative copy launched drops the pending copy.
 TEST_F(SchedulerDataTest, PendingSpeculativeCopyIsDroppedWhenTheOriginalSucceeds) {
-  config.speculation = true;
-  config.speculationQuantile = 0.5;
-  config.speculationMultiplier = 1.5;
-  scheduler().submitJob(parseJob(R"({"stages": [{"id": "s", "tasks": 2, "command": ["x"]}]})"));
-  auto launches = offer("e1", 2);
+  auto launches = launchOneStageWithSpeculation(2);
   ASSERT_EQ(launches.size(), 2u);
   clock.advance(1000);
   scheduler().statusUpdate(finished(launches[0].taskId), "e1");
