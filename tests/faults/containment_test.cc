@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -51,6 +52,14 @@ SuiteTally& tally() {
 void recordFault(const std::vector<WalkedProcess>& leftovers) {
   ++tally().faults;
   tally().processesLeft += leftovers.size();
+}
+// After a fault: waits (bounded) until `find` finds nothing, records the fault and what was
+// left in the tally, and expects nothing left.
+void expectNoneLeftAfterFault(const std::function<std::vector<WalkedProcess>()>& find,
+                              std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+  std::vector<WalkedProcess> leftovers = waitUntilNoneLeft(find, bound);
+  recordFault(leftovers);
+  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
 class TallyPrinter : public ::testing::Environment {
  public:
@@ -150,9 +159,7 @@ TEST_F(ContainerContainmentTest, AReleasedContainerLeavesNothing) {
   const auto stopped = manager.stop("released", nm::StopReason::kResourceManager, true);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->state, "COMPLETE");
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, ItsMainProcessKilledBySigkillTakesEverythingWithIt) {
@@ -171,9 +178,7 @@ TEST_F(ContainerContainmentTest, ItsMainProcessKilledBySigkillTakesEverythingWit
   ASSERT_TRUE(manager.waitForCompletion("main9", 10000));
   EXPECT_THAT(manager.report("main9")->diagnostics,
               ::testing::StartsWith("killed by signal 9 (SIGKILL)"));
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, AProcessThatEndsNormallyLeavesNothingRunning) {
@@ -183,9 +188,7 @@ TEST_F(ContainerContainmentTest, AProcessThatEndsNormallyLeavesNothingRunning) {
       request("quick", "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.2; exit 4"));
   ASSERT_TRUE(manager.waitForCompletion("quick", 10000));
   EXPECT_EQ(manager.report("quick")->exitStatus, 4);
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, AContainerOverItsMemoryIsKilledWholeWithTheReason) {
@@ -205,9 +208,7 @@ TEST_F(ContainerContainmentTest, AContainerOverItsMemoryIsKilledWholeWithTheReas
       << done.diagnostics;
   EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
       << done.diagnostics;
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 // ---- the whole stack: tide run ----
@@ -323,9 +324,7 @@ TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
       << describe(tasksRunning()) << runLog();
   ASSERT_TRUE(run_->signal(SIGKILL));
   ASSERT_TRUE(run_->waitFor(10s).has_value());
-  const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
 }
 
 TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
@@ -340,10 +339,7 @@ TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
   ASSERT_EQ(::kill(executor, SIGKILL), 0);
   // Every process of that container (the tasks inherit its TIDE_CONTAINER_ID) is gone, and
   // each task process seen before the kill too.
-  const auto leftovers =
-      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return leftOfContainer(containerEntry, firstTasks); });
   run_->stop();
 }
 
@@ -383,9 +379,7 @@ TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   // tide run reports the kill and stops its cluster: nothing of the run is left.
   ASSERT_TRUE(run_->waitFor(60s).has_value()) << runLog();
   EXPECT_NE(*run_->exitStatus(), 0);
-  const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
 }
 
 TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
@@ -416,9 +410,7 @@ TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
     }
   }
   EXPECT_TRUE(amSawIt) << "no AM log under " << workDir() << " names the memory kill";
-  const auto leftovers = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
 }
 
 }  // namespace
@@ -475,9 +467,7 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm) {
@@ -493,9 +483,7 @@ TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm)
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kKilled);
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
-  const auto leftovers = waitUntilNoneLeft([&] { return left(); });
-  recordFault(leftovers);
-  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  expectNoneLeftAfterFault([&] { return left(); });
 }
 
 }  // namespace
