@@ -17,6 +17,7 @@
 #include "am_cluster_test.h"
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
+#include "tests/support/headless_chromium.h"
 
 namespace tide::deploy {
 namespace {
@@ -169,41 +170,17 @@ TEST_F(AuthIntegrationTest, UiAuthAllGuardsReadsAndMetrics) {
   EXPECT_THAT(page.body, HasSubstr("sessionStorage"));
 }
 
-std::optional<std::string> findChromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
-      const std::string path = std::string(dir) + "/" + name;
-      if (::access(path.c_str(), X_OK) == 0) return path;
-    }
-  }
-  return std::nullopt;
-}
-
 // The page gets its token once in its URL (Jupyter's ?token=) and sends it on its requests: in
 // a real browser, with ui.auth=all, it shows the application only when given the token.
 TEST_F(AuthIntegrationTest, PageUsesTheTokenFromItsUrl) {
-  if (std::getenv("TIDE_SKIP_BROWSER_TESTS") != nullptr) {
-    GTEST_SKIP() << "TIDE_SKIP_BROWSER_TESTS is set";
-  }
-  const auto chromium = findChromium();
-  ASSERT_TRUE(chromium) << "chromium is not installed (scripts/install-deps), or set "
-                           "TIDE_SKIP_BROWSER_TESTS=1 to skip this test";
+  const std::string chromium =
+      testing_support::chromiumForTest("the page's token test needs a real browser");
+  if (chromium.empty()) return;
   startSession({{"ui.auth", "all"}});
   auto dumpDom = [&](const std::string& url, const std::string& tag) {
     const std::string out = (dir.path() / ("dom-" + tag + ".html")).string();
-    std::string command = "exec " + shellQuote(*chromium);
-    for (const char* flag :
-         {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-          "--disable-dev-shm-usage", "--virtual-time-budget=10000", "--dump-dom"}) {
-      command += std::string(" ") + flag;
-    }
-    command += " --user-data-dir=" + shellQuote((dir.path() / ("profile-" + tag)).string());
-    command += " " + shellQuote(url) + " > " + shellQuote(out) + " 2> " +
-               shellQuote((dir.path() / ("chromium-" + tag + ".log")).string());
-    const auto result = testing_support::runCommand(
-        {"/bin/sh", "-c", command}, (dir.path() / ("sh-" + tag + ".log")).string(), 90s);
-    EXPECT_EQ(result.status, 0) << readFile((dir.path() / ("chromium-" + tag + ".log")).string());
+    testing_support::runHeadlessChromium(chromium, dir.path(), tag, {"--dump-dom"}, url, 10000,
+                                         out);
     return readFile(out);
   };
   const std::string withToken = dumpDom(pageUrlWithToken(trackingUrl, controlToken), "token");

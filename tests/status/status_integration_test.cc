@@ -17,6 +17,7 @@
 
 #include "../integration/am_cluster_test.h"
 #include "prometheus_text.h"
+#include "tests/support/headless_chromium.h"
 
 namespace tide::deploy {
 namespace {
@@ -379,24 +380,10 @@ TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting
 
 // --- The status page in a real browser ---------------------------------------------------
 
-std::optional<std::string> findChromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    for (const char* dir : {"/usr/bin", "/usr/local/bin", "/snap/bin"}) {
-      const std::string path = std::string(dir) + "/" + name;
-      if (::access(path.c_str(), X_OK) == 0) return path;
-    }
-  }
-  return std::nullopt;
-}
-
 TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiveExecutors) {
-  if (std::getenv("TIDE_SKIP_BROWSER_TESTS") != nullptr) {
-    GTEST_SKIP() << "TIDE_SKIP_BROWSER_TESTS is set";
-  }
-  const auto chromium = findChromium();
-  ASSERT_TRUE(chromium) << "chromium is not installed: the status page test needs a real "
-                           "browser. Install it with scripts/install-deps (Debian package "
-                           "'chromium'), or set TIDE_SKIP_BROWSER_TESTS=1 to skip this test";
+  const std::string chromium =
+      testing_support::chromiumForTest("the status page test needs a real browser");
+  if (chromium.empty()) return;
 
   startCluster();
   submit(kLongJob, {{"dynamicAllocation.maxExecutors", "4"},
@@ -409,26 +396,11 @@ TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiv
       },
       30s));
 
-  // Runs chromium to its end with a fresh profile; its stdout goes to `outFile`.
+  // Runs chromium to its end on the page; its stdout goes to `outFile`.
   auto runChromium = [&](const std::vector<std::string>& extra, const std::string& outFile,
                          const std::string& tag) {
-    const std::string profile = (dir.path() / ("chromium-profile-" + tag)).string();
-    std::string command = "exec " + shellQuote(*chromium);
-    for (const char* flag :
-         {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-          "--disable-dev-shm-usage", "--virtual-time-budget=5000"}) {
-      command += std::string(" ") + flag;
-    }
-    command += " --user-data-dir=" + shellQuote(profile);
-    for (const auto& arg : extra) command += " " + shellQuote(arg);
-    command += " " + shellQuote(trackingUrl);
-    command += " > " + shellQuote(outFile) + " 2> " +
-               shellQuote((dir.path() / ("chromium-" + tag + ".log")).string());
-    auto result = testing_support::runCommand(
-        {"/bin/sh", "-c", command}, (dir.path() / ("chromium-sh-" + tag + ".log")).string(), 90s);
-    EXPECT_EQ(result.status, 0) << "chromium failed:\n"
-                                << readFile((dir.path() / ("chromium-" + tag + ".log")).string());
+    testing_support::runHeadlessChromium(chromium, dir.path(), tag, extra, trackingUrl, 5000,
+                                         outFile);
   };
 
   const std::set<std::string> before = liveExecutorIds();
