@@ -9,22 +9,16 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "common/process_tree.h"
+#include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide {
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::readFile;
 
 int waitExit(pid_t pid) {
   int status = 0;

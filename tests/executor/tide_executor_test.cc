@@ -35,6 +35,16 @@ using testing_support::eventually;
 using testing_support::processGone;
 using testing_support::readFile;
 
+// A command task of stage s1 (index 0, attempt 0).
+TaskLaunch commandTask(int64_t taskId, std::vector<std::string> argv) {
+  TaskLaunch launch;
+  launch.taskId = taskId;
+  launch.stageId = "s1";
+  launch.kind = "command";
+  launch.argv = std::move(argv);
+  return launch;
+}
+
 constexpr milliseconds kBound{20000};
 
 // One tide-executor process in its own work dir, its stderr in executor.log there. Killed
@@ -198,11 +208,7 @@ TEST_F(TideExecutorTest, RegistersWithItsIdentity) {
 TEST_F(TideExecutorTest, FailingCommandSendsItsStderrTail) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);
-  TaskLaunch failing;
-  failing.taskId = 1;
-  failing.stageId = "s1";
-  failing.kind = "command";
-  failing.argv = {"sh", "-c", "echo 'disk on fire' >&2; exit 4"};
+  const TaskLaunch failing = commandTask(1, {"sh", "-c", "echo 'disk on fire' >&2; exit 4"});
   TaskLaunch secretCheck = failing;
   secretCheck.taskId = 2;
   secretCheck.index = 1;
@@ -265,12 +271,7 @@ TEST_F(TideExecutorTest, OnlyTheAttemptTheAmAuthorisesCommitsItsOutput) {
 TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);
-  TaskLaunch sleeper;
-  sleeper.taskId = 7;
-  sleeper.stageId = "s1";
-  sleeper.kind = "command";
-  sleeper.argv = {"sleep", "60"};
-  am.addTasks({sleeper});
+  am.addTasks({commandTask(7, {"sleep", "60"})});
   ASSERT_TRUE(amSees(am, *executor, [&] { return am.lastRunning == std::vector<int64_t>{7}; }))
       << executor->log();
   am.kill(7);
@@ -339,12 +340,7 @@ TEST_F(TideExecutorTest, AMissingVariableExitsTwo) {
 TEST_F(TideExecutorTest, SigtermKillsTheTasksAndExits) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);
-  TaskLaunch sleeper;
-  sleeper.taskId = 1;
-  sleeper.stageId = "s1";
-  sleeper.kind = "command";
-  sleeper.argv = {"sh", "-c", "echo $$ > task.pid; exec sleep 60"};
-  am.addTasks({sleeper});
+  am.addTasks({commandTask(1, {"sh", "-c", "echo $$ > task.pid; exec sleep 60"})});
   const std::filesystem::path pidFile = workDir_.path() / "tasks" / "s1-0-0" / "task.pid";
   ASSERT_TRUE(eventually([&] { return readFile(pidFile).find('\n') != std::string::npos; }, kBound))
       << executor->log();
