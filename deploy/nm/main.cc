@@ -5,10 +5,9 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/logging.h"
 #include "common/spawn.h"
@@ -24,17 +23,10 @@ namespace {
 using namespace tide;
 using namespace tide::nm;
 
-// Written under a temporary name and renamed, so a reader never sees a partial number.
+// Written atomically, so a reader never sees a partial number.
 void writePortFile(const std::string& path, int port) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << port << "\n";
-    if (!out.flush()) throw std::runtime_error("cannot write port file " + temporary);
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw std::runtime_error("cannot write port file " + path + ": " + ec.message());
+  const Status written = writeFileAtomically(path, std::to_string(port) + "\n");
+  if (!written.ok()) throw std::runtime_error("port file: " + written.message());
 }
 
 void warnUnknownKeysExceptOurs(const Properties& properties) {

@@ -6,10 +6,9 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "common/logging.h"
@@ -20,16 +19,10 @@
 
 namespace {
 
-// Written to a temporary name and renamed, so that whoever polls for the file never reads a
-// partial port number.
+// Written atomically, so that whoever polls for the file never reads a partial port number.
 void writePortFile(const std::string& path, int port) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << port << "\n";
-    if (!out) throw std::runtime_error("cannot write port file " + temporary);
-  }
-  std::filesystem::rename(temporary, path);
+  const tide::Status written = tide::writeFileAtomically(path, std::to_string(port) + "\n");
+  if (!written.ok()) throw std::runtime_error("port file: " + written.message());
 }
 
 }  // namespace
