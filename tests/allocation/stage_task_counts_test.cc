@@ -1,0 +1,76 @@
+// StageTaskCounts, the per-stage task counts both allocation policies keep: what each event
+// counts and when a stage is forgotten.
+
+#include "allocation/stage_task_counts.h"
+
+#include <gtest/gtest.h>
+
+namespace tide::allocation {
+namespace {
+
+using Change = StageTaskCounts::Change;
+
+TEST(StageTaskCounts, TasksMoveFromPendingToRunningAndTheStageGoesWhenDone) {
+  StageTaskCounts counts;
+  counts.onStageSubmitted("s1", 3);
+  EXPECT_EQ(counts.pending(), 3);
+  EXPECT_TRUE(counts.hasPending());
+  counts.onTaskStart("s1", false);
+  counts.onTaskStart("s1", false);
+  EXPECT_EQ(counts.pending(), 1);
+  EXPECT_EQ(counts.running(), 2);
+  EXPECT_EQ(counts.total(), 3);
+  EXPECT_EQ(counts.onTaskEnd("s1", false), Change::kCounted) << "still active";
+  // Completed with a task still running: its pending task no longer counts, the running one
+  // does until it ends.
+  EXPECT_EQ(counts.onStageCompleted("s1"), Change::kCounted);
+  EXPECT_EQ(counts.pending(), 0);
+  EXPECT_EQ(counts.running(), 1);
+  EXPECT_EQ(counts.onTaskEnd("s1", false), Change::kForgotten);
+  EXPECT_TRUE(counts.stages().empty());
+  EXPECT_EQ(counts.total(), 0);
+  EXPECT_EQ(counts.onTaskEnd("s1", false), Change::kUnknownStage);
+  EXPECT_EQ(counts.onStageCompleted("s1"), Change::kUnknownStage);
+}
+
+TEST(StageTaskCounts, ARetriedTaskIsPendingAgainOnlyWhileItsStageIsActive) {
+  StageTaskCounts counts;
+  counts.onStageSubmitted("s1", 2);
+  counts.onTaskStart("s1", false);
+  counts.onTaskStart("s1", false);
+  EXPECT_EQ(counts.onTaskEnd("s1", /*retried=*/true), Change::kCounted);
+  EXPECT_EQ(counts.pending(), 1);
+  EXPECT_EQ(counts.onStageCompleted("s1"), Change::kCounted);
+  EXPECT_EQ(counts.onTaskEnd("s1", /*retried=*/true), Change::kForgotten);
+  EXPECT_EQ(counts.pending(), 0);
+}
+
+TEST(StageTaskCounts, SpeculativeCopiesArePendingUntilStartedOrDropped) {
+  StageTaskCounts counts;
+  counts.onStageSubmitted("s1", 1);
+  counts.onTaskStart("s1", false);
+  counts.onSpeculativeTaskSubmitted("s1");
+  counts.onSpeculativeTaskSubmitted("s1");
+  EXPECT_EQ(counts.pendingSpeculative(), 2);
+  EXPECT_TRUE(counts.hasPending());
+  counts.onTaskStart("s1", /*speculative=*/true);
+  EXPECT_EQ(counts.pendingSpeculative(), 1);
+  EXPECT_EQ(counts.running(), 2);
+  EXPECT_TRUE(counts.dropPendingSpeculative("s1"));
+  EXPECT_FALSE(counts.dropPendingSpeculative("s1")) << "none left";
+  EXPECT_FALSE(counts.dropPendingSpeculative("s2")) << "unknown stage";
+  EXPECT_FALSE(counts.hasPending());
+}
+
+TEST(StageTaskCounts, AStartOfAnUnseenStageCountsIt) {
+  // A stage is known from its first event, whichever it is.
+  StageTaskCounts counts;
+  counts.onTaskStart("s9", false);
+  EXPECT_EQ(counts.running(), 1);
+  EXPECT_EQ(counts.pending(), 0);
+  ASSERT_EQ(counts.stages().count("s9"), 1u);
+  EXPECT_TRUE(counts.stages().at("s9").active);
+}
+
+}  // namespace
+}  // namespace tide::allocation
