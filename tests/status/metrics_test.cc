@@ -21,6 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing_support::parsePrometheusText;
+using testing_support::tideAmMetricFamilies;
 
 TEST(MetricsRenderingTest, CounterAndGaugeFamiliesWithLabels) {
   metrics::Registry registry;
@@ -140,12 +141,7 @@ TEST(MetricsRenderingTest, TheAmsMetricsRenderAsValidExpositionWithEveryFamily) 
   metrics.executorFailures.labels({"memory"}).inc();
   const auto parsed = parsePrometheusText(metrics.registry.render());
   ASSERT_EQ(parsed.error, "");
-  for (const char* family :
-       {"tide_executors", "tide_allocation_target_executors",
-        "tide_allocation_max_needed_executors", "tide_tasks", "tide_tasks_completed_total",
-        "tide_task_duration_seconds", "tide_allocation_tick_duration_seconds",
-        "tide_executor_failures_total", "tide_rm_requests_total",
-        "tide_rm_request_duration_seconds"}) {
+  for (const std::string& family : tideAmMetricFamilies()) {
     EXPECT_TRUE(parsed.types.count(family)) << family;
   }
   EXPECT_EQ(parsed.types.at("tide_task_duration_seconds"), "histogram");

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace tide::testing_support {
 
@@ -23,6 +24,21 @@ struct PrometheusText {
     return it == samples.end() ? -1 : it->second;
   }
 };
+
+// The metric families tide-am's /metrics exports (am/status/metrics.h), each typed.
+inline const std::vector<std::string>& tideAmMetricFamilies() {
+  static const std::vector<std::string> families = {"tide_executors",
+                                                    "tide_allocation_target_executors",
+                                                    "tide_allocation_max_needed_executors",
+                                                    "tide_tasks",
+                                                    "tide_tasks_completed_total",
+                                                    "tide_task_duration_seconds",
+                                                    "tide_allocation_tick_duration_seconds",
+                                                    "tide_executor_failures_total",
+                                                    "tide_rm_requests_total",
+                                                    "tide_rm_request_duration_seconds"};
+  return families;
+}
 
 inline PrometheusText parsePrometheusText(const std::string& text) {
   static const std::regex helpLine(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .*$)");

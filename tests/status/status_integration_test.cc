@@ -186,12 +186,7 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_THAT(response.header("content-type"), HasSubstr("text/plain"));
     const auto metrics = testing_support::parsePrometheusText(response.body);
     ASSERT_EQ(metrics.error, "") << response.body;
-    for (const char* family :
-         {"tide_executors", "tide_allocation_target_executors",
-          "tide_allocation_max_needed_executors", "tide_tasks", "tide_tasks_completed_total",
-          "tide_task_duration_seconds", "tide_allocation_tick_duration_seconds",
-          "tide_executor_failures_total", "tide_rm_requests_total",
-          "tide_rm_request_duration_seconds"}) {
+    for (const std::string& family : testing_support::tideAmMetricFamilies()) {
       EXPECT_TRUE(metrics.types.count(family)) << family;
     }
     EXPECT_EQ(metrics.at("tide_tasks_completed_total{outcome=\"succeeded\"}"), 60);
