@@ -175,6 +175,9 @@ std::vector<KeyInfo> buildKeyTable() {
           "Time between SIGTERM and SIGKILL when a container is stopped", kMs),
       key("nm.heartbeatInterval", K::kDuration, "1s",
           "Interval between node heartbeats to the resource manager", kMs),
+      key("nm.recovery.enabled", K::kBool, "true",
+          "A restarted tide-nm re-attaches to the containers still running from its work dir's "
+          "records (false: it kills them)"),
 
       // Slurm backend (through slurmrestd).
       key("slurm.url", K::kString, "http://127.0.0.1:6820", "URL of slurmrestd"),

@@ -152,11 +152,11 @@ void CgroupMemory::remove(const std::string& groupPath) {
   }
 }
 
-int CgroupMemory::removeLeftovers() const {
+int CgroupMemory::removeLeftovers(const std::set<std::string>& keep) const {
   int removed = 0;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(path_, ec)) {
-    if (!entry.is_directory()) continue;
+    if (!entry.is_directory() || keep.count(entry.path().filename().string()) != 0) continue;
     remove(entry.path().string());
     ++removed;
   }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace tide::nm {
@@ -31,8 +32,9 @@ class CgroupMemory {
   static bool oomKilled(const std::string& groupPath);
   // Kills whatever is left in the cgroup (cgroup.kill where the kernel has it) and removes it.
   static void remove(const std::string& groupPath);
-  // Removes the container cgroups a previous run of this NM left behind; returns how many.
-  int removeLeftovers() const;
+  // Removes the container cgroups a previous run of this NM left behind, but those named in
+  // `keep` (containers re-attached to); returns how many.
+  int removeLeftovers(const std::set<std::string>& keep = {}) const;
 
   // The file a process writes "$$" to so that it joins the cgroup before it runs anything.
   static std::string procsFile(const std::string& groupPath) { return groupPath + "/cgroup.procs"; }

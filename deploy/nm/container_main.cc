@@ -4,7 +4,8 @@
 // stays below it however it daemonises (setsid, double fork, a new process group), and when it
 // must stop it kills its whole tree, found by parent links in /proc.
 //
-//   tide-container [--cgroup-procs FILE] [--die-with-parent PID] [--grace MS] -- PROGRAM ARG...
+//   tide-container [--cgroup-procs FILE] [--die-with-parent PID] [--grace MS] [--exit-file FILE]
+//                  -- PROGRAM ARG...
 //
 // It runs PROGRAM (looked up in PATH when it has no '/') in its own process group and session,
 // with its own environment and descriptors, and then:
@@ -16,10 +17,16 @@
 //   process below it at once (PR_SET_PDEATHSIG delivers SIGHUP; a task never outlives its
 //   executor);
 // - with --cgroup-procs FILE: first moves itself into that cgroup (writes its pid to FILE), so
-//   that everything it starts is counted against the cgroup's limits.
+//   that everything it starts is counted against the cgroup's limits;
+// - with --exit-file FILE: just before it exits, writes how PROGRAM ended to FILE
+//   (container_exit_file.h), for a node manager that is not its parent (one restarted after a
+//   crash cannot wait for it).
+// It is never tied to the life of whoever started it unless --die-with-parent says so: a
+// container outlives a node manager that crashed, for the restarted one to re-attach to it.
 // Exit 125: bad usage or the cgroup could not be joined; 127: PROGRAM could not be started
 // (the reason is on stderr).
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -37,6 +44,7 @@
 
 #include "common/process_tree.h"
 #include "common/spawn.h"
+#include "deploy/nm/container_exit_file.h"
 
 namespace {
 
@@ -50,13 +58,14 @@ struct Arguments {
   std::string cgroupProcs;
   pid_t dieWithParent = 0;
   long graceMs = 2000;
+  std::string exitFile;
   std::vector<std::string> command;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::fprintf(stderr,
                "tide-container: %s\nusage: tide-container [--cgroup-procs FILE] "
-               "[--die-with-parent PID] [--grace MS] -- PROGRAM [ARG...]\n",
+               "[--die-with-parent PID] [--grace MS] [--exit-file FILE] -- PROGRAM [ARG...]\n",
                problem.c_str());
   std::exit(kUsageExit);
 }
@@ -80,6 +89,8 @@ Arguments parse(int argc, char** argv) {
         args.dieWithParent = static_cast<pid_t>(std::stol(value(arg)));
       } else if (arg == "--grace") {
         args.graceMs = std::stol(value(arg));
+      } else if (arg == "--exit-file") {
+        args.exitFile = value(arg);
       } else {
         usage("unknown option '" + arg + "'");
       }
@@ -117,7 +128,24 @@ void killAndReapAll() {
   }
 }
 
-[[noreturn]] void exitAs(int status) {
+// Written under a temporary name and renamed: a reader sees the whole line or no file.
+void writeExitFile(const std::string& path, int status) {
+  if (path.empty()) return;
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string text = tide::nm::formatExitFile(status);
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (written) {
+    ::rename(temporary.c_str(), path.c_str());
+  } else {
+    ::unlink(temporary.c_str());
+  }
+}
+
+[[noreturn]] void exitAs(int status, const std::string& exitFile) {
+  writeExitFile(exitFile, status);
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
     const rlimit noCore{0, 0};
@@ -153,6 +181,7 @@ int main(int argc, char** argv) {
     if (!procs) {
       std::fprintf(stderr, "tide-container: cannot join cgroup %s: %s\n", args.cgroupProcs.c_str(),
                    std::strerror(errno));
+      writeExitFile(args.exitFile, W_EXITCODE(kUsageExit, 0));
       return kUsageExit;
     }
   }
@@ -173,6 +202,7 @@ int main(int argc, char** argv) {
     mainPid = spawnProcess(spawn);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tide-container: %s\n", e.what());
+    writeExitFile(args.exitFile, W_EXITCODE(kCannotRunExit, 0));
     return kCannotRunExit;
   }
 
@@ -187,7 +217,7 @@ int main(int argc, char** argv) {
     if (signal == SIGHUP && args.dieWithParent > 0 && ::getppid() != args.dieWithParent) {
       // Our parent died (not merely the thread that started us): nothing may outlive it.
       killAndReapAll();
-      exitAs(W_EXITCODE(0, SIGKILL));
+      exitAs(W_EXITCODE(0, SIGKILL), args.exitFile);
     }
     if ((signal == SIGTERM || signal == SIGINT || signal == SIGQUIT ||
          (signal == SIGHUP && args.dieWithParent == 0)) &&
@@ -200,7 +230,7 @@ int main(int argc, char** argv) {
     if (mainEnded) {
       // A container (or task) ends with its main process: nothing it started survives it.
       killAndReapAll();
-      exitAs(mainStatus);
+      exitAs(mainStatus, args.exitFile);
     }
     if (terminating && Clock::now() >= killAt) killDescendants(::getpid());
   }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "common/child_process.h"
 #include "common/file_tail.h"
@@ -55,7 +56,8 @@ ContainerManager::ContainerManager(ContainerManagerOptions options)
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : &steadyClock_),
       // Ids cannot start with '.', so this never collides with an application's directory.
-      records_(options_.workDir + "/.containers") {}
+      records_(options_.workDir + "/.containers"),
+      bootId_(currentBootId()) {}
 
 ContainerManager::~ContainerManager() {
   if (!started_) return;
@@ -88,12 +90,34 @@ void ContainerManager::start() {
   if (ec)
     throw std::runtime_error("cannot create work dir " + options_.workDir + ": " + ec.message());
   records_.ensureDirectory();
-  const ProcessGroupRecords::Cleanup cleanup = records_.killRecordedGroups();
-  for (pid_t pgid : cleanup.killed) {
-    log_.warn() << "killed process group " << pgid << " left behind by a previous node manager";
-  }
-  if (cleanup.recordsRemoved > 0) {
-    log_.info() << "removed " << cleanup.recordsRemoved << " container record(s) of a previous run";
+  std::vector<ContainerRecord> toRecover;
+  std::set<std::string> keptCgroups;
+  if (options_.recovery) {
+    // Throws for a record it cannot read: never a silent fresh start over containers that may
+    // still run.
+    ContainerRecords::Contents contents = records_.load();
+    for (pid_t pid : records_.killLegacy(contents.legacy)) {
+      log_.warn() << "killed container supervisor " << pid
+                  << " recorded by a tide-nm without recovery (a record without version)";
+    }
+    toRecover = std::move(contents.records);
+    for (const ContainerRecord& record : toRecover) {
+      if (!record.cgroupPath.empty() && !record.completion) keptCgroups.insert(record.containerId);
+    }
+  } else {
+    const ContainerRecords::Cleanup cleanup = records_.killAll();
+    for (pid_t pid : cleanup.killed) {
+      log_.warn() << "killed container supervisor " << pid
+                  << " (its whole tree) left behind by a previous node manager; "
+                     "nm.recovery.enabled is false";
+    }
+    for (const std::string& problem : cleanup.unreadable) {
+      log_.warn() << "removed " << problem << "; nothing it names was killed";
+    }
+    if (cleanup.recordsRemoved > 0) {
+      log_.info() << "removed " << cleanup.recordsRemoved
+                  << " container record(s) of a previous run";
+    }
   }
 
   switch (options_.memoryEnforcement) {
@@ -113,7 +137,7 @@ void ContainerManager::start() {
       if (cgroup_) {
         enforcement_ = MemoryEnforcement::kCgroup;
         enforcementReason_ = "cgroup v2 memory controller at " + cgroup_->path();
-        if (int leftovers = cgroup_->removeLeftovers(); leftovers > 0) {
+        if (int leftovers = cgroup_->removeLeftovers(keptCgroups); leftovers > 0) {
           log_.warn() << "removed " << leftovers << " container cgroup(s) of a previous run";
         }
       } else if (options_.memoryEnforcement == MemoryEnforcement::kCgroup) {
@@ -136,6 +160,8 @@ void ContainerManager::start() {
     throw std::runtime_error(std::string("cannot become a child subreaper: ") +
                              std::strerror(errno));
   }
+
+  if (!toRecover.empty()) recoverContainers(std::move(toRecover));
 
   started_ = true;
   reaper_ = std::thread([this] { reapLoop(); });
@@ -197,7 +223,11 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
   // terminal's Ctrl-C meant for the NM does not reach it. No parent-death signal: a container
   // outlives a crashed NM, for its restart to find (DESIGN.md, trust model).
   spawn.grouping = ProcessGrouping::kNewSession;
-  spawn.argv = {options_.supervisorPath, "--grace", std::to_string(options_.stopGracePeriod)};
+  // The supervisor leaves how the command ended in the exit file, for a restarted NM that is
+  // not its parent.
+  records_.erase(request.containerId);
+  spawn.argv = {options_.supervisorPath, "--grace", std::to_string(options_.stopGracePeriod),
+                "--exit-file", records_.exitFile(request.containerId)};
   if (cgroup_) {
     container.cgroupPath =
         cgroup_->createContainerGroup(request.containerId, request.resource.memoryMb * kMiB);
@@ -214,9 +244,11 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
     throw;
   }
   container.sequence = nextSequence_++;
-  if (std::string error = records_.record(request.containerId, container.pid); !error.empty()) {
+  if (const auto info = readProcess(container.pid)) container.startTimeTicks = info->startTimeTicks;
+  if (std::string error = records_.write(recordOf(container)); !error.empty()) {
     log_.warn() << "container " << request.containerId
-                << ": no process group record, a restarted NM could not clean it up: " << error;
+                << ": no record, a restarted NM could neither re-attach to it nor clean it up: "
+                << error;
   }
 
   rest::Resource inUse = request.resource;
@@ -248,6 +280,10 @@ void ContainerManager::requestStop(Container& container, StopReason reason) {
   container.killDeadline = addSaturating(now(), options_.stopGracePeriod);
   if (options_.stopGracePeriod <= 0) {
     killContainerTree(container);
+  } else if (container.adopted) {
+    // Not our child: only through its pidfd, which reaches it and nobody else. It passes
+    // SIGTERM on to every process below it.
+    container.adopted->signal(SIGTERM);
   } else {
     // The supervisor passes it on to every process below it, and SIGKILLs them once the grace
     // period has passed; the group gets it at once too.
@@ -257,6 +293,18 @@ void ContainerManager::requestStop(Container& container, StopReason reason) {
 }
 
 void ContainerManager::killContainerTree(Container& container) {
+  container.killSent = true;
+  if (container.adopted) {
+    // Its pid is its own as long as it has not ended, which the stopped supervisor cannot do
+    // but by our SIGKILL: only then may its tree and group be found by that pid.
+    if (container.adopted->signal(SIGSTOP) && !container.adopted->exited()) {
+      killDescendants(container.pid);
+      signalProcessGroup(container.pid, SIGKILL);
+    }
+    container.adopted->signal(SIGKILL);
+    killRememberedTree(container);
+    return;
+  }
   // Descendants first: the supervisor, a subreaper, holds them all while it lives; stopped, it
   // can neither exit (which would hand its tree to us) nor act while they are killed.
   ::kill(container.pid, SIGSTOP);
@@ -338,6 +386,7 @@ void ContainerManager::stopAll() {
 void ContainerManager::reapLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   uint64_t sweepCounter = 0;
+  uint64_t treeCounter = 0;
   while (!threadsExit_) {
     const TimeMs nowMs = now();
     for (auto& [id, container] : containers_) {
@@ -350,12 +399,24 @@ void ContainerManager::reapLoop() {
       }
     }
     if (orphansMayExist_ || ++sweepCounter % 20 == 0) killAdoptedOrphans();
+    if (++treeCounter % 5 == 0) rememberAdoptedTrees();
     dropOldCompleted();
     changed_.wait_for(lock, std::chrono::milliseconds(options_.reapInterval));
   }
 }
 
 void ContainerManager::reapIfExited(Container& container) {
+  if (container.adopted) {
+    if (!container.adopted->exited()) return;
+    // Its supervisor killed its tree before it exited, unless it was SIGKILLed: then what was
+    // below it went to init, not to us, and is found from the last look at its tree.
+    killRememberedTree(container);
+    std::optional<int> status = records_.readExitStatus(container.request.containerId);
+    if (!status && container.killSent) status = W_EXITCODE(0, SIGKILL);
+    container.adopted.reset();
+    complete(container, status);
+    return;
+  }
   siginfo_t info{};
   // WNOWAIT leaves the exited leader a zombie, so its pid (the group id) cannot be reused
   // while the rest of its group is killed below.
@@ -377,8 +438,10 @@ void ContainerManager::reapIfExited(Container& container) {
   complete(container, waitStatus);
 }
 
-void ContainerManager::complete(Container& container, int waitStatus) {
-  const ExitDescription exit = describeExit(waitStatus);
+void ContainerManager::complete(Container& container, std::optional<int> waitStatus) {
+  const ExitDescription exit =
+      waitStatus ? describeExit(*waitStatus)
+                 : ExitDescription{rest::exit_status::kAborted, "its exit status is unknown"};
   const std::string& id = container.request.containerId;
   if (!container.cgroupPath.empty()) {
     if (container.memoryKillDiagnostics.empty() && CgroupMemory::oomKilled(container.cgroupPath)) {
@@ -405,19 +468,130 @@ void ContainerManager::complete(Container& container, int waitStatus) {
   } else if (container.diagnostics.empty()) {
     container.exitStatus = exit.exitStatus;
     container.diagnostics = exit.diagnostics;
+    if (!container.endedWhileNmDown.empty()) {
+      container.diagnostics = std::string(kExitedWhileNmDown) + " (" + container.endedWhileNmDown +
+                              "): " + exit.diagnostics;
+    }
     // A process that failed on its own usually said why on stderr: its last lines go to the
     // RM (and so to whoever follows the application), one summary line then the lines.
     if (exit.exitStatus != 0) {
       const std::string tail = lastLinesOf(container.workDir + "/stderr", kStderrTailLines);
       if (!tail.empty()) container.diagnostics += "\nlast lines of its stderr:\n" + tail;
     }
+  } else {
+    container.exitStatus = exit.exitStatus;
   }
   container.state = kComplete;
   container.completedAt = now();
-  records_.erase(id);
+  // Kept (with its completion) until the RM has acknowledged it: a restart in between still
+  // reports it.
+  if (std::string error = records_.write(recordOf(container)); !error.empty()) {
+    log_.warn() << "container " << id << ": cannot record its completion: " << error;
+  }
   log_.info() << "container " << id << " completed: exit status " << container.exitStatus << ", "
               << container.diagnostics;
   changed_.notify_all();
+}
+
+ContainerRecord ContainerManager::recordOf(const Container& container) const {
+  ContainerRecord record;
+  record.containerId = container.request.containerId;
+  record.applicationId = container.request.applicationId;
+  record.token = container.request.token;
+  record.resource = container.request.resource;
+  record.workDir = container.workDir;
+  record.cgroupPath = container.cgroupPath;
+  record.pid = container.pid;
+  record.startTimeTicks = container.startTimeTicks;
+  record.bootId = bootId_;
+  if (container.state == kComplete) {
+    record.completion = ContainerRecord::Completion{container.exitStatus, container.diagnostics};
+  }
+  return record;
+}
+
+void ContainerManager::recoverContainers(std::vector<ContainerRecord> records) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (ContainerRecord& record : records) {
+    const RecoveryDecision decision = decideRecovery(record, bootId_, readProcess(record.pid));
+    Container container;
+    container.request.containerId = record.containerId;
+    container.request.applicationId = record.applicationId;
+    container.request.token = record.token;
+    container.request.resource = record.resource;
+    container.pid = record.pid;
+    container.startTimeTicks = record.startTimeTicks;
+    container.workDir = record.workDir;
+    container.cgroupPath = record.cgroupPath;
+    container.sequence = nextSequence_++;
+    const std::string id = record.containerId;
+    auto [it, inserted] = containers_.emplace(id, std::move(container));
+    if (!inserted) continue;  // file names are unique, so are ids
+    Container& recovered = it->second;
+    switch (decision.action) {
+      case RecoveryAction::kAdopt:
+        recovered.adopted = AdoptedProcess::open(record.pid, record.startTimeTicks);
+        if (recovered.adopted) {
+          ++recoverySummary_.reattached;
+          log_.info() << "re-attached to container " << id << " of " << record.applicationId << ": "
+                      << decision.why;
+          break;
+        }
+        // It ended just now: as if it had while the NM was down.
+        recovered.endedWhileNmDown = "its supervisor (pid " + std::to_string(record.pid) +
+                                     ") ended while it was being re-attached";
+        ++recoverySummary_.completed;
+        complete(recovered, records_.readExitStatus(id));
+        break;
+      case RecoveryAction::kReportCompleted:
+        recovered.state = kComplete;
+        recovered.exitStatus = record.completion->exitStatus;
+        recovered.diagnostics = record.completion->diagnostics;
+        recovered.completedAt = now();
+        ++recoverySummary_.completed;
+        log_.info() << "container " << id << " completed before the restart (exit status "
+                    << recovered.exitStatus << "); reporting it to the resource manager";
+        break;
+      case RecoveryAction::kEndedWhileNmDown: {
+        recovered.endedWhileNmDown = decision.why;
+        ++recoverySummary_.completed;
+        // The exit file is only its own while its record is of this boot.
+        std::optional<int> status;
+        if (record.bootId == bootId_) status = records_.readExitStatus(id);
+        complete(recovered, status);
+        break;
+      }
+    }
+  }
+  rememberAdoptedTrees();
+  log_.info() << "recovery: re-attached to " << recoverySummary_.reattached
+              << " running container(s); " << recoverySummary_.completed
+              << " recorded container(s) reported completed";
+}
+
+void ContainerManager::rememberAdoptedTrees() {
+  const bool anyAdopted = std::any_of(containers_.begin(), containers_.end(), [](const auto& e) {
+    return e.second.state == kRunning && e.second.adopted;
+  });
+  if (!anyAdopted) return;
+  const std::vector<ProcessInfo> table = readProcessTable();
+  for (auto& [id, container] : containers_) {
+    if (container.state != kRunning || !container.adopted || container.adopted->exited()) continue;
+    container.lastTree.clear();
+    for (const ProcessInfo& process : descendantsOf(container.pid, table)) {
+      container.lastTree.emplace_back(process.pid, process.startTimeTicks);
+    }
+  }
+}
+
+void ContainerManager::killRememberedTree(Container& container) {
+  for (const auto& [pid, startTicks] : container.lastTree) {
+    const auto info = readProcess(pid);
+    if (!info || info->state == 'Z' || info->startTimeTicks != startTicks) continue;
+    ::kill(pid, SIGSTOP);
+    killDescendants(pid);
+    ::kill(pid, SIGKILL);
+  }
 }
 
 void ContainerManager::dropOldCompleted() {
@@ -557,7 +731,10 @@ void ContainerManager::markReported(const std::vector<std::string>& completedIds
   std::lock_guard<std::mutex> lock(mutex_);
   for (const std::string& id : completedIds) {
     auto it = containers_.find(id);
-    if (it != containers_.end() && it->second.state == kComplete) it->second.reportedToRm = true;
+    if (it != containers_.end() && it->second.state == kComplete) {
+      it->second.reportedToRm = true;
+      records_.erase(id);
+    }
   }
   dropOldCompleted();
 }

@@ -12,6 +12,13 @@
 // memory controller is delegated, the supervisor first joins the container's cgroup, and the
 // cgroup is killed (cgroup.kill) when the container ends.
 //
+// Restarts (nm.recovery.enabled, YARN's NM recovery): every container is recorded on disk
+// (container_records.h) and its supervisor does not depend on the node manager's life. A
+// manager started on the work dir of one that died re-attaches to the containers still running
+// (same pid, start time and boot: never an unrelated process that got a recorded pid), watches,
+// enforces and stops them as its own, and reports those that ended meanwhile as completed
+// "exited while the node manager was down". With recovery off it kills them instead.
+//
 // Threads: the caller's (launch/stop/report), a reaper (waitpid on each container, SIGKILL
 // after the stop grace period) and, unless enforcement is off, a memory monitor. One mutex
 // guards all container state; a process is signalled only while it is still unreaped (its
@@ -33,8 +40,9 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "deploy/nm/cgroup_memory.h"
+#include "deploy/nm/container_records.h"
 #include "deploy/nm/memory_enforcement.h"
-#include "deploy/nm/process_group_records.h"
+#include "deploy/nm/process_group.h"
 #include "rest/messages/node.h"
 
 namespace tide::nm {
@@ -59,6 +67,9 @@ struct ContainerManagerOptions {
   // child of it that is not a container's supervisor: what a supervisor killed by SIGKILL left
   // behind. Only for a process that starts no other children (tide-nm).
   bool adoptOrphans = false;
+  // nm.recovery.enabled: start() re-attaches to the containers recorded by a previous node
+  // manager on this work dir; false: it kills them.
+  bool recovery = true;
   const Clock* clock = nullptr;  // null: steady clock
 };
 
@@ -79,15 +90,18 @@ class ContainerManager {
   static constexpr char kRunning[] = "RUNNING";
   static constexpr char kComplete[] = "COMPLETE";
   static constexpr char kStoppedOnRequest[] = "stopped on request";
+  // How a recorded container that ended while no node manager ran is reported.
+  static constexpr char kExitedWhileNmDown[] = "exited while the node manager was down";
 
   explicit ContainerManager(ContainerManagerOptions options);
   ~ContainerManager();  // stops every container (as on shutdown) and joins the threads
   ContainerManager(const ContainerManager&) = delete;
   ContainerManager& operator=(const ContainerManager&) = delete;
 
-  // Creates the work dir, kills the process groups a previous NM on it left behind, picks the
-  // memory enforcement and starts the threads. Throws std::runtime_error when the work dir is
-  // unusable or enforcement "cgroup" was asked for but is not available.
+  // Creates the work dir, re-attaches to the containers a previous NM on it left running (with
+  // recovery; without, kills them), picks the memory enforcement and starts the threads. Throws
+  // ContainerRecordError for a record it cannot read (with recovery), std::runtime_error when
+  // the work dir is unusable or enforcement "cgroup" was asked for but is not available.
   void start();
   // Where the NM serves: containers get "host:port" as TIDE_NM_ADDRESS, and without an explicit
   // cgroupName the NM's cgroup is "tide-nm-<port>" (so several NMs can share a host). Only
@@ -124,6 +138,14 @@ class ContainerManager {
   const std::string& memoryEnforcementReason() const { return enforcementReason_; }
   // The resources of running containers.
   rest::Resource allocated() const;
+  // What start() found of a previous node manager: containers re-attached to, and recorded
+  // containers reported completed (ended while it was down, or completed and not yet
+  // acknowledged by the RM).
+  struct RecoverySummary {
+    int reattached = 0;
+    int completed = 0;
+  };
+  RecoverySummary recoverySummary() const { return recoverySummary_; }
   const ContainerManagerOptions& options() const { return options_; }
 
   // Blocks until the container is COMPLETE or `bound` passes; returns whether it completed.
@@ -134,8 +156,16 @@ class ContainerManager {
     rest::ContainerLaunchRequest request;
     pid_t pid = 0;
     uint64_t sequence = 0;
+    uint64_t startTimeTicks = 0;  // of the supervisor: with its pid, its identity
     std::string workDir;
     std::string cgroupPath;  // empty unless enforcement is cgroup
+    // Re-attached after a restart: a supervisor a previous NM started, not our child.
+    std::optional<AdoptedProcess> adopted;
+    // Adopted only: its processes (pid, start time) at the last look, so that what a killed
+    // supervisor leaves (re-parented to init, not to us) can still be killed.
+    std::vector<std::pair<pid_t, uint64_t>> lastTree;
+    // Set when it ended while no node manager watched it: why we know.
+    std::string endedWhileNmDown;
     std::string state = kRunning;
     int exitStatus = 0;
     std::string diagnostics;
@@ -157,7 +187,15 @@ class ContainerManager {
   void killContainerTree(Container& container);
   // Reaps the container's process if it exited; called with mutex_ held.
   void reapIfExited(Container& container);
-  void complete(Container& container, int waitStatus);
+  // Completes it; nullopt: how it ended is unknown. mutex_ held (or before the threads run).
+  void complete(Container& container, std::optional<int> waitStatus);
+  // start() with recovery: the records of a previous NM become containers again.
+  void recoverContainers(std::vector<ContainerRecord> records);
+  // Adopted containers: remembers their trees (lastTree); mutex_ held.
+  void rememberAdoptedTrees();
+  // SIGKILLs what is left of an adopted container's remembered tree. mutex_ held.
+  void killRememberedTree(Container& container);
+  ContainerRecord recordOf(const Container& container) const;
   void dropOldCompleted();
   void requestStop(Container& container, StopReason reason);
   std::vector<std::string> containerEnvironment(const rest::ContainerLaunchRequest& request,
@@ -169,7 +207,9 @@ class ContainerManager {
   SteadyClock steadyClock_;
   const Clock* clock_;
   Logger log_{"nm"};
-  ProcessGroupRecords records_;
+  ContainerRecords records_;
+  std::string bootId_;
+  RecoverySummary recoverySummary_;
   MemoryEnforcement enforcement_ = MemoryEnforcement::kOff;
   std::string enforcementReason_;
   std::unique_ptr<CgroupMemory> cgroup_;

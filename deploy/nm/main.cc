@@ -74,6 +74,7 @@ int run(CommandLine& cli) {
   // tide-nm starts nothing but container supervisors: any other child of it is what a killed
   // supervisor left behind.
   containerOptions.adoptOrphans = true;
+  containerOptions.recovery = config.recoveryEnabled;
   NodeIdentity identity;
   ContainerManager containers(containerOptions);
 
@@ -89,9 +90,24 @@ int run(CommandLine& cli) {
   const std::string address = config.host + ":" + std::to_string(port);
 
   containers.setNodeAddress(config.host, port);
-  containers.start();
+  try {
+    containers.start();
+  } catch (const ContainerRecordError& e) {
+    throw std::runtime_error(std::string(e.what()) +
+                             "; to start without recovering those containers, use --conf "
+                             "nm.recovery.enabled=false (it kills what the readable records name "
+                             "and removes every record)");
+  }
   log.info() << "memory enforcement: " << memoryEnforcementName(containers.memoryEnforcement())
              << " (" << containers.memoryEnforcementReason() << ")";
+  if (config.recoveryEnabled) {
+    const ContainerManager::RecoverySummary recovered = containers.recoverySummary();
+    if (recovered.reattached + recovered.completed > 0) {
+      log.info() << "recovered from a previous tide-nm on " << config.workDir << ": "
+                 << recovered.reattached << " running container(s) re-attached, "
+                 << recovered.completed << " reported completed";
+    }
+  }
   log.info() << "offering " << config.capability.memoryMb << " MiB and " << config.capability.vCores
              << " vCores; work dir " << config.workDir;
   log.info() << "tide-nm listening on " << address;

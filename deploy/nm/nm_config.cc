@@ -56,6 +56,7 @@ NodeManagerConfig NodeManagerConfig::fromProperties(const Properties& properties
   config.capability.memoryMb = memoryBytes ? *memoryBytes / kMiB : detectMemoryMb();
 
   config.workDir = properties.getOptionalString("nm.workDir").value_or("");
+  config.recoveryEnabled = properties.getBool("nm.recovery.enabled");
 
   config.defaultHeartbeatInterval = properties.getDuration("nm.heartbeatInterval");
   if (properties.has("nm.heartbeatInterval")) {

@@ -29,6 +29,7 @@ struct NodeManagerConfig {
   DurationMs defaultHeartbeatInterval = 1000;  // the table default of nm.heartbeatInterval
   MemoryEnforcement memoryEnforcement = MemoryEnforcement::kAuto;
   DurationMs stopGracePeriod = 2000;
+  bool recoveryEnabled = true;  // nm.recovery.enabled
 
   // Throws ConfigError naming the key and value for anything invalid.
   static NodeManagerConfig fromProperties(const Properties& properties);

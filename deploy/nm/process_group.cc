@@ -1,8 +1,12 @@
 #include "deploy/nm/process_group.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "common/process_tree.h"
 #include "common/spawn.h"
@@ -22,6 +26,50 @@ bool processGone(pid_t pid) {
   if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
   const auto info = readProcess(pid);
   return !info || info->state == 'Z';
+}
+
+}  // namespace tide::nm
+
+namespace tide::nm {
+
+std::optional<AdoptedProcess> AdoptedProcess::open(pid_t pid, uint64_t startTimeTicks) {
+  if (pid <= 1 || startTimeTicks == 0) return std::nullopt;
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return std::nullopt;
+  // Read after the pidfd was opened: if the process is still the one that started then, the
+  // pidfd refers to it (a pid is reused only once its process has ended).
+  const auto info = readProcess(pid);
+  AdoptedProcess process(fd, pid);
+  if (!info || info->state == 'Z' || info->startTimeTicks != startTimeTicks || process.exited()) {
+    return std::nullopt;
+  }
+  return process;
+}
+
+AdoptedProcess::AdoptedProcess(AdoptedProcess&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), pid_(other.pid_) {}
+
+AdoptedProcess& AdoptedProcess::operator=(AdoptedProcess&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    pid_ = other.pid_;
+  }
+  return *this;
+}
+
+AdoptedProcess::~AdoptedProcess() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool AdoptedProcess::exited() const {
+  pollfd poll{fd_, POLLIN, 0};
+  // A pidfd becomes readable once its process has ended.
+  return ::poll(&poll, 1, 0) > 0;
+}
+
+bool AdoptedProcess::signal(int signal) const {
+  return ::syscall(SYS_pidfd_send_signal, fd_, signal, nullptr, 0) == 0;
 }
 
 }  // namespace tide::nm

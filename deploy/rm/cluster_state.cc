@@ -64,6 +64,10 @@ struct ClusterState::Node {
   TimeMs lastHeartbeat = 0;
   std::string secret;
   std::unordered_set<std::string> containers;  // live ones
+  // It registered again while alive (its node manager restarted): its next heartbeat lists
+  // every container it still runs (a tide-nm with recovery re-attached to them), the others
+  // are gone.
+  bool awaitingFullReport = false;
 };
 
 struct ClusterState::Ask {
@@ -423,18 +427,24 @@ rest::NodeRegistrationResponse ClusterState::registerNode(
     const rest::NodeRegistration& registration) {
   const std::string id = registration.host + ":" + std::to_string(registration.port);
   auto it = nodes_.find(id);
+  bool restarted = false;
   if (it == nodes_.end()) {
     it = nodes_.emplace(id, std::make_unique<Node>()).first;
   } else if (it->second->alive) {
-    // The node manager restarted before it expired: what ran there is gone with the old one.
-    loseNode(*it->second, "it registered again");
+    // The node manager restarted before it expired. Its containers stay until its first
+    // heartbeat, which lists those it re-attached to (nm.recovery.enabled); the rest are lost.
+    restarted = true;
+    log_.info() << "node " << id << " registered again (its node manager restarted); its "
+                << it->second->containers.size()
+                << " container(s) stay if its next heartbeat reports them";
   }
   Node& node = *it->second;
   node.id = id;
   node.host = registration.host;
   node.httpAddress = id;
   node.capability = registration.capability;
-  node.used = Resource{};
+  if (!restarted) node.used = Resource{};
+  node.awaitingFullReport = restarted;
   node.alive = true;
   node.ready = false;
   node.lastHeartbeat = clock_.nowMs();
@@ -506,21 +516,28 @@ rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeI
   for (const std::string& id : node.containers) {
     if (reported.count(id) != 0) continue;
     const ContainerRecord& container = *containers_.at(id);
-    if (container.seenOnNode || container.state == ContainerRecord::State::kStopping) {
+    if (container.seenOnNode || container.state == ContainerRecord::State::kStopping ||
+        node.awaitingFullReport) {
       vanished.push_back(id);
     }
   }
   for (const std::string& id : vanished) {
-    const ContainerRecord& container = *containers_.at(id);
+    ContainerRecord& container = *containers_.at(id);
     if (container.state == ContainerRecord::State::kStopping) {
       const int exitCode = container.stopExitStatus;
       const std::string diagnostics = container.stopDiagnostics;
       completeContainer(id, exitCode, diagnostics);
+    } else if (node.awaitingFullReport) {
+      const std::string why =
+          "lost with node " + node.id + ": its node manager restarted without it";
+      if (container.amContainer) container.amFailureReason = "AM container " + id + " " + why;
+      completeContainer(id, exit_status::kAborted, why);
     } else {
       completeContainer(id, exit_status::kAborted, "no longer reported by node " + node.id);
     }
     freedSomething = true;
   }
+  node.awaitingFullReport = false;
   if (freedSomething) schedule();
   return response;
 }

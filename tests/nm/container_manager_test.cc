@@ -12,9 +12,11 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <vector>
 
+#include "common/process_tree.h"
+#include "deploy/nm/container_records.h"
 #include "deploy/nm/process_group.h"
-#include "deploy/nm/process_group_records.h"
 #include "rest/json.h"
 #include "tests/nm/nm_test_util.h"
 #include "tests/support/polling.h"
@@ -53,6 +55,52 @@ class ContainerManagerTest : public ::testing::Test {
 
   std::filesystem::path containerDir(const std::string& containerId) const {
     return dir_.path() / "work" / "application_test_0001" / containerId;
+  }
+
+  std::string recordsDir() const { return (dir_.path() / "work" / ".containers").string(); }
+
+  ContainerRecord recordFor(const std::string& containerId, pid_t pid, uint64_t startTicks) {
+    ContainerRecord record;
+    record.containerId = containerId;
+    record.applicationId = "application_test_0001";
+    record.token = "token-" + containerId;
+    record.resource = {64, 1};
+    record.workDir = dir_.path().string();
+    record.pid = pid;
+    record.startTimeTicks = startTicks;
+    record.bootId = currentBootId();
+    return record;
+  }
+
+  // What a previous node manager left: a container supervisor running `command` (in this
+  // test's directory) and its record.
+  pid_t startRecordedSupervisor(const std::string& containerId, const std::string& command) {
+    ContainerRecords records(recordsDir());
+    records.ensureDirectory();
+    SpawnOptions spec;
+    spec.argv = {TIDE_BIN_DIR "/tide-container",
+                 "--grace",
+                 "1000",
+                 "--exit-file",
+                 records.exitFile(containerId),
+                 "--",
+                 "/bin/sh",
+                 "-c",
+                 command};
+    spec.workDir = dir_.path().string();
+    spec.stdoutPath = (dir_.path() / (containerId + ".out")).string();
+    spec.stderrPath = (dir_.path() / (containerId + ".err")).string();
+    spec.grouping = ProcessGrouping::kNewSession;
+    const pid_t pid = spawnProcess(spec);
+    const auto info = readProcess(pid);
+    EXPECT_TRUE(info.has_value());
+    EXPECT_EQ(records.write(recordFor(containerId, pid, info ? info->startTimeTicks : 0)), "");
+    return pid;
+  }
+
+  static void reap(pid_t pid) {
+    int status = 0;
+    eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, kBound);
   }
 
   testing_support::TempDir dir_;
@@ -263,38 +311,212 @@ TEST_F(ContainerManagerTest, CgroupModeJoinsTheContainersCgroupAndReportsAnOomKi
       << stopped->diagnostics;
 }
 
-TEST_F(ContainerManagerTest, StartKillsProcessGroupsRecordedByAPreviousRun) {
+TEST_F(ContainerManagerTest, WithRecoveryOffStartKillsTheContainersRecordedByAPreviousRun) {
   // A previous NM that died without cleaning up: its container is still running and its
   // record is on disk.
-  const std::string workDir = (dir_.path() / "work").string();
-  ProcessGroupRecords records(workDir + "/.containers");
-  records.ensureDirectory();
-  SpawnOptions spec;
-  spec.argv = {"/bin/sh", "-c", "sleep 60 & wait"};
-  spec.workDir = dir_.path().string();
-  spec.stdoutPath = (dir_.path() / "orphan.out").string();
-  spec.stderrPath = (dir_.path() / "orphan.err").string();
-  spec.grouping = ProcessGrouping::kNewSession;
-  const pid_t orphan = spawnProcess(spec);
-  ASSERT_EQ(records.record("old_container", orphan), "");
+  pid_t grandchild = 0;
+  const pid_t orphan =
+      startRecordedSupervisor("old_container", "sleep 60 & echo $! > gc.pid; wait");
+  ASSERT_TRUE(
+      eventually([&] { return (grandchild = readPidFile(dir_.path() / "gc.pid")) != 0; }, kBound));
 
-  auto manager = startManager(options());
+  ContainerManagerOptions opts = options();
+  opts.recovery = false;
+  auto manager = startManager(opts);
   // The orphan is this test's own child, so reaping it here tells how it ended.
   int status = 0;
   ASSERT_TRUE(eventually([&] { return ::waitpid(orphan, &status, WNOHANG) == orphan; }, kBound));
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
-  EXPECT_FALSE(std::filesystem::exists(workDir + "/.containers/old_container.pgid"));
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild); }, kBound));
+  EXPECT_FALSE(std::filesystem::exists(recordsDir() + "/old_container.json"));
+  EXPECT_FALSE(manager->report("old_container").has_value());
 }
 
-TEST_F(ContainerManagerTest, RunningContainersAreRecordedUntilTheyEnd) {
+TEST_F(ContainerManagerTest, RunningContainersAreRecordedUntilTheRmAcknowledgedTheirEnd) {
   auto manager = startManager(options());
   const rest::ContainerReport started = manager->launch(launchRequest("rec", "sleep 60"));
-  const std::filesystem::path record = dir_.path() / "work" / ".containers" / "rec.pgid";
+  const std::string record = recordsDir() + "/rec.json";
   ASSERT_TRUE(std::filesystem::exists(record));
-  EXPECT_EQ(std::stol(readFile(record)), started.pid);
+  const ContainerRecord running = parseContainerRecord(readFile(record), record);
+  EXPECT_EQ(running.pid, started.pid);
+  EXPECT_EQ(running.startTimeTicks, readProcess(started.pid)->startTimeTicks);
+  EXPECT_EQ(running.bootId, currentBootId());
+  EXPECT_EQ(running.resource.memoryMb, 64);
+  EXPECT_FALSE(running.completion.has_value());
+
   manager->stop("rec", StopReason::kAppMaster, /*wait=*/true);
+  const ContainerRecord completed = parseContainerRecord(readFile(record), record);
+  ASSERT_TRUE(completed.completion.has_value());
+  EXPECT_EQ(completed.completion->exitStatus, rest::exit_status::kKilledByAppMaster);
+
+  std::vector<std::string> completedIds;
+  manager->heartbeat(&completedIds);
+  manager->markReported(completedIds);
   EXPECT_FALSE(std::filesystem::exists(record));
+  EXPECT_FALSE(std::filesystem::exists(recordsDir() + "/rec.exit"));
+}
+
+// --- Recovery (nm.recovery.enabled): what a previous node manager recorded is re-attached to.
+// The previous NM's container is a real tide-container, started here with a record as tide-nm
+// writes it; it is this test's child, not the manager's, as it would be init's after a crash.
+
+TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedAndStoppedWhole) {
+  const pid_t supervisor =
+      startRecordedSupervisor("kept",
+                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
+                              "exec sleep 60' & ); wait");
+  pid_t grandchild = 0;
+  pid_t daemon = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(dir_.path() / "gc.pid");
+        daemon = readPidFile(dir_.path() / "daemon.pid");
+        return grandchild != 0 && daemon != 0;
+      },
+      kBound));
+
+  auto manager = startManager(options());
+  EXPECT_EQ(manager->recoverySummary().reattached, 1);
+  const auto report = manager->report("kept");
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->state, "RUNNING");
+  EXPECT_EQ(report->pid, supervisor);
+  EXPECT_EQ(report->applicationId, "application_test_0001");
+  EXPECT_TRUE(manager->tokenMatches("kept", "token-kept"));
+  EXPECT_FALSE(manager->tokenMatches("kept", "token-other"));
+  EXPECT_EQ(manager->allocated().memoryMb, 64);
+  const rest::NodeHeartbeat beat = manager->heartbeat(nullptr);
+  ASSERT_EQ(beat.containers.size(), 1u);
+  EXPECT_EQ(beat.containers[0].state, "RUNNING");
+  EXPECT_THROW(manager->launch(launchRequest("kept", "true")), ContainerConflictError);
+  EXPECT_FALSE(processGone(grandchild));
+
+  const auto stopped = manager->stop("kept", StopReason::kAppMaster, /*wait=*/true);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(stopped->state, "COMPLETE");
+  EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledByAppMaster);
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
+  reap(supervisor);
+}
+
+TEST_F(ContainerManagerTest, ARecordedContainerThatEndedMeanwhileIsReportedWithTheReason) {
+  const pid_t supervisor = startRecordedSupervisor("ended", "echo bad >&2; exit 5");
+  reap(supervisor);  // it ended before any node manager watched it
+
+  auto manager = startManager(options());
+  EXPECT_EQ(manager->recoverySummary().completed, 1);
+  const auto report = manager->report("ended");
+  ASSERT_TRUE(report.has_value());
+  EXPECT_EQ(report->state, "COMPLETE");
+  EXPECT_EQ(report->exitStatus, 5);
+  EXPECT_EQ(report->diagnostics.rfind("exited while the node manager was down", 0), 0u)
+      << report->diagnostics;
+  EXPECT_NE(report->diagnostics.find("exited with code 5"), std::string::npos)
+      << report->diagnostics;
+  std::vector<std::string> completedIds;
+  const rest::NodeHeartbeat beat = manager->heartbeat(&completedIds);
+  ASSERT_EQ(beat.containers.size(), 1u);
+  EXPECT_EQ(beat.containers[0].state, "COMPLETE");
+  EXPECT_EQ(beat.containers[0].exitStatus, 5);
+  EXPECT_EQ(completedIds, std::vector<std::string>{"ended"});
+}
+
+TEST_F(ContainerManagerTest, ARecordWhosePidWasRecycledIsNeitherAdoptedNorKilled) {
+  // An unrelated process now has the recorded pid: same pid, another start time.
+  SpawnOptions spec;
+  spec.argv = {"/bin/sleep", "60"};
+  spec.grouping = ProcessGrouping::kNewSession;
+  const pid_t unrelated = spawnProcess(spec);
+  const uint64_t realStart = readProcess(unrelated)->startTimeTicks;
+  ContainerRecords records(recordsDir());
+  records.ensureDirectory();
+  ContainerRecord record = recordFor("recycled", unrelated, realStart - 1);
+  ASSERT_EQ(records.write(record), "");
+
+  {
+    auto manager = startManager(options());
+    EXPECT_EQ(manager->recoverySummary().reattached, 0);
+    const auto report = manager->report("recycled");
+    ASSERT_TRUE(report.has_value());
+    EXPECT_EQ(report->state, "COMPLETE");
+    EXPECT_EQ(report->exitStatus, rest::exit_status::kAborted);
+    EXPECT_NE(report->diagnostics.find("now belongs to another process"), std::string::npos)
+        << report->diagnostics;
+    EXPECT_TRUE(manager->stop("recycled", StopReason::kResourceManager, /*wait=*/true));
+  }
+  // Nor does a node manager with recovery off kill it.
+  record.completion.reset();
+  ASSERT_EQ(records.write(record), "");
+  {
+    ContainerManagerOptions opts = options();
+    opts.recovery = false;
+    auto manager = startManager(opts);
+  }
+  const auto info = readProcess(unrelated);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->startTimeTicks, realStart);
+  EXPECT_EQ(info->state, 'S');  // neither killed nor stopped
+  ::kill(unrelated, SIGKILL);
+  reap(unrelated);
+}
+
+TEST_F(ContainerManagerTest, AnAdoptedContainerOverItsMemoryIsKilledWhole) {
+  const pid_t supervisor =
+      startRecordedSupervisor("hog",
+                              "while [ ! -e grow ]; do sleep 0.05; done; "
+                              "(head -c 314572800 /dev/zero; sleep 30) | tail > /dev/null");
+  auto manager = startManager(options(MemoryEnforcement::kWatchdog));
+  ASSERT_EQ(manager->report("hog")->state, "RUNNING");
+  std::ofstream(dir_.path() / "grow") << "";
+  ASSERT_TRUE(manager->waitForCompletion("hog", kCompletionBound));
+  const rest::ContainerReport done = *manager->report("hog");
+  EXPECT_EQ(done.exitStatus, rest::exit_status::kKilledExceededPmem);
+  EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
+      << done.diagnostics;
+  reap(supervisor);
+}
+
+TEST_F(ContainerManagerTest, WhatAnAdoptedSupervisorKilledBySigkillLeftIsKilled) {
+  // Its processes go to init, not to the manager: the manager remembers its tree.
+  const pid_t supervisor =
+      startRecordedSupervisor("abandoned",
+                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
+                              "exec sleep 60' & ); wait");
+  pid_t grandchild = 0;
+  pid_t daemon = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        grandchild = readPidFile(dir_.path() / "gc.pid");
+        daemon = readPidFile(dir_.path() / "daemon.pid");
+        return grandchild != 0 && daemon != 0;
+      },
+      kBound));
+  auto manager = startManager(options());
+  ASSERT_EQ(manager->report("abandoned")->state, "RUNNING");
+  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  ASSERT_TRUE(manager->waitForCompletion("abandoned", kCompletionBound));
+  EXPECT_EQ(manager->report("abandoned")->exitStatus, rest::exit_status::kAborted);
+  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
+  reap(supervisor);
+}
+
+TEST_F(ContainerManagerTest, ARecordOfANewerVersionStopsTheStartWithAClearError) {
+  ContainerRecords records(recordsDir());
+  records.ensureDirectory();
+  std::ofstream(recordsDir() + "/container_9.json")
+      << R"({"version":2,"containerId":"container_9"})";
+  ContainerManager manager(options());
+  try {
+    manager.start();
+    ADD_FAILURE() << "started over a record it cannot read";
+  } catch (const ContainerRecordError& e) {
+    EXPECT_NE(std::string(e.what()).find(recordsDir() + "/container_9.json"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("newer tide-nm"), std::string::npos) << e.what();
+  }
+  // The record is left for the newer tide-nm, or for the operator.
+  EXPECT_TRUE(std::filesystem::exists(recordsDir() + "/container_9.json"));
 }
 
 TEST_F(ContainerManagerTest, RefusesDuplicateIdsAndUnusableFields) {

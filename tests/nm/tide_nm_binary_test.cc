@@ -196,7 +196,7 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
       eventually([&] { return processGone(lastingPid) && processGone(grandchild); }, kBound));
 }
 
-TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
+TEST_F(TideNmBinaryTest, WithRecoveryOffARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   pid_t leader = 0;
   pid_t grandchild = 0;
   pid_t daemon = 0;  // setsid and a double fork: in no process group or session of the container
@@ -231,7 +231,9 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   EXPECT_FALSE(processGone(grandchild));
   EXPECT_FALSE(processGone(daemon));
 
-  NmProcess restarted(nmArgs(path("port2")), path("nm2.log"));
+  std::vector<std::string> args = nmArgs(path("port2"));
+  args.insert(args.end(), {"--conf", "nm.recovery.enabled=false"});
+  NmProcess restarted(args, path("nm2.log"));
   ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
   // The port file is written after the cleanup, so the kill has been sent by now.
   EXPECT_TRUE(eventually(

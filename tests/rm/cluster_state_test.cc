@@ -772,21 +772,42 @@ TEST_F(ClusterStateTest, MetricsAndNodeReportsFollowEachStep) {
   (void)node;
 }
 
-TEST_F(ClusterStateTest, ANodeThatRegistersAgainLosesWhatItRan) {
+TEST_F(ClusterStateTest, ANodeThatRegistersAgainLosesWhatItNoLongerReports) {
   create();
   const std::string node = addNode("h1", 1, 4, 8192);
   const std::string app = submit();
   registerAm(app);
   const std::string firstAttempt = state().applicationReport(app).currentAppAttemptId;
-  addNode("h1", 1, 4, 8192);  // the node manager restarted
+  running_[node].clear();     // the node manager restarted without recovery: nothing runs
+  addNode("h1", 1, 4, 8192);  // registers and heartbeats
   const auto report = state().applicationReport(app);
   EXPECT_NE(report.currentAppAttemptId, firstAttempt);
-  EXPECT_THAT(report.diagnostics, HasSubstr("lost with node " + node));
+  EXPECT_THAT(report.diagnostics,
+              HasSubstr("lost with node " + node + ": its node manager restarted without it"));
   // The old AM process, if still running there, is told to stop.
-  running_[node].clear();
   setRunning(node, launches_.at(0).request.containerId);
   const auto response = heartbeat(node);
   EXPECT_THAT(response.containersToStop, ::testing::Contains(launches_.at(0).request.containerId));
+}
+
+TEST_F(ClusterStateTest, ANodeThatRegistersAgainKeepsTheContainersItStillRuns) {
+  // A tide-nm restarted with recovery re-attached to its containers and reports them.
+  create();
+  const std::string node = addNode("h1", 1, 4, 8192);
+  const std::string app = submit();
+  const std::string attempt = registerAm(app);
+  allocate(attempt, {ask(2, 1024, 1)});
+  allocate(attempt);
+  const int before = state().nodeReports().at(0).numContainers;
+  ASSERT_EQ(before, 3);
+  const int64_t usedBefore = state().nodeReports().at(0).usedMemoryMB;
+  addNode("h1", 1, 4, 8192);  // registers and heartbeats every container still running
+  const auto report = state().applicationReport(app);
+  EXPECT_EQ(report.currentAppAttemptId, attempt);
+  EXPECT_EQ(report.state, "RUNNING");
+  EXPECT_EQ(state().nodeReports().at(0).numContainers, before);
+  EXPECT_EQ(state().nodeReports().at(0).usedMemoryMB, usedBefore);
+  EXPECT_TRUE(allocate(attempt).completedContainers.empty());
 }
 
 TEST_F(ClusterStateTest, AmLaunchFailureFailsTheAttempt) {
