@@ -92,14 +92,21 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   }
 }
 
-void EmbeddedCluster::startNodeManager(size_t index) {
+void EmbeddedCluster::restartNodeManager(size_t i) {
+  if (nms_.at(i)->running()) {
+    throw std::logic_error("node manager " + std::to_string(i) + " is still running");
+  }
+  startNodeManager(i, nmPorts_.at(i));
+}
+
+void EmbeddedCluster::startNodeManager(size_t index, int port) {
   const std::string dir = options_.workDir + "/nm" + std::to_string(index);
   std::filesystem::create_directories(dir);
   const std::string portFile = dir + "/nm.port";
   std::filesystem::remove(portFile);
   std::vector<std::pair<std::string, std::string>> conf = {{"nm.rm", rmAddress_},
                                                            {"nm.host", "127.0.0.1"},
-                                                           {"nm.port", "0"},
+                                                           {"nm.port", std::to_string(port)},
                                                            {"nm.workDir", dir + "/work"}};
   if (!adminToken_.empty()) conf.emplace_back("rm.secretFile", secretFile_);
   conf.insert(conf.end(), options_.nmConf.begin(), options_.nmConf.end());
@@ -109,8 +116,15 @@ void EmbeddedCluster::startNodeManager(size_t index) {
   // When this process dies, however (SIGKILL included), the NM gets SIGTERM and stops its
   // containers: `tide run`'s cluster never outlives it.
   spec.parentDeathSignal = SIGTERM;
-  nms_.push_back(std::make_unique<ChildProcess>(spec));
-  nmPorts_.push_back(waitForPortFile(portFile, *nms_.back(), spec.logPath, options_.startTimeout));
+  auto child = std::make_unique<ChildProcess>(spec);
+  const int bound = waitForPortFile(portFile, *child, spec.logPath, options_.startTimeout);
+  if (index < nms_.size()) {
+    nms_[index] = std::move(child);
+    nmPorts_[index] = bound;
+  } else {
+    nms_.push_back(std::move(child));
+    nmPorts_.push_back(bound);
+  }
 }
 
 std::string EmbeddedCluster::rmLogPath() const {

@@ -47,11 +47,16 @@ class EmbeddedCluster {
   size_t nodeCount() const { return nms_.size(); }
   std::string rmLogPath() const;
   std::string nmLogPath(size_t i) const;
+  // Starts node manager i again once it has ended (a test kill -9'd it), on the same port and
+  // work directory, as an operator restarts a crashed tide-nm: with nm.recovery.enabled it
+  // re-attaches to the containers it left running. Returns once it serves; throws as above.
+  void restartNodeManager(size_t i);
   // Stops the node managers (their containers with them), then the resource manager.
   void stop();
 
  private:
-  void startNodeManager(size_t index);
+  // Starts node manager `index` on `port` (0: any) and waits until it serves.
+  void startNodeManager(size_t index, int port = 0);
 
   EmbeddedClusterOptions options_;
   std::unique_ptr<ChildProcess> rm_;

@@ -1,7 +1,7 @@
 // End to end: the real tide-nm binary against a fake RM on loopback. It registers with its
 // resources, runs a container launched with an RM token, reports the completion in a
-// heartbeat, stops its containers on SIGTERM, and a restarted NM kills what a crashed one
-// left behind.
+// heartbeat, stops its containers on SIGTERM; a restarted NM re-attaches to what a crashed one
+// left running (nm.recovery.enabled) or, with recovery off, kills it.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -78,11 +78,11 @@ class NmProcess {
 
 class TideNmBinaryTest : public ::testing::Test {
  protected:
-  std::vector<std::string> nmArgs(const std::string& portFile) const {
+  std::vector<std::string> nmArgs(const std::string& portFile, int port = 0) const {
     return {"--conf",
             "nm.rm=" + rm_.url(),
             "--conf",
-            "nm.port=0",
+            "nm.port=" + std::to_string(port),
             "--conf",
             "nm.cores=3",
             "--conf",
@@ -295,6 +295,139 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
       << readFile(path("nm.log"));
   nm.signal(SIGTERM);
   ASSERT_TRUE(nm.waitExit().has_value());
+}
+
+}  // namespace
+}  // namespace tide::nm
+
+namespace tide::nm {
+namespace {
+
+// NM recovery (issue 12): kill -9 of tide-nm, a restart on the same work dir and port. The
+// container still running is re-attached (same pid, its daemons untouched) and reported
+// RUNNING; the one that exited while no NM ran is reported COMPLETE with its exit code and the
+// reason; both are then the restarted NM's to stop, whole.
+TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReportsThoseThatEnded) {
+  pid_t lastingPid = 0;
+  pid_t enderPid = 0;
+  pid_t grandchild = 0;
+  pid_t daemon = 0;
+  int port = 0;
+  {
+    NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
+    port = waitForPort(path("port1"));
+    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
+    auto client = clientFor(port);
+    ASSERT_TRUE(eventually(
+        [&] {
+          return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+                 std::string::npos;
+        },
+        kBound));
+    const auto lasting = launch(*client, "lasting",
+                                "sleep 60 & echo $! > grandchild.pid; "
+                                "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+    ASSERT_EQ(lasting.status, 201) << lasting.body;
+    lastingPid =
+        static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(lasting.body)).pid);
+    const auto ender = launch(
+        *client, "ender",
+        "while [ ! -e '" + path("go") + "' ]; do sleep 0.05; done; echo leaving >&2; exit 5");
+    ASSERT_EQ(ender.status, 201) << ender.body;
+    enderPid = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(ender.body)).pid);
+    ASSERT_TRUE(eventually(
+        [&] {
+          grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
+          daemon = readPidFile(containerFile("lasting", "daemon.pid"));
+          const auto status = rm_.lastStatusOf("ender");
+          return grandchild != 0 && daemon != 0 && status && status->state == "RUNNING";
+        },
+        kBound));
+    crashing.signal(SIGKILL);
+    ASSERT_TRUE(crashing.waitExit().has_value());
+  }
+  // Its containers outlived it; one of them ends while no node manager runs.
+  EXPECT_FALSE(processGone(lastingPid));
+  testing_support::writeFile(path("go"), "");
+  ASSERT_TRUE(eventually([&] { return processGone(enderPid); }, kBound));
+  const size_t heartbeatsBefore = rm_.heartbeats().size();
+
+  NmProcess restarted(nmArgs(path("port2"), port), path("nm2.log"));
+  ASSERT_EQ(waitForPort(path("port2")), port) << readFile(path("nm2.log"));
+  std::optional<rest::ContainerStatus> lastingStatus;
+  std::optional<rest::ContainerStatus> enderStatus;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto beats = rm_.heartbeats();
+        for (size_t i = heartbeatsBefore; i < beats.size(); ++i) {
+          for (const rest::ContainerStatus& status : beats[i].body.containers) {
+            if (status.containerId == "lasting") lastingStatus = status;
+            if (status.containerId == "ender") enderStatus = status;
+          }
+        }
+        return lastingStatus && enderStatus;
+      },
+      kBound))
+      << readFile(path("nm2.log"));
+  EXPECT_EQ(rm_.registrations().size(), 2u);
+  EXPECT_EQ(lastingStatus->state, "RUNNING");
+  EXPECT_EQ(enderStatus->state, "COMPLETE");
+  EXPECT_EQ(enderStatus->exitStatus, 5);
+  EXPECT_EQ(enderStatus->diagnostics.rfind("exited while the node manager was down", 0), 0u)
+      << enderStatus->diagnostics;
+  EXPECT_NE(enderStatus->diagnostics.find("exited with code 5"), std::string::npos)
+      << enderStatus->diagnostics;
+  EXPECT_NE(enderStatus->diagnostics.find("leaving"), std::string::npos)
+      << enderStatus->diagnostics;
+  EXPECT_NE(readFile(path("nm2.log")).find("re-attached to container lasting"), std::string::npos);
+
+  // The same process, reachable with the token it was launched with.
+  auto client = clientFor(port);
+  const auto got = client->request(
+      "GET", "/ws/v1/node/containers/lasting", "",
+      {{NodeManagerServer::kTokenHeader, rest::containerToken(rm_.secret(), "lasting")}});
+  ASSERT_EQ(got.status, 200) << got.body;
+  const rest::ContainerReport report = rest::containerReportFromJson(rest::parseJson(got.body));
+  EXPECT_EQ(report.pid, lastingPid);
+  EXPECT_EQ(report.state, "RUNNING");
+  EXPECT_FALSE(processGone(grandchild));
+  EXPECT_FALSE(processGone(daemon));
+
+  // Stopped by the RM, it goes whole: its daemon in a session of its own included.
+  rm_.stopInNextHeartbeat("lasting");
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto status = rm_.lastStatusOf("lasting");
+        return status && status->state == "COMPLETE";
+      },
+      kBound))
+      << readFile(path("nm2.log"));
+  EXPECT_NE(rm_.lastStatusOf("lasting")->diagnostics.find("stopped by the resource manager"),
+            std::string::npos);
+  EXPECT_TRUE(eventually(
+      [&] { return processGone(lastingPid) && processGone(grandchild) && processGone(daemon); },
+      kBound));
+
+  restarted.signal(SIGTERM);
+  const std::optional<int> exit = restarted.waitExit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+}
+
+TEST_F(TideNmBinaryTest, ARecordItCannotReadStopsTheStartWithAClearError) {
+  std::filesystem::create_directories(workDir() + "/.containers");
+  const std::string record = workDir() + "/.containers/container_x.json";
+  testing_support::writeFile(record, R"({"version":3,"containerId":"container_x"})");
+  NmProcess nm(nmArgs(path("port")), path("nm.log"));
+  const std::optional<int> exit = nm.waitExit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1) << *exit;
+  const std::string log = readFile(path("nm.log"));
+  EXPECT_NE(log.find(record + ": format version 3 was written by a newer tide-nm"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("nm.recovery.enabled=false"), std::string::npos) << log;
+  EXPECT_TRUE(std::filesystem::exists(record));
 }
 
 }  // namespace
