@@ -205,15 +205,20 @@ AmOutcome ApplicationMaster::run() {
   } catch (const std::exception& e) {
     log_.warn() << "could not release the containers: " << e.what();
   }
+  bool unregistered = false;
   try {
     rm_->unregister(outcome.finalStatus, outcome.diagnostics);
-    // The application has ended for good: no attempt will need the journal.
+    unregistered = true;
+  } catch (const std::exception& e) {
+    log_.warn() << "could not unregister from the resource manager: " << e.what();
+  }
+  // The application has ended for good (or was killed): no attempt will need the journal. One
+  // whose end the RM did not hear of keeps it: a next attempt finds its jobs done and ends.
+  if (unregistered || outcome.finalStatus == "KILLED") {
     withState([&] {
       if (journal_) journal_->remove();
       journal_.reset();
     });
-  } catch (const std::exception& e) {
-    log_.warn() << "could not unregister from the resource manager: " << e.what();
   }
   log_.info() << "finished: " << outcome.finalStatus
               << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
