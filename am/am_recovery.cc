@@ -6,11 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <set>
 
 #include "am/application_master.h"
+#include "common/atomic_file.h"
 
 namespace tide::am {
 namespace {
@@ -84,16 +83,9 @@ void ApplicationMaster::journalFailed(const std::string& error) {
 
 void ApplicationMaster::writeAmAddressFile() {
   if (stagingDir_.empty()) return;
-  const std::string path = amAddressFile();
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << "http://" << config_.host << ":" << executorPort_ << "\n";
-    if (!out) throw JournalError("cannot write " + temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw JournalError("cannot rename " + temporary + " to " + path);
-  }
+  const Status written = writeFileAtomically(
+      amAddressFile(), "http://" + config_.host + ":" + std::to_string(executorPort_) + "\n");
+  if (!written.ok()) throw JournalError(written.message());
 }
 
 void ApplicationMaster::recover(const std::vector<rest::Container>& previousContainers) {
