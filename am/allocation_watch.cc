@@ -96,6 +96,8 @@ Status ApplicationMaster::changeBounds(std::optional<int> minExecutors,
     }
     if (!warning.empty()) log_.warn() << source << ": " << warning;
     const allocation::Bounds now = allocation_.config().bounds;
+    journal(JournalRecord::boundsChanged(now.minExecutors, now.initialExecutors, now.maxExecutors),
+            /*sync=*/true);
     log_.info() << source << ": executor bounds " << boundsText(current) << " -> "
                 << boundsText(now) << "; target now " << allocation_.snapshot().target;
     if (applied != nullptr) *applied = now;

@@ -97,6 +97,7 @@ std::string ApplicationMaster::trackingUrl() const {
 }
 
 int ApplicationMaster::start() {
+  openJournal();  // an unreadable journal stops this attempt here, with the reason
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
   options.port = 0;  // executors are told where it is
@@ -137,6 +138,8 @@ int ApplicationMaster::start() {
   }
   log_.info() << "registered with the resource manager as " << identity_.attemptId
               << "; initial target " << allocation_.initialTarget();
+  withState([&] { recover(registration.containersFromPreviousAttempts); });
+  writeAmAddressFile();  // the previous attempt's executors find this one through it
   withState([&] {
     recordDecision("allocation", "initial_target", allocation_.initialTarget(),
                    "initial target " + std::to_string(allocation_.initialTarget()) + " (policy " +
@@ -153,7 +156,9 @@ int ApplicationMaster::start() {
 std::string ApplicationMaster::submitJob(Job job) {
   return withState([&] {
     const std::string name = job.name;
+    const std::string json = journal_ ? jobToJson(job) : "";
     std::string jobId = scheduler_->submitJob(std::move(job));
+    journal(JournalRecord::jobAccepted(jobId, json), /*sync=*/true);
     ++jobsSubmitted_;
     log_.info() << "submitted job " << jobId << " (" << name << ")";
     workAvailable_.notify_all();
@@ -200,10 +205,20 @@ AmOutcome ApplicationMaster::run() {
   } catch (const std::exception& e) {
     log_.warn() << "could not release the containers: " << e.what();
   }
+  bool unregistered = false;
   try {
     rm_->unregister(outcome.finalStatus, outcome.diagnostics);
+    unregistered = true;
   } catch (const std::exception& e) {
     log_.warn() << "could not unregister from the resource manager: " << e.what();
+  }
+  // The application has ended for good (or was killed): no attempt will need the journal. One
+  // whose end the RM did not hear of keeps it: a next attempt finds its jobs done and ends.
+  if (unregistered || outcome.finalStatus == "KILLED") {
+    withState([&] {
+      if (journal_) journal_->remove();
+      journal_.reset();
+    });
   }
   log_.info() << "finished: " << outcome.finalStatus
               << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
@@ -405,6 +420,9 @@ ExecutorTemplate ApplicationMaster::executorTemplate() const {
       {"TIDE_AM_ADDRESS", "http://" + config_.host + ":" + std::to_string(executorPort_)},
       {"TIDE_APP_SECRET", identity_.appSecret},
       {"TIDE_APPLICATION_ID", identity_.applicationId}};
+  // Where to look for the AM's address when it stops answering (a new attempt took over).
+  if (!stagingDir_.empty())
+    common.environment.emplace_back("TIDE_AM_ADDRESS_FILE", amAddressFile());
   return common;
 }
 
@@ -436,6 +454,7 @@ void ApplicationMaster::launchLoop() {
       launch.environment.emplace_back(
           "TIDE_NODE_HOST",
           next.first.nodeHttpAddress.substr(0, next.first.nodeHttpAddress.rfind(':')));
+      journal(JournalRecord::executorStarted(next.second, next.first.id));
       return false;
     });
     if (stopping) return;
@@ -459,6 +478,27 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
                                            const std::string& remoteAddress,
                                            rest::ExecutorRegistered* reply) {
   return withState([&] {
+    if (auto adopted = executors_.find(registration.executorId);
+        !stopping_ && adopted != executors_.end() && adopted->second.adopted) {
+      // An executor of the previous attempt, found this one: it goes on where it was.
+      Executor& executor = adopted->second;
+      allocator_.onExecutorRegistered(executor.id);
+      executor.host = registration.host.empty() ? executor.host : registration.host;
+      executor.pid = registration.pid;
+      executor.lastSeen = clock_.nowMs();
+      if (registration.port > 0) {
+        std::string host = registration.host.empty() ? remoteAddress : registration.host;
+        if (host.find(':') != std::string::npos) host = "[" + host + "]";
+        executor.blockUrl = "http://" + host + ":" + std::to_string(registration.port);
+      }
+      resumeExecutor(executor, registration);
+      journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
+                                             executor.blockUrl));
+      reply->heartbeatIntervalMs = config_.executorSyncWait;
+      reply->taskSlots = executor.slots;
+      workAvailable_.notify_all();
+      return Status();
+    }
     if (!stopping_ && startingExecutors_.count(registration.executorId) != 0 &&
         !allocator_.containerOf(registration.executorId)) {
       // Started by the backend (a Slurm job) and already up, but the heartbeat that grants its
@@ -490,6 +530,8 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       executor.blockUrl = "http://" + host + ":" + std::to_string(registration.port);
     }
     allocation_.onExecutorAdded(executor.id);
+    journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
+                                           executor.blockUrl));
     peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
     log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
                 << executor.containerId << ")";
@@ -540,12 +582,25 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
       return Status();
     }
     bool changed = false;
+    bool committedAny = false;
     for (const auto& update : sync.updates) {
-      if (scheduler_->statusUpdate(update, executorId)) {
+      std::optional<CommittedTask> committed;
+      if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
         changed = true;
         metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
       }
+      if (committed) {
+        // Before anything depends on it (the reply, the next stage's launches).
+        journal(JournalRecord::taskCommitted(update.taskId, committed->jobId, committed->stageId,
+                                             committed->index, committed->attempt, executorId,
+                                             committed->node, update.durationMs, update.blocks));
+        if (committed->stageCompleted) {
+          journal(JournalRecord::stageDone(committed->jobId, committed->stageId));
+        }
+        committedAny = true;
+      }
     }
+    if (committedAny) journalSync();
     if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
     if (changed) workAvailable_.notify_all();  // finished stages may have released others
 
@@ -587,6 +642,12 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
     // The scheduler counts cpus; an executor counts slots of task.cpus each.
     reply.launches = scheduler_->resourceOffers(
         {{executorId, executor.node, freeSlots * config_.allocation.taskCpus}});
+    // Journaled before the executor hears of them: the next attempt knows every task id and
+    // attempt number given out.
+    for (const rest::TaskLaunch& launch : reply.launches) {
+      journal(JournalRecord::taskLaunched(launch.taskId, launch.jobId, launch.stageId, launch.index,
+                                          launch.attempt, executorId));
+    }
     // The scheduler knows where blocks are; only the AM knows where executors serve them.
     for (rest::TaskLaunch& launch : reply.launches) {
       for (rest::BlockInput& input : launch.inputs) {
@@ -633,7 +694,10 @@ std::string ApplicationMaster::metricsText() const {
 Status ApplicationMaster::unpersist(const std::string& stageId) {
   return withState([&] {
     Status done = scheduler_->unpersist(stageId);
-    if (done.ok()) log_.info() << "unpersisted " << stageId;
+    if (done.ok()) {
+      journal(JournalRecord::unpersisted(stageId), /*sync=*/true);
+      log_.info() << "unpersisted " << stageId;
+    }
     return done;
   });
 }

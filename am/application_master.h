@@ -32,6 +32,7 @@
 #include "am/containers/heartbeat_pacer.h"
 #include "am/containers/resource_manager_client.h"
 #include "am/master_control.h"
+#include "am/recovery/recovery_journal.h"
 #include "am/scheduler/task_scheduler.h"
 #include "am/status/allocation_history.h"
 #include "am/status/decision_log.h"
@@ -78,6 +79,9 @@ class ApplicationMaster : public MasterControl {
   // The run's summary for `tide run --report`.
   std::string reportJson();
   int port() const { return port_; }
+  // Jobs an earlier attempt had accepted, resubmitted from its journal by start(): main does
+  // not submit --job again when there are any.
+  int recoveredJobs() const { return recoveredJobs_; }
   std::string trackingUrl() const;
   // Changes the executor bounds of the running application (PUT /api/v1/allocation/bounds,
   // SIGHUP): see MasterControl::changeBounds. When applied, the policy clips its target at
@@ -136,6 +140,8 @@ class ApplicationMaster : public MasterControl {
     std::string node;                     // its node manager's node: the unit of locality
     std::string blockUrl;                 // where it serves its blocks ("" for none)
     std::vector<std::string> blockDrops;  // block prefixes to delete, sent at its next sync
+    // Adopted from the previous AM attempt and not yet registered again with this one.
+    bool adopted = false;
   };
 
   // mu_, taken: for withState, and for the heartbeat loop, whose body holds it in two pieces
@@ -161,6 +167,22 @@ class ApplicationMaster : public MasterControl {
   // Fills `reply` with what the executor should do now: true when that is something (tasks,
   // kills, blocks to drop, or shutting down), false when it may wait for work.
   bool takeWork(const std::string& executorId, int freeSlots, rest::ExecutorSyncReply& reply);
+  // Recovery (am_recovery.cc). Opens the journal of this application (before registering);
+  // throws JournalError for one that cannot be read.
+  void openJournal();
+  // Under mu_: adopts the previous attempt's executors and replays the journal into the
+  // scheduler, the allocator and the policy. Throws JournalError when it does not fit.
+  void recover(const std::vector<rest::Container>& previousContainers);
+  // Under mu_: appends a record (sync: and fsyncs). A journal that cannot be written fails
+  // the application (its next attempt could not recover what this one did).
+  void journal(const JournalRecord& record, bool sync = false);
+  void journalSync();
+  void journalFailed(const std::string& error);
+  // Where executors find the address of the AM's executor port (its current attempt).
+  std::string amAddressFile() const;
+  void writeAmAddressFile();
+  // Under mu_: an adopted executor registers again: its running tasks are matched.
+  void resumeExecutor(Executor& executor, const rest::ExecutorRegistration& registration);
   void recordDecision(const std::string& source, const std::string& action, int target,
                       const std::string& why, const std::string& key);
   ExecutorTemplate executorTemplate() const;
@@ -226,6 +248,13 @@ class ApplicationMaster : public MasterControl {
   std::unique_ptr<rest::HttpServer> executorServer_;
   int executorPort_ = 0;
   std::vector<std::thread> threads_;  // the loops; started by start(), joined by run()
+
+  // Recovery. Set by start(), then only read, except journal_ (guarded by mu_).
+  std::string stagingDir_;  // <am.stagingDir>/<application id>; "" without a journal
+  std::unique_ptr<RecoveryJournal> journal_;
+  int attemptNumber_ = 1;
+  int recoveredFrom_ = 0;  // the attempt this one took over from (0: none)
+  int recoveredJobs_ = 0;
 };
 
 }  // namespace tide::am

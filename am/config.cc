@@ -1,5 +1,9 @@
 #include "am/config.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "am/control_auth.h"
 #include "common/config.h"
 
@@ -32,6 +36,18 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   for (const char* key : {"am.heartbeatInterval", "am.initialAllocationInterval", "network.timeout",
                           "am.executorSyncWait"}) {
     if (props.getDuration(key) <= 0) throw ConfigError(props.describe(key) + ": must be positive");
+  }
+
+  config.stagingDir = props.getString("am.stagingDir");
+  if (config.stagingDir == "none") {
+    config.stagingDir.clear();
+  } else if (config.stagingDir.empty()) {
+    const char* home = std::getenv("HOME");
+    config.stagingDir = home != nullptr && *home == '/'
+                            ? std::string(home) + "/.tide/staging"
+                            : "/tmp/tide-staging-" + std::to_string(::getuid());
+  } else if (config.stagingDir.front() != '/') {
+    throw ConfigError(props.describe("am.stagingDir") + ": expected an absolute path or 'none'");
   }
 
   const int64_t memoryMb = props.getSizeBytes("executor.memory") / (1024 * 1024);

@@ -32,6 +32,8 @@ struct AmConfig {
   DurationMs networkTimeout = 120000;  // executors silent this long are lost
   DurationMs executorSyncWait = 1000;  // long-poll bound and executors' heartbeat
   bool session = false;
+  // am.stagingDir resolved: the base directory of applications' recovery journals; "" for none.
+  std::string stagingDir;
   // --conf pairs every executor is started with (cores, cpus, timeouts, logging).
   std::vector<std::pair<std::string, std::string>> executorConf;
 

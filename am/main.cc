@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
         if (!rm) rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment());
         am::ApplicationMaster master(std::move(config), identity, std::move(rm));
         master.start();
-        if (job) master.submitJob(std::move(*job));
+        // A new attempt of an application whose earlier attempt accepted the job has it back
+        // from the recovery journal, with what was done of it.
+        if (job && master.recoveredJobs() == 0) master.submitJob(std::move(*job));
 
         std::thread signals([&] {
           int sig = 0;

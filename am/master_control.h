@@ -33,6 +33,7 @@ struct MasterInfo {
   int executorCores = 1;
   bool session = false;            // accepts more jobs (POST /api/v1/jobs)
   int uiMaxRequestsPerSecond = 0;  // ui.maxRequestsPerSecond
+  int recoveredFromAttempt = 0;    // the AM attempt this one took over from (0: none)
 };
 
 // The run's summary for `tide run --report`, copied under the AM's lock.

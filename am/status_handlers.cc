@@ -341,6 +341,7 @@ std::string StatusHandlers::statusJson() {
       .field("uptimeMs", master_.nowMs() - info.startedAt)
       .field("asOfMs", at - info.startedAt)
       .field("pid", static_cast<int64_t>(::getpid()))
+      .field("recoveredFromAttempt", info.recoveredFromAttempt)
       .field("dynamicAllocation", info.dynamicAllocation);
   w.key("allocation")
       .startObject()
@@ -477,6 +478,10 @@ std::string StatusHandlers::historyJson(TimeMs sinceMs) {
       .field("nowMs", master_.nowMs() - master_.info().startedAt)
       .field("capacity", history.capacity())
       .field("thinned", history.thinned());
+  // The series starts with this attempt of the AM; say so when an earlier one died.
+  if (const int from = master_.info().recoveredFromAttempt; from > 0) {
+    w.field("note", "recovered from attempt " + std::to_string(from));
+  }
   writeArray(w, "points", points, [](JsonWriter& out, const AllocationPoint& p) {
     out.startObject()
         .field("atMs", p.atMs)

@@ -113,6 +113,10 @@ std::vector<KeyInfo> buildKeyTable() {
       key("am.cores", K::kInt, "1", "Cores of the AM's container"),
       key("am.host", K::kString, "127.0.0.1",
           "Address the AM serves its status port on and executors reach it at"),
+      key("am.stagingDir", K::kString, "",
+          "Where the AM keeps each application's recovery journal (<dir>/<application id>/), "
+          "read by its next attempt and by executors looking for it; 'none' to keep nothing "
+          "(an AM restart then starts over). Default: $HOME/.tide/staging"),
       key("am.executorSyncWait", K::kDuration, "1s",
           "Longest an executor's sync waits at the AM for work (its heartbeat interval)", kMs),
       key("am.resourceManager", K::kString, "tide",

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "rest/json.h"
@@ -46,10 +48,38 @@ ExecutorBackend::ExecutorBackend(ExecutorSettings settings, TaskRunner& runner, 
     : settings_(std::move(settings)),
       runner_(runner),
       blocks_(blocks),
-      client_(settings_.amAddress, clientOptions(settings_, log_)),
-      commitClient_(settings_.amAddress, clientOptions(settings_, log_)),
+      client_(
+          std::make_unique<rest::HttpClient>(settings_.amAddress, clientOptions(settings_, log_))),
+      commitClient_(
+          std::make_unique<rest::HttpClient>(settings_.amAddress, clientOptions(settings_, log_))),
       syncPath_("/api/v1/executors/" + settings_.executorId + "/sync"),
-      jitter_(std::random_device{}()) {}
+      jitter_(std::random_device{}()),
+      amAddress_(settings_.amAddress) {}
+
+std::pair<std::string, int> ExecutorBackend::currentAm() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {amAddress_, amGeneration_};
+}
+
+std::optional<std::string> ExecutorBackend::newAmAddress() const {
+  if (settings_.amAddressFile.empty()) return std::nullopt;
+  std::ifstream in(settings_.amAddressFile);
+  std::string address;
+  if (!(in >> address)) return std::nullopt;
+  while (address.size() > 1 && address.back() == '/') address.pop_back();
+  if (address.rfind("http://", 0) != 0 && address.rfind("https://", 0) != 0) return std::nullopt;
+  if (address == currentAm().first) return std::nullopt;
+  return address;
+}
+
+void ExecutorBackend::switchAm(const std::string& address) {
+  log_.warn() << "the AM at " << currentAm().first << " is gone; a new attempt of it is at "
+              << address << ": registering there again";
+  client_ = std::make_unique<rest::HttpClient>(address, clientOptions(settings_, log_));
+  std::lock_guard<std::mutex> lock(mutex_);
+  amAddress_ = address;
+  ++amGeneration_;
+}
 
 void ExecutorBackend::requestStop(const std::string& why) {
   leave(0, why, false);
@@ -65,9 +95,40 @@ std::string ExecutorBackend::askToCommit(int64_t taskId) {
   options.idempotent = true;  // asking twice for the same attempt gets the same answer
   try {
     std::lock_guard<std::mutex> lock(commitMutex_);
-    const rest::HttpResponse response =
-        commitClient_.request("POST", "/api/v1/executors/" + settings_.executorId + "/commit",
-                              rest::toJson(rest::CommitRequest{taskId}), kJson, options);
+    // While the AM is away, ask again (a new attempt of it may take over), up to
+    // network.timeout; the run() thread registers with the new attempt.
+    const auto giveUpAt = std::chrono::steady_clock::now() + Millis(settings_.networkTimeout);
+    rest::HttpResponse response;
+    for (int failures = 0;; ++failures) {
+      const auto [address, generation] = currentAm();
+      if (generation != commitClientGeneration_) {
+        commitClient_ = std::make_unique<rest::HttpClient>(address, clientOptions(settings_, log_));
+        commitClientGeneration_ = generation;
+      }
+      if (failures > 0) {
+        // A new attempt of the AM may already be up while the run() thread waits for this
+        // task to end: ask the new one (it knows this executor and the task).
+        std::optional<std::string> newer = newAmAddress();
+        if (newer && *newer != commitAddress_) {
+          commitClient_ =
+              std::make_unique<rest::HttpClient>(*newer, clientOptions(settings_, log_));
+          commitAddress_ = *newer;
+        }
+      }
+      try {
+        response =
+            commitClient_->request("POST", "/api/v1/executors/" + settings_.executorId + "/commit",
+                                   rest::toJson(rest::CommitRequest{taskId}), kJson, options);
+        if (response.status != 502 && response.status != 503 && response.status != 504) break;
+      } catch (const rest::HttpError&) {
+        if (settings_.amAddressFile.empty() || leaving() ||
+            std::chrono::steady_clock::now() >= giveUpAt) {
+          throw;
+        }
+      }
+      if (leaving() || std::chrono::steady_clock::now() >= giveUpAt) break;
+      std::this_thread::sleep_for(std::min<Millis>(kMaxBackoff, kFirstBackoff * (failures + 1)));
+    }
     if (!response.ok()) {
       return "the AM answered HTTP " + std::to_string(response.status) + ": " +
              excerpt(response.body);
@@ -133,28 +194,46 @@ std::optional<rest::HttpResponse> ExecutorBackend::postToAm(const std::string& p
   options.timeout = Millis(maxWaitMs + settings_.networkTimeout);
   options.idempotent = false;
 
-  std::optional<SteadyTime> unreachableSince;
+  bool unreachable = false;
+  SteadyTime unreachableSince = std::chrono::steady_clock::now();
   for (int failures = 0;; ++failures) {
     if (leaving()) return std::nullopt;
     const SteadyTime attemptStart = std::chrono::steady_clock::now();
     std::string problem;
     try {
-      rest::HttpResponse response = client_.request("POST", path, body, kJson, options);
+      rest::HttpResponse response = client_->request("POST", path, body, kJson, options);
       // A proxy or a briefly overloaded AM: an outage, not an answer.
       if (response.status != 502 && response.status != 503 && response.status != 504) {
-        if (unreachableSince) log_.info() << "the AM is reachable again";
+        if (unreachable) log_.info() << "the AM is reachable again";
         return response;
       }
       problem = "HTTP " + std::to_string(response.status);
     } catch (const rest::HttpError& error) {
       problem = error.what();
     }
-    if (!unreachableSince) unreachableSince = attemptStart;
+    if (!unreachable) {
+      unreachable = true;
+      unreachableSince = attemptStart;
+    }
+    // A new attempt of the AM: register with it (carrying the running tasks), then send
+    // this request again, to it.
+    if (!resuming_) {
+      if (std::optional<std::string> address = newAmAddress()) {
+        switchAm(*address);
+        resuming_ = true;
+        const bool registered = registerWithAm(/*resumed=*/true);
+        resuming_ = false;
+        if (!registered) return std::nullopt;
+        unreachable = false;
+        failures = -1;
+        continue;
+      }
+    }
     const SteadyTime now = std::chrono::steady_clock::now();
-    const SteadyTime giveUpAt = *unreachableSince + Millis(settings_.networkTimeout);
+    const SteadyTime giveUpAt = unreachableSince + Millis(settings_.networkTimeout);
     if (now >= giveUpAt) {
       leave(1,
-            "the AM at " + settings_.amAddress + " has been unreachable for " +
+            "the AM at " + currentAm().first + " has been unreachable for " +
                 formatDuration(settings_.networkTimeout) +
                 " (network.timeout); last error: " + problem,
             true);
@@ -175,8 +254,10 @@ std::optional<rest::HttpResponse> ExecutorBackend::postToAm(const std::string& p
   }
 }
 
-bool ExecutorBackend::registerWithAm() {
+bool ExecutorBackend::registerWithAm(bool resumed) {
   rest::ExecutorRegistration registration;
+  registration.resumed = resumed;
+  if (resumed) registration.running = inFlight_;
   registration.executorId = settings_.executorId;
   registration.containerId = settings_.containerId;
   registration.host = settings_.host;
@@ -231,6 +312,8 @@ int ExecutorBackend::run() {
       sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
       const std::string body = rest::toJson(sync);
       const size_t reported = sync.updates.size();
+      inFlight_ = sync.running;
+      for (const auto& update : sync.updates) inFlight_.push_back(update.taskId);
       sync.updates.clear();  // keeps the capacity for the next round
 
       lastSent = std::chrono::steady_clock::now();

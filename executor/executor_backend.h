@@ -17,11 +17,15 @@
 //   - the AM refuses the secret (401/403) or answers anything else unexpected -> 1
 //   - the AM stays unreachable (transport errors, 502/503/504) for network.timeout -> 1;
 //     shorter outages are retried with exponential backoff and jitter.
+// While the AM is unreachable the executor looks at TIDE_AM_ADDRESS_FILE: when a new attempt of
+// the AM has written another address there (the old attempt died), the executor registers
+// again with it (`resumed`, with the tasks it runs), keeps its tasks and blocks, and goes on.
 // Before returning it kills its running tasks' process groups.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -64,7 +68,13 @@ class ExecutorBackend {
   // (unreachable for network.timeout, or stop requested); leave() has been called.
   std::optional<rest::HttpResponse> postToAm(const std::string& path, const std::string& body,
                                              int64_t maxWaitMs);
-  bool registerWithAm();
+  bool registerWithAm(bool resumed = false);
+  // The address in TIDE_AM_ADDRESS_FILE when it names another AM than the current one.
+  std::optional<std::string> newAmAddress() const;
+  // Talks to the AM at `address` from now on (both connections).
+  void switchAm(const std::string& address);
+  // The AM address now, and how many times it changed.
+  std::pair<std::string, int> currentAm() const;
   // Records why the executor leaves; the first reason wins.
   void leave(int exitStatus, const std::string& why, bool asError);
   bool leaving() const;
@@ -74,15 +84,23 @@ class ExecutorBackend {
   ExecutorSettings settings_;
   TaskRunner& runner_;
   BlockStore* blocks_;
-  Logger log_{"executor"};  // before client_, whose options log through it
-  rest::HttpClient client_;
+  Logger log_{"executor"};                    // before client_, whose options log through it
+  std::unique_ptr<rest::HttpClient> client_;  // the run() thread's
   std::mutex commitMutex_;
-  rest::HttpClient commitClient_;  // guarded by commitMutex_
+  std::unique_ptr<rest::HttpClient> commitClient_;  // guarded by commitMutex_
+  int commitClientGeneration_ = 0;                  // guarded by commitMutex_
+  std::string commitAddress_;                       // guarded by commitMutex_: its AM
+  // Task ids in the sync being sent (its updates and running tasks): what a re-registration
+  // with a new AM attempt reports. The run() thread's.
+  std::vector<int64_t> inFlight_;
+  bool resuming_ = false;  // registering again from inside postToAm; the run() thread's
   std::chrono::milliseconds heartbeatInterval_{1000};
   std::string syncPath_;
   std::mt19937_64 jitter_;  // spreads the retries of executors that lost the AM together
 
   mutable std::mutex mutex_;
+  std::string amAddress_;  // guarded by mutex_
+  int amGeneration_ = 0;   // guarded by mutex_: switches so far
   std::condition_variable stopRequested_;
   bool leaving_ = false;
   int exitStatus_ = 0;

@@ -16,6 +16,9 @@ namespace tide::executor {
 // The environment variables the executor reads. TIDE_APP_SECRET is removed from the process's
 // own environment right after it is read, so no task ever inherits it.
 inline constexpr char kAmAddressEnv[] = "TIDE_AM_ADDRESS";
+// A file holding the address of the application's current AM attempt (written by each attempt
+// in the application's staging directory): where to look when the AM stops answering.
+inline constexpr char kAmAddressFileEnv[] = "TIDE_AM_ADDRESS_FILE";
 inline constexpr char kAppSecretEnv[] = "TIDE_APP_SECRET";
 inline constexpr char kExecutorIdEnv[] = "TIDE_EXECUTOR_ID";
 inline constexpr char kContainerIdEnv[] = "TIDE_CONTAINER_ID";
@@ -26,15 +29,16 @@ inline constexpr char kNodeIdEnv[] = "TIDE_NODE_ID";
 inline constexpr char kNodeHostEnv[] = "TIDE_NODE_HOST";
 
 struct ExecutorSettings {
-  std::string amAddress;    // "http://host:port"
-  std::string appSecret;    // sent as a bearer token; never logged
-  std::string executorId;   // e1, e2, ...
-  std::string containerId;  // the NM's container this process runs in
-  std::string nodeId;       // TIDE_NODE_ID; empty when not given
-  std::string host;         // TIDE_NODE_HOST, else the host name: bound and advertised
-  int blockPort = 0;        // where this executor serves its blocks (set once it listens)
-  int cores = 1;            // executor.cores
-  int taskCpus = 1;         // task.cpus
+  std::string amAddress;      // "http://host:port"
+  std::string amAddressFile;  // TIDE_AM_ADDRESS_FILE; "" when not given
+  std::string appSecret;      // sent as a bearer token; never logged
+  std::string executorId;     // e1, e2, ...
+  std::string containerId;    // the NM's container this process runs in
+  std::string nodeId;         // TIDE_NODE_ID; empty when not given
+  std::string host;           // TIDE_NODE_HOST, else the host name: bound and advertised
+  int blockPort = 0;          // where this executor serves its blocks (set once it listens)
+  int cores = 1;              // executor.cores
+  int taskCpus = 1;           // task.cpus
   DurationMs networkTimeout = 120'000;
 
   // Tasks that may run at once: executor.cores / task.cpus.

@@ -209,6 +209,18 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   return actions;
 }
 
+void ContainerAllocator::adopt(const rest::Container& container, const std::string& executorId) {
+  if (held_.count(container.id) != 0) return;
+  held_[container.id] = Held{executorId, container, false};
+  containerByExecutor_[executorId] = container.id;
+  ++starting_;
+}
+
+void ContainerAllocator::releaseContainer(const std::string& containerId) {
+  if (held_.count(containerId) != 0 || !releasing_.insert(containerId).second) return;
+  toRelease_.push_back(containerId);
+}
+
 bool ContainerAllocator::release(const std::string& executorId) {
   auto c = containerByExecutor_.find(executorId);
   if (c == containerByExecutor_.end()) return false;

@@ -4,6 +4,7 @@
 // (Spark's YarnAllocator). Pure: the AM's heartbeat loop feeds it the RM's answers and carries
 // out what it returns; time comes from the injected clock.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -102,6 +103,16 @@ class ContainerAllocator {
   bool release(const std::string& executorId);
   // Every container still held, for shutting down.
   std::vector<std::string> releaseAll();
+
+  // Recovery: a container of the previous AM attempt whose executor survived (it registers
+  // again with this attempt; until then it counts as starting).
+  void adopt(const rest::Container& container, const std::string& executorId);
+  // Recovery: a container of the previous attempt with no known executor, given back.
+  void releaseContainer(const std::string& containerId);
+  // Recovery: executor numbers continue above the previous attempts' ("e<N>").
+  void continueExecutorNumbersAfter(int highest) {
+    nextExecutorNumber_ = std::max(nextExecutorNumber_, highest + 1);
+  }
 
   std::optional<std::string> containerOf(const std::string& executorId) const;
   AllocatorSnapshot snapshot() const;

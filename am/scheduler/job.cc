@@ -487,3 +487,44 @@ std::string substituteTaskPlaceholders(std::string_view text, std::string_view s
 }
 
 }  // namespace tide::am
+
+namespace tide::am {
+
+std::string jobToJson(const Job& job) {
+  rest::JsonWriter out;
+  const auto strings = [&](std::string_view key, const std::vector<std::string>& values) {
+    out.key(key).startArray();
+    for (const std::string& value : values) out.value(value);
+    out.endArray();
+  };
+  out.startObject().field("name", job.name);
+  if (!job.pool.empty()) out.field("pool", job.pool);
+  if (!job.output.empty()) out.field("output", job.output);
+  if (!job.unpersist.empty()) strings("unpersist", job.unpersist);
+  out.key("stages").startArray();
+  for (const StageSpec& stage : job.stages) {
+    out.startObject().field("id", stage.id).field("tasks", stage.numTasks);
+    if (!stage.dependsOn.empty()) strings("depends_on", stage.dependsOn);
+    if (stage.kind == TaskKind::kCommand) {
+      strings("command", stage.command);
+    } else {
+      out.field("builtin", taskKindName(stage.kind));
+      if (stage.kind == TaskKind::kSleep) out.field("sleep_ms", stage.sleepMs);
+    }
+    if (!stage.env.empty()) {
+      out.key("env").startObject();
+      for (const auto& [key, value] : stage.env) out.field(key, value);
+      out.endObject();
+    }
+    if (!stage.cwd.empty()) out.field("cwd", stage.cwd);
+    if (stage.cpus) out.field("cpus", *stage.cpus);
+    if (stage.timeoutMs > 0) out.field("timeout", stage.timeoutMs);
+    if (stage.persist) out.field("persist", true);
+    if (!stage.preferredHosts.empty()) strings("preferred_hosts", stage.preferredHosts);
+    out.endObject();
+  }
+  out.endArray().endObject();
+  return out.str();
+}
+
+}  // namespace tide::am

@@ -84,6 +84,9 @@ bool isPersistedStageReference(std::string_view dependency);
 // Parses and checks a job. Throws JobError naming the field (see checkJob for the DAG rules).
 // A missing "name" becomes "job".
 Job parseJob(std::string_view json);
+// A job as JSON in the job file's schema: parseJob(jobToJson(job)) gives the job back (the
+// recovery journal keeps accepted jobs this way).
+std::string jobToJson(const Job& job);
 // Reads and parses a job file. A missing "name" becomes the file name without its extension.
 // "{jobdir}" in commands, env values, cwd and output becomes the job file's directory, and a
 // relative output is taken from there. Throws JobError whose message starts with `path`.

@@ -518,8 +518,9 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   StageRun& stage = job.stages[stageIndex];
   const StageSpec& spec = *stage.spec;
   TaskAttempt attempt = offer.attempt;
-  // A first launch is attempt 0 and proposes nothing else; every re-launch proposes 1 or more.
-  if (attempt.attempt > 0) {
+  // A first launch is attempt 0 and proposes nothing else; every re-launch proposes 1 or more
+  // (and so does a first launch here of an index an earlier AM attempt launched).
+  if (attempt.attempt > 0 || stage.highestAttempt.count(attempt.index) != 0) {
     int& highest = stage.highestAttempt[attempt.index];  // 0: only attempt 0 ran so far
     attempt.attempt = std::max(attempt.attempt, highest + 1);
     highest = attempt.attempt;
@@ -567,6 +568,93 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   return launch;
 }
 
+std::pair<TaskScheduler::JobRun*, size_t> TaskScheduler::findStage(const std::string& jobId,
+                                                                   const std::string& stageId,
+                                                                   std::string* why) {
+  auto job = jobsById_.find(jobId);
+  if (job == jobsById_.end()) {
+    *why = "unknown job '" + jobId + "'";
+    return {nullptr, 0};
+  }
+  for (size_t i = 0; i < job->second->stages.size(); ++i) {
+    if (job->second->stages[i].spec->id == stageId) return {job->second, i};
+  }
+  *why = "job '" + jobId + "' has no stage '" + stageId + "'";
+  return {nullptr, 0};
+}
+
+std::string TaskScheduler::restoreLaunchedAttempt(const std::string& jobId,
+                                                  const std::string& stageId, int64_t index,
+                                                  int attempt) {
+  std::string why;
+  auto [job, stageIndex] = findStage(jobId, stageId, &why);
+  if (job == nullptr) return why;
+  StageRun& stage = job->stages[stageIndex];
+  if (index < 0 || index >= stage.spec->numTasks) {
+    return describeTask(stage.schedulerStageId, index) + " is out of range";
+  }
+  int& highest = stage.highestAttempt[index];
+  highest = std::max(highest, attempt);
+  return "";
+}
+
+std::string TaskScheduler::restoreCommitted(const std::string& jobId, const std::string& stageId,
+                                            int64_t index, int attempt,
+                                            const std::string& executorId, const std::string& node,
+                                            DurationMs durationMs,
+                                            const std::vector<rest::BlockOutput>& blocks) {
+  std::string why = restoreLaunchedAttempt(jobId, stageId, index, attempt);
+  if (!why.empty()) return why;
+  auto [job, stageIndex] = findStage(jobId, stageId, &why);
+  StageRun& stage = job->stages[stageIndex];
+  if (job->state != JobState::kRunning) return "";  // its end is known already
+  if (!stage.tasks || stage.state != StageState::kRunning) {
+    return "a task of " + stage.schedulerStageId + " committed before the stage could run";
+  }
+  if (stage.tasks->isSucceeded(index)) return "";
+  stage.tasks->markRestored(index, /*running=*/false);
+  if (!stage.tasks->markSucceeded(index, durationMs)) return "";
+  if (!node.empty()) executorNodes_[executorId] = node;
+  job->executorsUsed.insert(executorId);
+  ++job->launched;
+  // The policy counts it as it would have: started, then succeeded.
+  listeners_.onTaskStart(stage.schedulerStageId, executorId);
+  registerOutput(*job, stageIndex, index, executorId, blocks);
+  listeners_.onTaskEnd(stage.schedulerStageId, executorId, TaskOutcome::kSucceeded);
+  if (stage.tasks->allSucceeded()) completeStage(*job, stageIndex);
+  return "";
+}
+
+std::string TaskScheduler::restoreRunning(int64_t taskId, const std::string& jobId,
+                                          const std::string& stageId, int64_t index, int attempt,
+                                          const std::string& executorId, const std::string& node) {
+  std::string why = restoreLaunchedAttempt(jobId, stageId, index, attempt);
+  if (!why.empty()) return why;
+  auto [job, stageIndex] = findStage(jobId, stageId, &why);
+  StageRun& stage = job->stages[stageIndex];
+  if (job->state != JobState::kRunning || !stage.tasks || stage.state != StageState::kRunning ||
+      stage.tasks->isSucceeded(index) || runningTasks_.count(taskId) != 0) {
+    return "task " + std::to_string(taskId) + " (" + describeTask(stage.schedulerStageId, index) +
+           ") is not wanted any more";
+  }
+  stage.tasks->markRestored(index, /*running=*/true);
+  if (!node.empty()) executorNodes_[executorId] = node;
+  RunningTask running;
+  running.job = job;
+  running.stage = stageIndex;
+  running.attempt = TaskAttempt{index, attempt};
+  running.executorId = executorId;
+  running.startMs = clock_.nowMs();
+  runningTasks_.emplace(taskId, std::move(running));
+  runningByExecutor_[executorId].insert(taskId);
+  stage.runningByIndex[index].push_back(taskId);
+  ++job->launched;
+  job->executorsUsed.insert(executorId);
+  continueTaskIdsAfter(taskId);
+  listeners_.onTaskStart(stage.schedulerStageId, executorId);
+  return "";
+}
+
 TaskScheduler::RunningTask TaskScheduler::removeRunning(int64_t taskId, bool* killRequested) {
   auto it = runningTasks_.find(taskId);
   RunningTask task = std::move(it->second);
@@ -589,7 +677,8 @@ TaskScheduler::RunningTask TaskScheduler::removeRunning(int64_t taskId, bool* ki
 }
 
 bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
-                                 const std::string& executorId) {
+                                 const std::string& executorId,
+                                 std::optional<CommittedTask>* committed) {
   auto found = runningTasks_.find(update.taskId);
   if (found == runningTasks_.end() || found->second.executorId != executorId) return false;
   bool killRequested = false;
@@ -627,7 +716,17 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
       }
     }
     taskEnded(TaskOutcome::kSucceeded);
-    if (counted && stage.tasks->allSucceeded()) completeStage(job, task.stage);
+    const bool stageDone = counted && stage.tasks->allSucceeded();
+    if (counted && committed != nullptr) {
+      auto node = executorNodes_.find(executorId);
+      *committed = CommittedTask{job.id,
+                                 stage.spec->id,
+                                 task.attempt.index,
+                                 task.attempt.attempt,
+                                 node == executorNodes_.end() ? "" : node->second,
+                                 stageDone};
+    }
+    if (stageDone) completeStage(job, task.stage);
     return true;
   }
 

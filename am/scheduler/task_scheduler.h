@@ -161,6 +161,16 @@ struct CachedStageSummary {
   std::vector<std::string> executors;
 };
 
+// A task whose output a status update committed: what the recovery journal keeps of it.
+struct CommittedTask {
+  std::string jobId;
+  std::string stageId;  // the job's own stage id
+  int64_t index = 0;
+  int attempt = 0;
+  std::string node;             // of its executor ("" when unknown)
+  bool stageCompleted = false;  // it was its stage's last task
+};
+
 class TaskScheduler {
  public:
   TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_t seed);
@@ -185,7 +195,10 @@ class TaskScheduler {
   std::vector<rest::TaskLaunch> resourceOffers(const std::vector<WorkerOffer>& offers);
   // The end of a task reported by `executorId`. False (and nothing changes) for an unknown
   // task id, a duplicate, or a task that runs on another executor.
-  bool statusUpdate(const rest::TaskStatusUpdate& update, const std::string& executorId);
+  // When the update committed the task (its first success), `committed` says which task it was
+  // (for the AM's recovery journal).
+  bool statusUpdate(const rest::TaskStatusUpdate& update, const std::string& executorId,
+                    std::optional<CommittedTask>* committed = nullptr);
   // The output commit coordinator (Spark's OutputCommitCoordinator): may this running attempt,
   // which has exited 0, turn its output into blocks and files in the job's output? The first
   // running attempt of a task to ask wins; every other is denied while the winner runs or once
@@ -215,6 +228,24 @@ class TaskScheduler {
   // Stage ids ("<jobId>/<stage>") with blocks on the executor.
   std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
   const BlockRegistry& blocks() const { return blocks_; }
+
+  // Recovery (issue 12): what an earlier AM attempt journaled, replayed into a fresh scheduler
+  // (jobs resubmitted first, in their order) before the first offer. Each returns "" or why the
+  // record does not fit the jobs (a journal that does not match: the caller stops with it).
+  //   - an attempt launched before: later launches of the index get higher attempt numbers
+  std::string restoreLaunchedAttempt(const std::string& jobId, const std::string& stageId,
+                                     int64_t index, int attempt);
+  //   - a committed task: succeeded, its output registered where it is (a stage whose tasks are
+  //     all committed completes, and the stages after it are submitted)
+  std::string restoreCommitted(const std::string& jobId, const std::string& stageId, int64_t index,
+                               int attempt, const std::string& executorId, const std::string& node,
+                               DurationMs durationMs, const std::vector<rest::BlockOutput>& blocks);
+  //   - a task still running on an executor that survived: running there under its task id
+  std::string restoreRunning(int64_t taskId, const std::string& jobId, const std::string& stageId,
+                             int64_t index, int attempt, const std::string& executorId,
+                             const std::string& node);
+  // Task ids continue above `highest` (ids of the earlier attempt's tasks are never reused).
+  void continueTaskIdsAfter(int64_t highest) { nextTaskId_ = std::max(nextTaskId_, highest + 1); }
 
   // Speculation (Spark's checkSpeculatableTasks): marks tasks running longer than multiplier x
   // the median successful duration, once quantile of their stage has succeeded, for a second
@@ -253,6 +284,9 @@ class TaskScheduler {
   };
 
   void submitStage(JobRun& job, size_t stage);
+  // The stage of a job by its own id, for recovery; sets `why` when there is none.
+  std::pair<JobRun*, size_t> findStage(const std::string& jobId, const std::string& stageId,
+                                       std::string* why);
   void completeStage(JobRun& job, size_t stage);
   // The stage's tasks' preferred places from where their inputs are (and preferred_hosts).
   void updatePreferences(JobRun& job, size_t stage);

@@ -17,7 +17,7 @@ TaskSetManager::TaskSetManager(int64_t numTasks)
 int64_t TaskSetManager::pendingCount() const {
   if (aborted_) return 0;
   if (hasPreferences()) return pendingWithPreferences_;
-  return (numTasks_ - nextFreshIndex_) + static_cast<int64_t>(requeued_.size());
+  return (numTasks_ - nextFreshIndex_ - restoredAhead_) + static_cast<int64_t>(requeued_.size());
 }
 
 bool TaskSetManager::isSucceeded(int64_t index) const {
@@ -40,11 +40,32 @@ std::optional<TaskAttempt> TaskSetManager::launchNext() {
     ++running_;
     return next;
   }
+  while (nextFreshIndex_ < numTasks_ && restoredAhead_ > 0 &&
+         restoredBits_[static_cast<size_t>(nextFreshIndex_)]) {
+    ++nextFreshIndex_;  // committed or running in an earlier AM attempt
+    --restoredAhead_;
+  }
   if (nextFreshIndex_ < numTasks_) {
     ++running_;
     return TaskAttempt{nextFreshIndex_++, 0};
   }
   return std::nullopt;
+}
+
+void TaskSetManager::markRestored(int64_t index, bool running) {
+  if (index < 0 || index >= numTasks_ || aborted_) return;
+  if (running) ++running_;
+  if (hasPreferences()) {
+    if (!pendingBits_[static_cast<size_t>(index)]) return;
+    pendingBits_[static_cast<size_t>(index)] = false;
+    --pendingWithPreferences_;
+    return;
+  }
+  if (index < nextFreshIndex_) return;  // launched here already: not pending
+  if (restoredBits_.empty()) restoredBits_.assign(static_cast<size_t>(numTasks_), false);
+  if (restoredBits_[static_cast<size_t>(index)]) return;
+  restoredBits_[static_cast<size_t>(index)] = true;
+  ++restoredAhead_;
 }
 
 void TaskSetManager::onAttemptEnded() {
@@ -122,7 +143,11 @@ void TaskSetManager::setPreferences(const std::vector<TaskPreference>& prefs, Lo
   if (hasPreferences()) {
     pending = pendingBits_;
   } else {
-    for (int64_t i = nextFreshIndex_; i < numTasks_; ++i) pending[static_cast<size_t>(i)] = true;
+    for (int64_t i = nextFreshIndex_; i < numTasks_; ++i) {
+      pending[static_cast<size_t>(i)] =
+          restoredBits_.empty() || !restoredBits_[static_cast<size_t>(i)];
+    }
+    restoredAhead_ = 0;
     for (const TaskAttempt& requeued : requeued_) {
       if (isSucceeded(requeued.index)) continue;
       pending[static_cast<size_t>(requeued.index)] = true;

@@ -105,6 +105,10 @@ class TaskSetManager {
   // Puts a task back at the front of the queue, to run as attempt `attempt`. Ignored for
   // an index that has succeeded or when aborted.
   void requeueFront(int64_t index, int attempt);
+  // Recovery: takes a never-launched index out of the pending tasks without launching it (an
+  // earlier AM attempt committed it, or it is still running there: then `running` counts it as
+  // running, to end with onAttemptEnded). Only before this stage's first launch.
+  void markRestored(int64_t index, bool running);
   // Drops everything pending and frees the success bitmap; running attempts still end.
   void abort();
   // Frees the success bitmap once every task succeeded; only counters are left.
@@ -134,8 +138,12 @@ class TaskSetManager {
   TaskAttempt takeIndex(int64_t index);
 
   int64_t numTasks_;
-  int64_t nextFreshIndex_ = 0;        // indices below it have been launched at least once
-  std::deque<TaskAttempt> requeued_;  // to launch before any fresh index, front first
+  int64_t nextFreshIndex_ = 0;  // indices below it have been launched at least once
+  // Indices taken out by markRestored (allocated on first use), and how many of them are at or
+  // above nextFreshIndex_ (still to be skipped by launchNext).
+  std::vector<bool> restoredBits_;
+  int64_t restoredAhead_ = 0;
+  std::deque<TaskAttempt> requeued_;                // to launch before any fresh index, front first
   std::unordered_map<int64_t, int> failureCounts_;  // only indices that have failed
   std::vector<bool> succeededBits_;                 // one bit per task
   int64_t succeeded_ = 0;

@@ -573,9 +573,15 @@ rest::RegisterApplicationMasterResponse ClusterState::registerApplicationMaster(
   app.trackingUrl = request.trackingUrl;
   log_.info() << "AM of " << attemptId << " registered from " << request.host << ":"
               << request.port;
-  // Containers of earlier attempts are stopped when their attempt fails (no work-preserving
-  // restart), so there are never any to hand over.
-  return {maximumCapability(), {}};
+  // Executor containers of the failed attempts are this attempt's now (YARN's
+  // keepContainersAcrossApplicationAttempts): the new AM adopts them.
+  rest::RegisterApplicationMasterResponse response{maximumCapability(), {}};
+  for (const std::string& id : attempt.containers) {
+    const ContainerRecord& container = *containers_.at(id);
+    if (container.amContainer || container.state == ContainerRecord::State::kStopping) continue;
+    response.containersFromPreviousAttempts.push_back(describeForAm(container));
+  }
+  return response;
 }
 
 rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
@@ -722,12 +728,20 @@ void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
   attempt.state = Attempt::State::kFailed;
   attempt.endedAt = clock_.nowMs();
   attempt.asks.clear();
+  const int maxAttempts = maxAttemptsOf(app);
+  // A next attempt keeps the executors (work-preserving AM restart); the last one does not.
+  const bool retry = !isFinal(app.state) && attempt.number < maxAttempts;
+  std::vector<std::string> kept;
   std::vector<std::string> ids(attempt.containers.begin(), attempt.containers.end());
   for (const std::string& id : ids) {
-    stopContainer(*containers_.at(id), exit_status::kKilledByResourceManager,
+    ContainerRecord& container = *containers_.at(id);
+    if (retry && !container.amContainer && container.state != ContainerRecord::State::kStopping) {
+      kept.push_back(id);
+      continue;
+    }
+    stopContainer(container, exit_status::kKilledByResourceManager,
                   "killed by the resource manager: application attempt " + attempt.id + " failed");
   }
-  const int maxAttempts = maxAttemptsOf(app);
   // "; attempt 1 of 2" ends the reason's first line; the lines after it (an AM's stderr) follow.
   const size_t newline = reason.find('\n');
   const std::string diagnostics =
@@ -739,6 +753,16 @@ void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
     app.diagnostics = diagnostics;
     app.state = app_state::kAccepted;
     startAttempt(app);
+    Attempt& next = *app.current();
+    for (const std::string& id : kept) {
+      containers_.at(id)->attempt = &next;
+      attempt.containers.erase(id);
+      next.containers.insert(id);
+    }
+    if (!kept.empty()) {
+      log_.info() << kept.size() << " executor containers of " << attempt.id << " kept for "
+                  << next.id;
+    }
   } else {
     endApplication(app, app_state::kFailed, final_status::kFailed, diagnostics);
   }

@@ -204,7 +204,9 @@ const JsonFields<ExecutorRegistration>& registrationFields() {
           .optional("port", &R::port, 0, json_check::inRange(0, 65535, "a port"))
           .optional("node", &R::node, "")
           .required("cores", &R::cores, atLeast(1))
-          .optional("pid", &R::pid, 0, atLeast<int64_t>(0));
+          .optional("pid", &R::pid, 0, atLeast<int64_t>(0))
+          .optional("resumed", &R::resumed, false)
+          .custom("running", readIds("running", &R::running), writeIds("running", &R::running));
   return fields;
 }
 

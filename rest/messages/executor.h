@@ -31,6 +31,10 @@ struct ExecutorRegistration {
   std::string node;
   int cores = 1;
   int64_t pid = 0;
+  // Registering again with a new attempt of the AM (its earlier attempt failed): the tasks it
+  // is still running, or has finished and not yet reported, which the new attempt adopts.
+  bool resumed = false;
+  std::vector<int64_t> running;
 };
 
 struct ExecutorRegistered {

@@ -446,17 +446,28 @@ TEST_F(ClusterStateTest, FailedAmIsRetriedThenTheApplicationFails) {
               HasSubstr("AM container " + amContainer +
                         " exited with code 1 without unregistering; attempt 1 of 2"));
   EXPECT_NE(state().amToken(report.currentAppAttemptId), firstToken);
-  // The failed attempt's executors are stopped by the RM.
+  // The failed attempt's executors keep running for the next attempt (YARN's
+  // keepContainersAcrossApplicationAttempts).
   heartbeatAll();
   for (const rest::Container& container : executors.allocatedContainers) {
-    ASSERT_TRUE(outcomeOf(container.id).has_value());
-    EXPECT_EQ(outcomeOf(container.id)->exitStatus, exit_status::kKilledByResourceManager);
+    EXPECT_FALSE(outcomeOf(container.id).has_value()) << container.id << " was stopped";
   }
   // The old attempt is over for good.
   EXPECT_THROW(allocate(firstAttempt), RmError);
 
-  const std::string secondAttempt = registerAm(app);
+  // The next attempt gets them when it registers.
+  const AmLaunch* launch = startAm(app);
+  ASSERT_NE(launch, nullptr);
+  const std::string secondAttempt = launch->request.environment.at("TIDE_APP_ATTEMPT_ID");
   EXPECT_EQ(secondAttempt, "appattempt_1700000000000_0001_000002");
+  const auto registered =
+      state().registerApplicationMaster(secondAttempt, {"127.0.0.1", 4040, "http://am"});
+  ASSERT_EQ(registered.containersFromPreviousAttempts.size(), 2u);
+  std::set<std::string> kept;
+  for (const auto& c : registered.containersFromPreviousAttempts) kept.insert(c.id);
+  for (const rest::Container& container : executors.allocatedContainers) {
+    EXPECT_EQ(kept.count(container.id), 1u) << container.id;
+  }
   const AmLaunch& secondLaunch = launches_.back();
   EXPECT_EQ(secondLaunch.request.containerId, "container_1700000000000_0001_02_000001");
   exitContainer(secondLaunch.request.containerId, 1);
@@ -468,6 +479,12 @@ TEST_F(ClusterStateTest, FailedAmIsRetriedThenTheApplicationFails) {
   EXPECT_THAT(report.diagnostics, HasSubstr("attempt 2 of 2"));
   EXPECT_GT(report.finishedTime, 0);
   EXPECT_EQ(state().metrics().appsFailed, 1);
+  // The last attempt's failure ends the application: its executors are stopped.
+  heartbeatAll();
+  for (const rest::Container& container : executors.allocatedContainers) {
+    ASSERT_TRUE(outcomeOf(container.id).has_value()) << container.id;
+    EXPECT_EQ(outcomeOf(container.id)->exitStatus, exit_status::kKilledByResourceManager);
+  }
 }
 
 TEST_F(ClusterStateTest, AttemptsAreTheSmallerOfTheAppsAndTheRmsLimit) {

@@ -1,0 +1,244 @@
+// Work-preserving restarts of the AM (issue 12): the recovery journal of the application, the
+// adoption of the previous attempt's executors, and the replay of what that attempt did. The
+// journal's format and its pure encode/replay are in am/recovery/recovery_journal.h; this file
+// only connects it to the AM's state.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "am/application_master.h"
+#include "common/atomic_file.h"
+
+namespace tide::am {
+namespace {
+
+// "appattempt_1700000000000_0001_000002" -> 2; "app-attempt-1" -> 1.
+int attemptNumberOf(const std::string& attemptId) {
+  size_t end = attemptId.size();
+  size_t start = end;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(attemptId[start - 1]))) --start;
+  if (start == end) return 1;
+  try {
+    return std::max(1, std::stoi(attemptId.substr(start, std::min<size_t>(end - start, 9))));
+  } catch (const std::exception&) {
+    return 1;
+  }
+}
+
+}  // namespace
+
+std::string ApplicationMaster::amAddressFile() const {
+  return stagingDir_.empty() ? "" : stagingDir_ + "/am-address";
+}
+
+void ApplicationMaster::openJournal() {
+  attemptNumber_ = attemptNumberOf(identity_.attemptId);
+  if (config_.stagingDir.empty()) return;
+  stagingDir_ = config_.stagingDir + "/" + identity_.applicationId;
+  journal_ = std::make_unique<RecoveryJournal>(stagingDir_);  // throws JournalError
+  const JournalContents& contents = journal_->replayed();
+  if (contents.tornTail) {
+    log_.warn() << "the recovery journal " << journal_->path()
+                << " ended in a torn record (the previous attempt died writing it); dropped it";
+  }
+  const JournalSummary summary = summarizeJournal(contents.records);
+  if (!contents.records.empty()) {
+    // Journals are per application: one from an attempt without an attempt record is of an
+    // attempt that died before it registered.
+    recoveredFrom_ = std::max(summary.lastAttempt, 1);
+    if (recoveredFrom_ >= attemptNumber_) recoveredFrom_ = attemptNumber_ - 1;
+    info_.recoveredFromAttempt = recoveredFrom_;
+  }
+}
+
+void ApplicationMaster::journal(const JournalRecord& record, bool sync) {
+  if (!journal_) return;
+  try {
+    journal_->append(record);
+    if (sync) journal_->sync();
+  } catch (const JournalError& e) {
+    journalFailed(e.what());
+  }
+}
+
+void ApplicationMaster::journalSync() {
+  if (!journal_) return;
+  try {
+    journal_->sync();
+  } catch (const JournalError& e) {
+    journalFailed(e.what());
+  }
+}
+
+void ApplicationMaster::journalFailed(const std::string& error) {
+  log_.error() << error;
+  journal_.reset();
+  if (!stopOutcome_) {
+    stopOutcome_ = AmOutcome{"FAILED", "cannot write the recovery journal: " + error};
+    stateChanged_.notify_all();
+  }
+}
+
+void ApplicationMaster::writeAmAddressFile() {
+  if (stagingDir_.empty()) return;
+  const Status written = writeFileAtomically(
+      amAddressFile(), "http://" + config_.host + ":" + std::to_string(executorPort_) + "\n");
+  if (!written.ok()) throw JournalError(written.message());
+}
+
+void ApplicationMaster::recover(const std::vector<rest::Container>& previousContainers) {
+  if (!journal_) {
+    for (const auto& container : previousContainers) allocator_.releaseContainer(container.id);
+    return;
+  }
+  const TimeMs now = clock_.nowMs();
+  const std::vector<JournalRecord>& records = journal_->replayed().records;
+  const JournalSummary summary = summarizeJournal(records);
+
+  // The executors the previous attempt started, by container: the ones still running are
+  // adopted (they find this attempt through the address file and register again).
+  std::map<std::string, JournalRecord> executorByContainer;
+  for (const JournalRecord& r : records) {
+    if (r.kind == JournalRecord::Kind::kExecutor) {
+      JournalRecord& known = executorByContainer[r.containerId];
+      const std::string url = r.url.empty() ? known.url : r.url;
+      const std::string node = r.node.empty() ? known.node : r.node;
+      known = r;
+      known.url = url;
+      known.node = node;
+    }
+  }
+  allocator_.continueExecutorNumbersAfter(summary.highestExecutorNumber);
+  std::set<std::string> adopted;
+  for (const rest::Container& container : previousContainers) {
+    auto known = executorByContainer.find(container.id);
+    if (known == executorByContainer.end()) {
+      log_.warn() << "container " << container.id
+                  << " of the previous attempt runs no executor this AM knows of; releasing it";
+      allocator_.releaseContainer(container.id);
+      continue;
+    }
+    const std::string& id = known->second.executorId;
+    allocator_.adopt(container, id);
+    Executor& executor = executors_[id];
+    executor.id = id;
+    executor.containerId = container.id;
+    executor.host = container.nodeHttpAddress.substr(0, container.nodeHttpAddress.rfind(':'));
+    executor.node = known->second.node.empty() ? container.nodeId : known->second.node;
+    executor.blockUrl = known->second.url;
+    executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
+    executor.registeredAt = now;
+    executor.lastSeen = now;  // it has network.timeout to register again
+    executor.adopted = true;
+    allocation_.onExecutorAdded(id);
+    adopted.insert(id);
+  }
+
+  // What the previous attempts did, in order.
+  std::set<std::string> holders;
+  for (const JournalRecord& r : records) {
+    std::string problem;
+    switch (r.kind) {
+      case JournalRecord::Kind::kJob: {
+        Job job;
+        try {
+          job = parseJob(r.jobJson);
+        } catch (const JobError& e) {
+          throw JournalError(journal_->path() + ": job " + r.jobId + ": " + e.what());
+        }
+        const std::string id = scheduler_->submitJob(std::move(job));
+        if (id != r.jobId) {
+          throw JournalError(journal_->path() + ": job " + r.jobId + " came back as " + id);
+        }
+        ++jobsSubmitted_;
+        ++recoveredJobs_;
+        break;
+      }
+      case JournalRecord::Kind::kLaunch:
+        problem = scheduler_->restoreLaunchedAttempt(r.jobId, r.stageId, r.index, r.attempt);
+        break;
+      case JournalRecord::Kind::kCommit:
+        problem = scheduler_->restoreCommitted(r.jobId, r.stageId, r.index, r.attempt, r.executorId,
+                                               r.node, r.durationMs, r.blocks);
+        holders.insert(r.executorId);
+        break;
+      case JournalRecord::Kind::kUnpersist:
+        (void)scheduler_->unpersist(r.stageId);  // refused: it is gone already
+        break;
+      case JournalRecord::Kind::kBounds: {
+        std::string warning;
+        const Status set =
+            allocation_.setBounds({r.minExecutors, r.initialExecutors, r.maxExecutors}, &warning);
+        if (!set.ok()) log_.warn() << "recovered bounds not applied: " << set.message();
+        break;
+      }
+      case JournalRecord::Kind::kAttempt:
+      case JournalRecord::Kind::kExecutor:
+      case JournalRecord::Kind::kStageDone:
+        break;
+    }
+    if (!problem.empty()) throw JournalError(journal_->path() + ": " + problem);
+  }
+  // Tasks that were running on executors that survived go on running there.
+  int resumed = 0;
+  for (const JournalRecord& launch : summary.unfinishedLaunches) {
+    if (adopted.count(launch.executorId) == 0) continue;
+    const std::string why = scheduler_->restoreRunning(
+        launch.taskId, launch.jobId, launch.stageId, launch.index, launch.attempt,
+        launch.executorId, executors_[launch.executorId].node);
+    if (why.empty()) {
+      ++resumed;
+    } else {
+      TIDE_LOG(log_, debug) << "not resuming: " << why;
+    }
+  }
+  scheduler_->continueTaskIdsAfter(summary.highestTaskId);
+  // Outputs on executors that did not survive are lost: what still needs them runs again.
+  for (const std::string& holder : holders) {
+    if (adopted.count(holder) == 0) {
+      scheduler_->executorLost(holder, "it did not survive the restart of the AM");
+    }
+  }
+  if (!records.empty()) {
+    const std::string why = "recovered from attempt " + std::to_string(recoveredFrom_) + ": " +
+                            std::to_string(recoveredJobs_) +
+                            (recoveredJobs_ == 1 ? " job, " : " jobs, ") +
+                            std::to_string(summary.commits) + " committed tasks kept, " +
+                            std::to_string(adopted.size()) + " executors adopted, " +
+                            std::to_string(resumed) + " running tasks resumed";
+    log_.info() << why;
+    recordDecision("recovery", "recovered", allocator_.target(), why, "");
+  }
+  journal(JournalRecord::attemptStarted(attemptNumber_, identity_.attemptId), /*sync=*/true);
+  workAvailable_.notify_all();
+}
+
+void ApplicationMaster::resumeExecutor(Executor& executor,
+                                       const rest::ExecutorRegistration& registration) {
+  executor.adopted = false;
+  const std::set<int64_t> reported(registration.running.begin(), registration.running.end());
+  // Launched by the previous attempt but not running there: the launch never reached it.
+  for (int64_t taskId : scheduler_->runningTasksOn(executor.id)) {
+    if (reported.count(taskId) != 0) continue;
+    rest::TaskStatusUpdate lost;
+    lost.taskId = taskId;
+    lost.state = rest::TaskState::kKilled;
+    lost.exitCode = -1;
+    lost.reason = "not running on " + executor.id + " after the AM restarted";
+    scheduler_->statusUpdate(lost, executor.id);
+  }
+  // Running there but unknown here (launched after the journal's last word, or of an ended
+  // job): stopped.
+  const std::vector<int64_t> known = scheduler_->runningTasksOn(executor.id);
+  const std::set<int64_t> knownSet(known.begin(), known.end());
+  for (int64_t taskId : registration.running) {
+    if (knownSet.count(taskId) == 0) executor.kills.push_back(taskId);
+  }
+  log_.info() << "executor " << executor.id << " (" << executor.containerId
+              << ") of the previous attempt registered again with " << known.size()
+              << " running tasks";
+}
+
+}  // namespace tide::am

@@ -1,0 +1,435 @@
+#include "am/recovery/recovery_journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "rest/json.h"
+
+namespace tide::am {
+namespace {
+
+using Kind = JournalRecord::Kind;
+
+const char* kindName(Kind kind) {
+  switch (kind) {
+    case Kind::kAttempt:
+      return "attempt";
+    case Kind::kJob:
+      return "job";
+    case Kind::kExecutor:
+      return "executor";
+    case Kind::kLaunch:
+      return "launch";
+    case Kind::kCommit:
+      return "commit";
+    case Kind::kStageDone:
+      return "stage";
+    case Kind::kBounds:
+      return "bounds";
+    case Kind::kUnpersist:
+      return "unpersist";
+  }
+  return "?";
+}
+
+std::optional<Kind> kindFromName(const std::string& name) {
+  for (Kind kind : {Kind::kAttempt, Kind::kJob, Kind::kExecutor, Kind::kLaunch, Kind::kCommit,
+                    Kind::kStageDone, Kind::kBounds, Kind::kUnpersist}) {
+    if (name == kindName(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+void writeTask(rest::JsonWriter& out, const JournalRecord& r) {
+  out.field("task", r.taskId)
+      .field("job", r.jobId)
+      .field("stage", r.stageId)
+      .field("index", r.index)
+      .field("attempt", r.attempt)
+      .field("executor", r.executorId);
+}
+
+void readTask(const rest::JsonObjectReader& in, JournalRecord& r) {
+  r.taskId = in.requireInt64("task");
+  r.jobId = in.requireString("job");
+  r.stageId = in.requireString("stage");
+  r.index = in.requireInt64("index");
+  r.attempt = in.requireInt("attempt");
+  r.executorId = in.requireString("executor");
+}
+
+JournalRecord decodeRecord(std::string_view line) {
+  const rapidjson::Document doc = rest::parseJson(line);
+  const rest::JsonObjectReader in(doc);
+  const std::string type = in.requireString("t");
+  const std::optional<Kind> kind = kindFromName(type);
+  if (!kind) throw rest::JsonFieldError("t", "unknown record type '" + type + "'");
+  JournalRecord r;
+  r.kind = *kind;
+  switch (r.kind) {
+    case Kind::kAttempt:
+      r.attemptNumber = in.requireInt("n");
+      r.attemptId = in.requireString("id");
+      break;
+    case Kind::kJob:
+      r.jobId = in.requireString("id");
+      r.jobJson = rest::toJsonString(in.requireObject("job").value());
+      break;
+    case Kind::kExecutor:
+      r.executorId = in.requireString("id");
+      r.containerId = in.requireString("container");
+      r.node = in.optionalString("node");
+      r.url = in.optionalString("url");
+      break;
+    case Kind::kLaunch:
+      readTask(in, r);
+      break;
+    case Kind::kCommit: {
+      readTask(in, r);
+      r.node = in.optionalString("node");
+      r.durationMs = in.optionalInt64("ms", 0);
+      const rest::JsonArrayReader blocks = in.requireArray("blocks");
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const rest::JsonArrayReader pair = blocks.arrayAt(i);
+        if (pair.size() != 2) {
+          throw rest::JsonFieldError(blocks.elementPath(i), "expected [partition, size]");
+        }
+        r.blocks.push_back({pair.int64At(0), pair.int64At(1)});
+      }
+      break;
+    }
+    case Kind::kStageDone:
+      r.jobId = in.requireString("job");
+      r.stageId = in.requireString("stage");
+      break;
+    case Kind::kBounds:
+      r.minExecutors = in.requireInt("min");
+      r.initialExecutors = in.requireInt("initial");
+      r.maxExecutors = in.requireInt("max");
+      break;
+    case Kind::kUnpersist:
+      r.stageId = in.requireString("stage");
+      break;
+  }
+  return r;
+}
+
+std::string systemError(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+JournalRecord JournalRecord::attemptStarted(int number, std::string id) {
+  JournalRecord r;
+  r.kind = Kind::kAttempt;
+  r.attemptNumber = number;
+  r.attemptId = std::move(id);
+  return r;
+}
+
+JournalRecord JournalRecord::jobAccepted(std::string jobId, std::string jobJson) {
+  JournalRecord r;
+  r.kind = Kind::kJob;
+  r.jobId = std::move(jobId);
+  r.jobJson = std::move(jobJson);
+  return r;
+}
+
+JournalRecord JournalRecord::executorStarted(std::string executorId, std::string containerId,
+                                             std::string node, std::string url) {
+  JournalRecord r;
+  r.kind = Kind::kExecutor;
+  r.executorId = std::move(executorId);
+  r.containerId = std::move(containerId);
+  r.node = std::move(node);
+  r.url = std::move(url);
+  return r;
+}
+
+JournalRecord JournalRecord::taskLaunched(int64_t taskId, std::string jobId, std::string stageId,
+                                          int64_t index, int attempt, std::string executorId) {
+  JournalRecord r;
+  r.kind = Kind::kLaunch;
+  r.taskId = taskId;
+  r.jobId = std::move(jobId);
+  r.stageId = std::move(stageId);
+  r.index = index;
+  r.attempt = attempt;
+  r.executorId = std::move(executorId);
+  return r;
+}
+
+JournalRecord JournalRecord::taskCommitted(int64_t taskId, std::string jobId, std::string stageId,
+                                           int64_t index, int attempt, std::string executorId,
+                                           std::string node, int64_t durationMs,
+                                           std::vector<rest::BlockOutput> blocks) {
+  JournalRecord r = taskLaunched(taskId, std::move(jobId), std::move(stageId), index, attempt,
+                                 std::move(executorId));
+  r.kind = Kind::kCommit;
+  r.node = std::move(node);
+  r.durationMs = durationMs;
+  r.blocks = std::move(blocks);
+  return r;
+}
+
+JournalRecord JournalRecord::stageDone(std::string jobId, std::string stageId) {
+  JournalRecord r;
+  r.kind = Kind::kStageDone;
+  r.jobId = std::move(jobId);
+  r.stageId = std::move(stageId);
+  return r;
+}
+
+JournalRecord JournalRecord::boundsChanged(int min, int initial, int max) {
+  JournalRecord r;
+  r.kind = Kind::kBounds;
+  r.minExecutors = min;
+  r.initialExecutors = initial;
+  r.maxExecutors = max;
+  return r;
+}
+
+JournalRecord JournalRecord::unpersisted(std::string stageId) {
+  JournalRecord r;
+  r.kind = Kind::kUnpersist;
+  r.stageId = std::move(stageId);
+  return r;
+}
+
+std::string encodeJournalHeader() {
+  return std::string(kJournalMagic) + " " + std::to_string(kJournalVersion) + "\n";
+}
+
+std::string encodeJournalRecord(const JournalRecord& r) {
+  rest::JsonWriter out;
+  out.startObject().field("t", kindName(r.kind));
+  switch (r.kind) {
+    case Kind::kAttempt:
+      out.field("n", r.attemptNumber).field("id", r.attemptId);
+      break;
+    case Kind::kJob: {
+      out.field("id", r.jobId).key("job");
+      const rapidjson::Document job = rest::parseJson(r.jobJson);
+      out.value(job);
+      break;
+    }
+    case Kind::kExecutor:
+      out.field("id", r.executorId).field("container", r.containerId);
+      if (!r.node.empty()) out.field("node", r.node);
+      if (!r.url.empty()) out.field("url", r.url);
+      break;
+    case Kind::kLaunch:
+      writeTask(out, r);
+      break;
+    case Kind::kCommit:
+      writeTask(out, r);
+      out.field("node", r.node).field("ms", r.durationMs).key("blocks").startArray();
+      for (const auto& block : r.blocks) {
+        out.startArray().value(block.partition).value(block.size).endArray();
+      }
+      out.endArray();
+      break;
+    case Kind::kStageDone:
+      out.field("job", r.jobId).field("stage", r.stageId);
+      break;
+    case Kind::kBounds:
+      out.field("min", r.minExecutors)
+          .field("initial", r.initialExecutors)
+          .field("max", r.maxExecutors);
+      break;
+    case Kind::kUnpersist:
+      out.field("stage", r.stageId);
+      break;
+  }
+  out.endObject();
+  return out.str() + "\n";
+}
+
+JournalContents decodeJournal(std::string_view text, const std::string& source) {
+  JournalContents contents;
+  if (text.empty()) return contents;
+  size_t pos = 0;
+  int lineNumber = 0;
+  while (pos < text.size()) {
+    contents.validLength = pos;
+    const size_t end = text.find('\n', pos);
+    const bool last = end == std::string_view::npos || end + 1 == text.size();
+    const bool terminated = end != std::string_view::npos;
+    const std::string_view line = text.substr(pos, terminated ? end - pos : std::string_view::npos);
+    pos = terminated ? end + 1 : text.size();
+    ++lineNumber;
+    const std::string where = source + ":" + std::to_string(lineNumber);
+    if (lineNumber == 1) {
+      const std::string magic = std::string(kJournalMagic) + " ";
+      if (line.substr(0, magic.size()) != magic) {
+        if (last && !terminated && std::string_view(magic).substr(0, line.size()) == line) {
+          contents.tornTail = true;  // the header itself was torn: nothing was recorded
+          return contents;
+        }
+        throw JournalError(where + ": not a tide AM journal (expected the header '" + magic +
+                           std::to_string(kJournalVersion) + "')");
+      }
+      int version = 0;
+      try {
+        version = std::stoi(std::string(line.substr(magic.size())));
+      } catch (const std::exception&) {
+        throw JournalError(where + ": unreadable journal version '" +
+                           std::string(line.substr(magic.size())) + "'");
+      }
+      if (version > kJournalVersion) {
+        throw JournalError(where + ": journal version " + std::to_string(version) +
+                           " was written by a newer tide; this tide-am reads version " +
+                           std::to_string(kJournalVersion) + " and will not start over silently");
+      }
+      if (version < 1)
+        throw JournalError(where + ": bad journal version " + std::to_string(version));
+      contents.version = version;
+      contents.validLength = pos;
+      continue;
+    }
+    try {
+      if (!terminated) throw rest::JsonFieldError("", "no end of line");
+      contents.records.push_back(decodeRecord(line));
+      contents.validLength = pos;
+    } catch (const std::exception& e) {
+      if (last) {
+        contents.tornTail = true;  // the write a crash interrupted
+        break;
+      }
+      throw JournalError(where + ": corrupt record: " + e.what());
+    }
+  }
+  return contents;
+}
+
+JournalSummary summarizeJournal(const std::vector<JournalRecord>& records) {
+  JournalSummary summary;
+  std::map<int64_t, JournalRecord> unfinished;
+  for (const JournalRecord& r : records) {
+    switch (r.kind) {
+      case Kind::kAttempt:
+        summary.lastAttempt = std::max(summary.lastAttempt, r.attemptNumber);
+        break;
+      case Kind::kJob:
+        ++summary.jobs;
+        break;
+      case Kind::kExecutor:
+        if (r.executorId.size() > 1 && r.executorId[0] == 'e' &&
+            r.executorId.find_first_not_of("0123456789", 1) == std::string::npos) {
+          summary.highestExecutorNumber =
+              std::max(summary.highestExecutorNumber, std::stoi(r.executorId.substr(1)));
+        }
+        break;
+      case Kind::kLaunch:
+        summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
+        unfinished[r.taskId] = r;
+        break;
+      case Kind::kCommit:
+        summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
+        ++summary.commits;
+        // Every launch of that task index is over: the index is done.
+        for (auto it = unfinished.begin(); it != unfinished.end();) {
+          const JournalRecord& l = it->second;
+          if (l.jobId == r.jobId && l.stageId == r.stageId && l.index == r.index) {
+            it = unfinished.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        break;
+      case Kind::kBounds:
+        summary.lastBounds = r;
+        break;
+      case Kind::kStageDone:
+      case Kind::kUnpersist:
+        break;
+    }
+  }
+  for (auto& [id, launch] : unfinished) summary.unfinishedLaunches.push_back(std::move(launch));
+  return summary;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+RecoveryJournal::RecoveryJournal(const std::string& directory)
+    : directory_(directory), path_(directory + "/" + kJournalFileName) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory_, ec);
+  if (ec)
+    throw JournalError("cannot create the staging directory " + directory_ + ": " + ec.message());
+  ::chmod(directory_.c_str(), 0700);
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) throw JournalError(systemError("cannot open the AM journal", path_));
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string error = systemError("cannot read the AM journal", path_);
+      ::close(fd_);
+      throw JournalError(error);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  try {
+    replayed_ = decodeJournal(text, path_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+  // Cut a torn tail off, so that what is appended next starts on a line of its own.
+  const size_t keep = replayed_.validLength;
+  if (keep < text.size() && ::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+    const std::string error = systemError("cannot cut the torn tail of", path_);
+    ::close(fd_);
+    throw JournalError(error);
+  }
+  if (keep == 0) writeAll(encodeJournalHeader());
+  sync();
+}
+
+RecoveryJournal::~RecoveryJournal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RecoveryJournal::writeAll(const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw JournalError(systemError("cannot append to the AM journal", path_));
+    }
+    done += static_cast<size_t>(n);
+  }
+  dirty_ = true;
+}
+
+void RecoveryJournal::append(const JournalRecord& record) {
+  if (fd_ < 0) return;
+  writeAll(encodeJournalRecord(record));
+}
+
+void RecoveryJournal::sync() {
+  if (fd_ < 0 || !dirty_) return;
+  if (::fdatasync(fd_) != 0) throw JournalError(systemError("cannot fsync the AM journal", path_));
+  dirty_ = false;
+}
+
+void RecoveryJournal::remove() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  std::error_code ec;
+  std::filesystem::remove_all(directory_, ec);
+}
+
+}  // namespace tide::am

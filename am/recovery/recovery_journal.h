@@ -1,0 +1,152 @@
+#pragma once
+
+// The AM's recovery journal (issue 12): what an ApplicationMaster attempt decided and learned,
+// appended to <am.stagingDir>/<application id>/am-journal so that the next attempt of the same
+// application can carry on instead of starting over (YARN's work-preserving AM restart).
+//
+// Format (version 1), one record per line, UTF-8, each line ending with '\n':
+//   tide-am-journal 1                                          the header, the first line
+//   {"t":"attempt","n":2,"id":"appattempt_..._000002"}         an AM attempt took over
+//   {"t":"job","id":"job-1","job":{...}}                       a job accepted (job file schema)
+//   {"t":"executor","id":"e3","container":"container_..."}     an executor started
+//   {"t":"executor","id":"e3","container":"...","node":"n1","url":"http://..."}  it registered
+//   {"t":"launch","task":17,"job":"job-1","stage":"w","index":3,"attempt":0,"executor":"e3"}
+//   {"t":"commit","task":17,"job":"job-1","stage":"w","index":3,"attempt":0,"executor":"e3",
+//    "node":"n1","ms":120,"blocks":[[0,512],[1,80]]}           a task's output committed
+//   {"t":"stage","job":"job-1","stage":"w"}                    a stage finished
+//   {"t":"bounds","min":0,"initial":0,"max":2}                 bounds changed at runtime
+//   {"t":"unpersist","stage":"job-1/words"}                    a persisted stage dropped
+// Unknown record types of the same version are an error (a reader cannot know what it skips).
+//
+// Durability: records are written (write(2), O_APPEND) before the AM acts on them, and the file
+// is fsync'd at commit points (task commits, jobs, bounds). A crash can tear only the last line:
+// a last line without its '\n', or one that does not parse, is dropped on replay (torn tail).
+// Anything else that does not parse, a missing header, or a version above kJournalVersion is a
+// JournalError: never a silent fresh start.
+//
+// Encoding and decoding are pure (strings in, records out); RecoveryJournal only adds the file.
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rest/messages/executor.h"
+
+namespace tide::am {
+
+inline constexpr int kJournalVersion = 1;
+inline constexpr const char* kJournalMagic = "tide-am-journal";
+inline constexpr const char* kJournalFileName = "am-journal";
+
+class JournalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JournalRecord {
+  enum class Kind { kAttempt, kJob, kExecutor, kLaunch, kCommit, kStageDone, kBounds, kUnpersist };
+  Kind kind = Kind::kAttempt;
+  // kAttempt
+  int attemptNumber = 0;
+  std::string attemptId;
+  // kJob: jobId and the job in the job file's schema; kLaunch, kCommit, kStageDone: jobId
+  std::string jobId;
+  std::string jobJson;
+  // kExecutor, kLaunch, kCommit
+  std::string executorId;
+  std::string containerId;  // kExecutor
+  std::string url;          // kExecutor, once registered: where it serves its blocks
+  // kLaunch, kCommit (stageId: the job's own stage id; kUnpersist: "<jobId>/<stage>")
+  int64_t taskId = 0;
+  std::string stageId;
+  int64_t index = 0;
+  int attempt = 0;
+  // kCommit
+  std::string node;
+  int64_t durationMs = 0;
+  std::vector<rest::BlockOutput> blocks;
+  // kBounds
+  int minExecutors = 0;
+  int initialExecutors = 0;
+  int maxExecutors = 0;
+
+  static JournalRecord attemptStarted(int number, std::string id);
+  static JournalRecord jobAccepted(std::string jobId, std::string jobJson);
+  static JournalRecord executorStarted(std::string executorId, std::string containerId,
+                                       std::string node = "", std::string url = "");
+  static JournalRecord taskLaunched(int64_t taskId, std::string jobId, std::string stageId,
+                                    int64_t index, int attempt, std::string executorId);
+  static JournalRecord taskCommitted(int64_t taskId, std::string jobId, std::string stageId,
+                                     int64_t index, int attempt, std::string executorId,
+                                     std::string node, int64_t durationMs,
+                                     std::vector<rest::BlockOutput> blocks);
+  static JournalRecord stageDone(std::string jobId, std::string stageId);
+  static JournalRecord boundsChanged(int min, int initial, int max);
+  static JournalRecord unpersisted(std::string stageId);
+};
+
+// The header line, with its '\n'.
+std::string encodeJournalHeader();
+// One record as one line, with its '\n'.
+std::string encodeJournalRecord(const JournalRecord& record);
+
+struct JournalContents {
+  int version = kJournalVersion;
+  std::vector<JournalRecord> records;  // in the order written
+  bool tornTail = false;               // a torn last line was dropped
+  size_t validLength = 0;              // bytes up to the end of the last whole line
+};
+
+// Parses a whole journal. `source` names it in errors ("/staging/app_1/am-journal"). An empty
+// text is an empty journal (the file was created, nothing written yet). Throws JournalError.
+JournalContents decodeJournal(std::string_view text, const std::string& source);
+
+// What the records add up to, for the next attempt.
+struct JournalSummary {
+  int lastAttempt = 0;            // the highest attempt number recorded (0: none)
+  int64_t highestTaskId = 0;      // task ids continue above it
+  int highestExecutorNumber = 0;  // "e<N>": executor numbers continue above it
+  int commits = 0;
+  int jobs = 0;
+  // Tasks launched and not committed, by task id (running when the attempt ended, or lost).
+  std::vector<JournalRecord> unfinishedLaunches;
+  std::optional<JournalRecord> lastBounds;
+};
+JournalSummary summarizeJournal(const std::vector<JournalRecord>& records);
+
+// The journal file: replays what is there, then appends. Not thread-safe (the AM calls it
+// under its mutex).
+class RecoveryJournal {
+ public:
+  // Opens (creating it and its directory, mode 0700, when missing) `directory`/am-journal.
+  // Throws JournalError when it cannot, or when what is there does not decode.
+  explicit RecoveryJournal(const std::string& directory);
+  ~RecoveryJournal();
+  RecoveryJournal(const RecoveryJournal&) = delete;
+  RecoveryJournal& operator=(const RecoveryJournal&) = delete;
+
+  // What the file held when opened (a torn tail is cut off the file before appending).
+  const JournalContents& replayed() const { return replayed_; }
+  const std::string& path() const { return path_; }
+
+  // Appends a record now (one write). Throws JournalError on an I/O error.
+  void append(const JournalRecord& record);
+  // fsync: everything appended so far survives a crash of the machine too.
+  void sync();
+  // Deletes the journal and its directory (the application ended for good).
+  void remove();
+
+ private:
+  void writeAll(const std::string& bytes);
+
+  std::string directory_;
+  std::string path_;
+  int fd_ = -1;
+  bool dirty_ = false;
+  JournalContents replayed_;
+};
+
+}  // namespace tide::am
