@@ -195,16 +195,26 @@ void Properties::loadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError("cannot read properties file '" + path + "': it is a directory");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
   }
-  sourceFile_ = path;
-  std::string raw;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
+  }
+  loadText(text.str(), path);
+}
+
+void Properties::loadText(std::string_view text, const std::string& source) {
+  sourceFile_ = source;
   int lineNumber = 0;
-  while (std::getline(in, raw)) {
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     ++lineNumber;
-    std::string_view line = raw;
     if (lineNumber == 1 && startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
     line = trim(line);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
@@ -220,15 +230,12 @@ void Properties::loadFile(const std::string& path) {
     while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
     if (!rest.empty() && (rest.front() == '=' || rest.front() == ':')) rest.remove_prefix(1);
     const std::string_view value = trim(rest);
-    const std::string where = path + ":" + std::to_string(lineNumber);
+    const std::string where = source + ":" + std::to_string(lineNumber);
     if (keyText.empty()) throw ConfigError(where + ": line has a value but no key");
     if (value.empty()) {
       throw ConfigError(where + ": key '" + std::string(keyText) + "' has no value");
     }
-    entries_[canonicalKey(keyText)] = Entry{std::string(value), Origin{path, lineNumber}};
-  }
-  if (in.bad()) {
-    throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
+    entries_[canonicalKey(keyText)] = Entry{std::string(value), Origin{source, lineNumber}};
   }
 }
 
