@@ -476,9 +476,17 @@ std::vector<std::string> Properties::unknownKeyWarnings() const {
     if (findKey(name) != nullptr) continue;
     std::string_view bare = name;
     if (startsWith(bare, "spark.")) bare.remove_prefix(6);
+    // Suggest only what is plausibly a typo, not any key that happens to be nearest. A key whose
+    // length differs by more than that is farther anyway: skip it rather than measure it (a
+    // long unknown key would otherwise cost its length times every key's).
+    const size_t plausible = std::max<size_t>(2, bare.size() / 4);
     const KeyInfo* nearest = nullptr;
     size_t nearestDistance = 0;
     for (const KeyInfo& info : knownKeys()) {
+      const size_t lengthDifference = bare.size() > info.name.size()
+                                          ? bare.size() - info.name.size()
+                                          : info.name.size() - bare.size();
+      if (lengthDifference > plausible) continue;
       const size_t distance = editDistanceIgnoreCase(bare, info.name);
       if (nearest == nullptr || distance < nearestDistance) {
         nearest = &info;
@@ -486,8 +494,7 @@ std::vector<std::string> Properties::unknownKeyWarnings() const {
       }
     }
     std::string warning = "unknown key '" + name + "' (" + entry.origin.describe() + ")";
-    // Suggest only what is plausibly a typo, not any key that happens to be nearest.
-    if (nearest != nullptr && nearestDistance <= std::max<size_t>(2, bare.size() / 4)) {
+    if (nearest != nullptr && nearestDistance <= plausible) {
       warning += "; did you mean '" + nearest->name + "'?";
     } else {
       warning += " is ignored";

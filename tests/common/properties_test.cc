@@ -194,6 +194,22 @@ TEST(Properties, UnknownKeysAreKeptAndGetADidYouMean) {
                           "'executor.cores'?"));
 }
 
+// Found by fuzz_config: every unknown key was measured against every known key, so a file of
+// long unknown keys took seconds to warn about. Keys too far apart in length are skipped now;
+// the warnings are the same.
+TEST(Properties, LongUnknownKeysAreIgnoredWithoutASuggestion) {
+  Properties p;
+  const std::string longKey = "dynamicAllocation.maxExecutors" + std::string(100000, 'x');
+  p.set(longKey, "1");
+  p.set("executor.coresx", "2");
+  p.set("xx", "3");
+  EXPECT_THAT(p.unknownKeyWarnings(),
+              ElementsAre("unknown key '" + longKey + "' (--conf) is ignored",
+                          "unknown key 'executor.coresx' (--conf); did you mean "
+                          "'executor.cores'?",
+                          "unknown key 'xx' (--conf) is ignored"));
+}
+
 TEST(Properties, TypedGetterErrorsNameKeyValueAndOrigin) {
   TempDir dir;
   const std::string file = dir.writeFile("tide.conf",
