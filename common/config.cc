@@ -215,7 +215,9 @@ void Properties::loadText(std::string_view text, const std::string& source) {
     std::string_view line = text.substr(0, newline);
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     ++lineNumber;
-    if (lineNumber == 1 && startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
+    // A UTF-8 BOM starts the file when an editor saved it so, or any line of files concatenated
+    // (`cat base.conf site.conf`): never part of a key.
+    if (startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);
     line = trim(line);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     // As in java.util.Properties: the key ends at the first '=', ':' or blank; then blanks, at

@@ -10,6 +10,7 @@
 // key of another kind is a std::logic_error by contract. Anything else escaping is a finding.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -76,10 +77,18 @@ void asPropertiesFile(std::string_view text) {
   // What is handed to a child process reads back the same.
   tide::Properties again;
   again.loadText(file.toText(), "again.conf");
-  if (again.entries().size() != file.entries().size()) std::abort();
+  if (again.entries().size() != file.entries().size()) {
+    std::fprintf(stderr, "toText() loads back %zu entries, not %zu\n", again.entries().size(),
+                 file.entries().size());
+    std::abort();
+  }
   for (const auto& [key, entry] : file.entries()) {
     const auto found = again.entries().find(key);
-    if (found == again.entries().end() || found->second.value != entry.value) std::abort();
+    if (found == again.entries().end() || found->second.value != entry.value) {
+      std::fprintf(stderr, "toText() does not load back '%s'='%s'\n", key.c_str(),
+                   entry.value.c_str());
+      std::abort();
+    }
   }
 }
 
