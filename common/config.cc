@@ -195,17 +195,29 @@ void Properties::loadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError("cannot read properties file '" + path + "': it is a directory");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
   }
-  sourceFile_ = path;
-  std::string raw;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
+  }
+  loadText(text.str(), path);
+}
+
+void Properties::loadText(std::string_view text, const std::string& source) {
+  sourceFile_ = source;
   int lineNumber = 0;
-  while (std::getline(in, raw)) {
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    std::string_view line = text.substr(0, newline);
+    text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     ++lineNumber;
-    std::string_view line = raw;
-    if (lineNumber == 1 && startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);  // UTF-8 BOM
+    // A UTF-8 BOM starts the file when an editor saved it so, or any line of files concatenated
+    // (`cat base.conf site.conf`): never part of a key.
+    if (startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);
     line = trim(line);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     // As in java.util.Properties: the key ends at the first '=', ':' or blank; then blanks, at
@@ -220,15 +232,12 @@ void Properties::loadFile(const std::string& path) {
     while (!rest.empty() && isSpace(rest.front())) rest.remove_prefix(1);
     if (!rest.empty() && (rest.front() == '=' || rest.front() == ':')) rest.remove_prefix(1);
     const std::string_view value = trim(rest);
-    const std::string where = path + ":" + std::to_string(lineNumber);
+    const std::string where = source + ":" + std::to_string(lineNumber);
     if (keyText.empty()) throw ConfigError(where + ": line has a value but no key");
     if (value.empty()) {
       throw ConfigError(where + ": key '" + std::string(keyText) + "' has no value");
     }
-    entries_[canonicalKey(keyText)] = Entry{std::string(value), Origin{path, lineNumber}};
-  }
-  if (in.bad()) {
-    throw ConfigError("cannot read properties file '" + path + "': " + std::strerror(errno));
+    entries_[canonicalKey(keyText)] = Entry{std::string(value), Origin{source, lineNumber}};
   }
 }
 
@@ -469,9 +478,17 @@ std::vector<std::string> Properties::unknownKeyWarnings() const {
     if (findKey(name) != nullptr) continue;
     std::string_view bare = name;
     if (startsWith(bare, "spark.")) bare.remove_prefix(6);
+    // Suggest only what is plausibly a typo, not any key that happens to be nearest. A key whose
+    // length differs by more than that is farther anyway: skip it rather than measure it (a
+    // long unknown key would otherwise cost its length times every key's).
+    const size_t plausible = std::max<size_t>(2, bare.size() / 4);
     const KeyInfo* nearest = nullptr;
     size_t nearestDistance = 0;
     for (const KeyInfo& info : knownKeys()) {
+      const size_t lengthDifference = bare.size() > info.name.size()
+                                          ? bare.size() - info.name.size()
+                                          : info.name.size() - bare.size();
+      if (lengthDifference > plausible) continue;
       const size_t distance = editDistanceIgnoreCase(bare, info.name);
       if (nearest == nullptr || distance < nearestDistance) {
         nearest = &info;
@@ -479,8 +496,7 @@ std::vector<std::string> Properties::unknownKeyWarnings() const {
       }
     }
     std::string warning = "unknown key '" + name + "' (" + entry.origin.describe() + ")";
-    // Suggest only what is plausibly a typo, not any key that happens to be nearest.
-    if (nearest != nullptr && nearestDistance <= std::max<size_t>(2, bare.size() / 4)) {
+    if (nearest != nullptr && nearestDistance <= plausible) {
       warning += "; did you mean '" + nearest->name + "'?";
     } else {
       warning += " is ignored";

@@ -77,6 +77,8 @@ class Properties {
   // blank lines. Later definitions override earlier ones. Throws ConfigError on an unreadable
   // file or a line with a key but no value.
   void loadFile(const std::string& path);
+  // The same from text already read; `source` names it in origins and errors (as the path).
+  void loadText(std::string_view text, const std::string& source);
   // Sets one value (from --conf or a runtime change). `spark.` aliases map to canonical keys.
   // Key and value are trimmed; an empty value removes the explicit setting (back to default).
   void set(std::string_view key, std::string value, Origin origin = {});

@@ -1,10 +1,19 @@
-// Every wire message codec (rest/messages/*.h): the first byte picks the decoder, the rest is
-// the JSON text. A decoder either returns a message or throws a JSON error naming the field;
-// nothing else escapes (no crash, no other exception, no sanitizer finding).
+// Every wire message codec (rest/messages/*.h): the first byte picks the decoder (its index in
+// codecs() below, modulo their number), the rest is the JSON text. A decoder either returns a
+// message or throws a JSON error naming the field; nothing else escapes. What it returns must
+// survive the trip the message makes on the wire: encoded again (toJson), it decodes, and
+// encodes to the same text.
+//
+// TIDE_FUZZ_WRITE_SEEDS=DIR: instead of fuzzing, write one seed per codec to DIR, each the
+// encoder's output for a message as tide sends it (fuzz/corpus/fuzz_messages/ holds them; run
+// again after adding a codec: new codecs go at the end of the table so old seeds keep theirs).
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rest/json.h"
@@ -14,48 +23,318 @@
 
 namespace {
 
-using Decoder = std::function<void(const rapidjson::Value&)>;
+using namespace tide::rest;
 
-const std::vector<Decoder>& decoders() {
-  using namespace tide::rest;
-  static const std::vector<Decoder> all{
-      [](const rapidjson::Value& v) { (void)newApplicationResponseFromJson(v); },
-      [](const rapidjson::Value& v) { (void)applicationSubmissionFromJson(v); },
-      [](const rapidjson::Value& v) { (void)applicationReportFromJson(v); },
-      [](const rapidjson::Value& v) { (void)applicationReportsFromJson(v); },
-      [](const rapidjson::Value& v) { (void)appStateFromJson(v); },
-      [](const rapidjson::Value& v) { (void)clusterMetricsFromJson(v); },
-      [](const rapidjson::Value& v) { (void)nodeReportsFromJson(v); },
-      [](const rapidjson::Value& v) { (void)clusterInfoFromJson(v); },
-      [](const rapidjson::Value& v) { (void)allocateRequestFromJson(v); },
-      [](const rapidjson::Value& v) { (void)allocateResponseFromJson(v); },
-      [](const rapidjson::Value& v) { (void)finishApplicationMasterRequestFromJson(v); },
-      [](const rapidjson::Value& v) { (void)executorRegistrationFromJson(v); },
-      [](const rapidjson::Value& v) { (void)executorRegisteredFromJson(v); },
-      [](const rapidjson::Value& v) { (void)executorSyncFromJson(v); },
-      [](const rapidjson::Value& v) { (void)executorSyncReplyFromJson(v); },
-      [](const rapidjson::Value& v) { (void)nodeRegistrationFromJson(v); },
-      [](const rapidjson::Value& v) { (void)nodeRegistrationResponseFromJson(v); },
-      [](const rapidjson::Value& v) { (void)nodeHeartbeatFromJson(v); },
-      [](const rapidjson::Value& v) { (void)nodeHeartbeatResponseFromJson(v); },
-      [](const rapidjson::Value& v) { (void)containerLaunchRequestFromJson(v); },
-      [](const rapidjson::Value& v) { (void)containerReportFromJson(v); },
+struct Codec {
+  const char* name;
+  // Decodes, then checks the round trip; throws only what the decoder throws.
+  void (*check)(const rapidjson::Value& json);
+  // A message as tide sends it, encoded.
+  std::string (*sample)();
+};
+
+template <typename T>
+void roundTrip(const T& decoded, T (*decode)(const rapidjson::Value&)) {
+  const std::string once = toJson(decoded);
+  T again;
+  try {
+    again = decode(parseJson(once));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "decoded message does not decode once encoded: %s\n%s\n", e.what(),
+                 once.c_str());
+    std::abort();
+  }
+  const std::string twice = toJson(again);
+  if (twice != once) {
+    std::fprintf(stderr, "encoding changed after a round trip:\n%s\n%s\n", once.c_str(),
+                 twice.c_str());
+    std::abort();
+  }
+}
+
+template <typename T, T (*Decode)(const rapidjson::Value&)>
+void checkCodec(const rapidjson::Value& json) {
+  roundTrip<T>(Decode(json), Decode);
+}
+
+// Decoders with a path argument.
+Resource decodeResource(const rapidjson::Value& json) {
+  return resourceFromJson(json);
+}
+TaskLaunch decodeTaskLaunch(const rapidjson::Value& json) {
+  return taskLaunchFromJson(json);
+}
+TaskStatusUpdate decodeTaskStatusUpdate(const rapidjson::Value& json) {
+  return taskStatusUpdateFromJson(json);
+}
+
+const Resource kResource{2048, 2};
+
+Container sampleContainer() {
+  return {"container_1_0001_01_000002", "127.0.0.1:8042", "127.0.0.1:8042", kResource, "0f3c9a"};
+}
+
+BlockInput sampleBlockInput() {
+  return {"s1", 3, "e2", "http://127.0.0.1:40123", "job-1/s1/3/part-0", 1024};
+}
+
+TaskLaunch sampleTaskLaunch() {
+  TaskLaunch launch;
+  launch.taskId = 7;
+  launch.jobId = "job-1";
+  launch.stageId = "s2";
+  launch.index = 1;
+  launch.attempt = 0;
+  launch.kind = "command";
+  launch.argv = {"sh", "-c", "echo 1"};
+  launch.env = {{"SEED", "1"}};
+  launch.cwd = "/tmp";
+  launch.timeoutMs = 5000;
+  launch.cpus = 1;
+  launch.inputs = {sampleBlockInput()};
+  launch.collectDir = "/tmp/out";
+  return launch;
+}
+
+TaskStatusUpdate sampleTaskStatusUpdate() {
+  TaskStatusUpdate update;
+  update.taskId = 7;
+  update.state = TaskState::kFinished;
+  update.reason = "exited with code 0";
+  update.stderrTail = "warning: x\n";
+  update.durationMs = 120;
+  update.blocks = {{0, 1024}, {1, 2048}};
+  return update;
+}
+
+ApplicationReport sampleReport() {
+  ApplicationReport r;
+  r.id = "application_1_0001";
+  r.name = "primes";
+  r.queue = "default";
+  r.state = app_state::kRunning;
+  r.finalStatus = final_status::kUndefined;
+  r.trackingUrl = "http://127.0.0.1:4040/";
+  r.allocatedMB = 4096;
+  r.allocatedVCores = 3;
+  r.runningContainers = 2;
+  r.currentAppAttemptId = "appattempt_1_0001_000001";
+  r.amHostHttpAddress = "127.0.0.1:8042";
+  r.startedTime = 1700000000000;
+  return r;
+}
+
+const std::vector<Codec>& codecs() {
+  static const std::vector<Codec> all{
+      {"new_application_response",
+       checkCodec<NewApplicationResponse, newApplicationResponseFromJson>,
+       [] {
+         return toJson(NewApplicationResponse{"application_1_0001", kResource});
+       }},
+      {"application_submission", checkCodec<ApplicationSubmission, applicationSubmissionFromJson>,
+       [] {
+         ApplicationSubmission s;
+         s.applicationId = "application_1_0001";
+         s.applicationName = "primes";
+         s.command = "tide-am --job primes.json";
+         s.environment = {{"TIDE_AM_TOKEN", "x"}, {"PATH", "/usr/bin"}};
+         s.resource = {1024, 1};
+         s.maxAppAttempts = 2;
+         return toJson(s);
+       }},
+      {"application_report", checkCodec<ApplicationReport, applicationReportFromJson>,
+       [] { return toJson(sampleReport()); }},
+      {"application_reports",
+       checkCodec<std::vector<ApplicationReport>, applicationReportsFromJson>,
+       [] {
+         return toJson(std::vector<ApplicationReport>{sampleReport(), sampleReport()});
+       }},
+      {"app_state", checkCodec<AppStateMessage, appStateFromJson>,
+       [] { return toJson(AppStateMessage{app_state::kKilled}); }},
+      {"cluster_metrics", checkCodec<ClusterMetrics, clusterMetricsFromJson>,
+       [] {
+         ClusterMetrics m;
+         m.appsSubmitted = 3;
+         m.appsRunning = 1;
+         m.appsCompleted = 2;
+         m.allocatedMB = 4096;
+         m.availableMB = 4096;
+         m.totalMB = 8192;
+         m.allocatedVirtualCores = 2;
+         m.availableVirtualCores = 6;
+         m.totalVirtualCores = 8;
+         m.containersAllocated = 2;
+         m.activeNodes = 1;
+         m.totalNodes = 1;
+         return toJson(m);
+       }},
+      {"node_reports", checkCodec<std::vector<NodeReport>, nodeReportsFromJson>,
+       [] {
+         NodeReport n{"127.0.0.1:8042",
+                      "127.0.0.1",
+                      "127.0.0.1:8042",
+                      node_state::kRunning,
+                      1700000000000,
+                      2048,
+                      6144,
+                      2,
+                      6,
+                      2};
+         return toJson(std::vector<NodeReport>{n});
+       }},
+      {"cluster_info", checkCodec<ClusterInfo, clusterInfoFromJson>,
+       [] {
+         ClusterInfo info;
+         info.id = 1700000000000;
+         info.startedOn = 1700000000000;
+         info.resourceManagerVersion = "tide-rm";
+         return toJson(info);
+       }},
+      {"allocate_request", checkCodec<AllocateRequest, allocateRequestFromJson>,
+       [] {
+         AllocateRequest r;
+         r.responseId = 4;
+         r.progress = 0.5;
+         r.asks = {{1, kResource, 3, "*", true}};
+         r.releases = {"container_1_0001_01_000003"};
+         return toJson(r);
+       }},
+      {"allocate_response", checkCodec<AllocateResponse, allocateResponseFromJson>,
+       [] {
+         AllocateResponse r;
+         r.responseId = 5;
+         r.allocatedContainers = {sampleContainer()};
+         r.completedContainers = {{"container_1_0001_01_000004", -105, "COMPLETE", "released"}};
+         r.availableResources = {6144, 6};
+         r.numClusterNodes = 1;
+         return toJson(r);
+       }},
+      {"finish_application_master_request",
+       checkCodec<FinishApplicationMasterRequest, finishApplicationMasterRequestFromJson>,
+       [] {
+         return toJson(FinishApplicationMasterRequest{final_status::kSucceeded, "done"});
+       }},
+      {"executor_registration", checkCodec<ExecutorRegistration, executorRegistrationFromJson>,
+       [] {
+         return toJson(ExecutorRegistration{"e1", "container_1_0001_01_000002", "127.0.0.1", 40123,
+                                            "127.0.0.1:8042", 2, 4242});
+       }},
+      {"executor_registered", checkCodec<ExecutorRegistered, executorRegisteredFromJson>,
+       [] {
+         return toJson(ExecutorRegistered{1000, 2});
+       }},
+      {"executor_sync", checkCodec<ExecutorSync, executorSyncFromJson>,
+       [] {
+         ExecutorSync s;
+         TaskStatusUpdate fetchFailed;
+         fetchFailed.taskId = 8;
+         fetchFailed.state = TaskState::kFetchFailed;
+         fetchFailed.exitCode = -1;
+         fetchFailed.reason = "fetch failed";
+         fetchFailed.failedInput = sampleBlockInput();
+         s.updates = {sampleTaskStatusUpdate(), fetchFailed};
+         s.running = {9, 10};
+         s.freeSlots = 1;
+         s.maxWaitMs = 1000;
+         return toJson(s);
+       }},
+      {"executor_sync_reply", checkCodec<ExecutorSyncReply, executorSyncReplyFromJson>,
+       [] {
+         ExecutorSyncReply r;
+         r.launches = {sampleTaskLaunch()};
+         r.kills = {3};
+         r.dropBlocks = {"job-1/s1"};
+         return toJson(r);
+       }},
+      {"node_registration", checkCodec<NodeRegistration, nodeRegistrationFromJson>,
+       [] {
+         return toJson(NodeRegistration{"127.0.0.1", 8042, {8192, 8}});
+       }},
+      {"node_registration_response",
+       checkCodec<NodeRegistrationResponse, nodeRegistrationResponseFromJson>,
+       [] {
+         return toJson(NodeRegistrationResponse{"127.0.0.1:8042", "c2VjcmV0", 1000});
+       }},
+      {"node_heartbeat", checkCodec<NodeHeartbeat, nodeHeartbeatFromJson>,
+       [] {
+         NodeHeartbeat h;
+         h.containers = {{"container_1_0001_01_000002", "RUNNING", 0, ""},
+                         {"container_1_0001_01_000003", "COMPLETE", 137, "killed"}};
+         return toJson(h);
+       }},
+      {"node_heartbeat_response", checkCodec<NodeHeartbeatResponse, nodeHeartbeatResponseFromJson>,
+       [] {
+         return toJson(NodeHeartbeatResponse{{"container_1_0001_01_000003"}, false});
+       }},
+      {"container_launch_request",
+       checkCodec<ContainerLaunchRequest, containerLaunchRequestFromJson>,
+       [] {
+         return toJson(ContainerLaunchRequest{"container_1_0001_01_000002",
+                                              "application_1_0001",
+                                              "0f3c9a",
+                                              "tide-executor",
+                                              {{"TIDE_EXECUTOR_ID", "e1"}},
+                                              kResource});
+       }},
+      {"container_report", checkCodec<ContainerReport, containerReportFromJson>,
+       [] {
+         return toJson(ContainerReport{"container_1_0001_01_000002", "application_1_0001",
+                                       "RUNNING", 0, "", 4242, kResource, "/tmp/nm/c2", 300});
+       }},
+      // Added after the first corpus: keep new ones at the end.
+      {"register_application_master_request",
+       checkCodec<RegisterApplicationMasterRequest, registerApplicationMasterRequestFromJson>,
+       [] {
+         return toJson(
+             RegisterApplicationMasterRequest{"127.0.0.1", 4040, "http://127.0.0.1:4040/"});
+       }},
+      {"register_application_master_response",
+       checkCodec<RegisterApplicationMasterResponse, registerApplicationMasterResponseFromJson>,
+       [] {
+         return toJson(RegisterApplicationMasterResponse{kResource, {sampleContainer()}});
+       }},
+      {"finish_application_master_response",
+       checkCodec<FinishApplicationMasterResponse, finishApplicationMasterResponseFromJson>,
+       [] { return toJson(FinishApplicationMasterResponse{true}); }},
+      {"commit_request", checkCodec<CommitRequest, commitRequestFromJson>,
+       [] { return toJson(CommitRequest{7}); }},
+      {"commit_decision", checkCodec<CommitDecision, commitDecisionFromJson>,
+       [] {
+         return toJson(CommitDecision{false, "another attempt committed"});
+       }},
+      {"resource", checkCodec<Resource, decodeResource>, [] { return toJson(kResource); }},
+      {"task_launch", checkCodec<TaskLaunch, decodeTaskLaunch>,
+       [] { return toJson(sampleTaskLaunch()); }},
+      {"task_status_update", checkCodec<TaskStatusUpdate, decodeTaskStatusUpdate>,
+       [] { return toJson(sampleTaskStatusUpdate()); }},
   };
   return all;
 }
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const char* dir = std::getenv("TIDE_FUZZ_WRITE_SEEDS");
+  if (dir == nullptr) return 0;
+  const auto& all = codecs();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string json = all[i].sample();
+    all[i].check(parseJson(json));  // a seed must be a message the decoder takes
+    std::ofstream(std::string(dir) + "/" + all[i].name, std::ios::binary)
+        << static_cast<char>(i) << json;
+  }
+  std::exit(0);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const auto& all = decoders();
-  const Decoder& decode = all[data[0] % all.size()];
+  const auto& all = codecs();
+  const Codec& codec = all[data[0] % all.size()];
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    const rapidjson::Document document = tide::rest::parseJson(text);
-    decode(document);
-  } catch (const tide::rest::JsonParseError&) {
-  } catch (const tide::rest::JsonFieldError&) {
+    codec.check(parseJson(text));
+  } catch (const JsonParseError&) {
+  } catch (const JsonFieldError&) {
   }
   return 0;
 }

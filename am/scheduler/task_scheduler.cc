@@ -921,9 +921,10 @@ void TaskScheduler::handleLostOutputs(const std::map<std::string, std::vector<in
       if (reader->state != JobState::kRunning) continue;
       for (size_t i = 0; i < reader->stages.size(); ++i) {
         const StageRun& readerStage = reader->stages[i];
-        const bool reads = readerStage.state != StageState::kSucceeded &&
-                           std::any_of(readerStage.inputs.begin(), readerStage.inputs.end(),
-                                       [&](const auto& input) { return input.second == stageId; });
+        const bool reads =
+            readerStage.state != StageState::kSucceeded &&
+            std::any_of(readerStage.inputs.begin(), readerStage.inputs.end(),
+                        [&id = stageId](const auto& input) { return input.second == id; });
         if (reads && reader->state == JobState::kRunning) {
           failJob(*reader, i,
                   "Job '" + reader->job.name + "' failed: persisted stage " + stageId + " lost " +

@@ -241,7 +241,6 @@ class ClusterState {
   int forgottenFinished_ = 0;
   int forgottenFailed_ = 0;
   int forgottenKilled_ = 0;
-  size_t amCursor_ = 0;
   Outbox outbox_;
   std::deque<ContainerOutcome> completed_;
 };

@@ -194,6 +194,36 @@ TEST(Properties, UnknownKeysAreKeptAndGetADidYouMean) {
                           "'executor.cores'?"));
 }
 
+// Found by fuzz_config: a BOM was stripped from the first line only, so the first key of a
+// concatenated file saved with one was unknown, and toText() did not load back.
+TEST(Properties, AByteOrderMarkStartingAnyLineIsIgnored) {
+  Properties p;
+  const std::string bom = "\xEF\xBB\xBF";
+  p.loadText(bom + "executor.cores=2\n" + bom + "task.cpus=1\n", "a.conf");
+  EXPECT_EQ(p.getInt("executor.cores"), 2);
+  EXPECT_EQ(p.getInt("task.cpus"), 1);
+  EXPECT_TRUE(p.unknownKeyWarnings().empty());
+  Properties again;
+  again.loadText(p.toText(), "b.conf");
+  EXPECT_EQ(again.toText(), p.toText());
+}
+
+// Found by fuzz_config: every unknown key was measured against every known key, so a file of
+// long unknown keys took seconds to warn about. Keys too far apart in length are skipped now;
+// the warnings are the same.
+TEST(Properties, LongUnknownKeysAreIgnoredWithoutASuggestion) {
+  Properties p;
+  const std::string longKey = "dynamicAllocation.maxExecutors" + std::string(100000, 'x');
+  p.set(longKey, "1");
+  p.set("executor.coresx", "2");
+  p.set("xx", "3");
+  EXPECT_THAT(p.unknownKeyWarnings(),
+              ElementsAre("unknown key '" + longKey + "' (--conf) is ignored",
+                          "unknown key 'executor.coresx' (--conf); did you mean "
+                          "'executor.cores'?",
+                          "unknown key 'xx' (--conf) is ignored"));
+}
+
 TEST(Properties, TypedGetterErrorsNameKeyValueAndOrigin) {
   TempDir dir;
   const std::string file = dir.writeFile("tide.conf",
