@@ -237,6 +237,12 @@ TEST_F(RmRestartTest, AJobRidesOutATenSecondRmOutageWithItsContainers) {
   rm->signal(SIGKILL);
   ASSERT_TRUE(rm->waitFor(10s).has_value());
   const auto outageStart = std::chrono::steady_clock::now();
+  // `tide status APPLICATION_ID` started now waits for the RM instead of failing.
+  ChildSpec statusSpec;
+  statusSpec.argv = withConf({bin("tide"), "status", appId, "--master", rmUrl, "--json"},
+                             {{"rm.secretFile", secretFile()}});
+  statusSpec.logPath = (dir.path() / "status.log").string();
+  ChildProcess statusCommand(statusSpec);
   EXPECT_TRUE(eventually([&] { return markers().size() > doneBefore; }, 10s))
       << "no task finished while the RM was down";
   std::this_thread::sleep_until(outageStart + 10s);  // the outage itself, not a wait for a state
@@ -255,6 +261,12 @@ TEST_F(RmRestartTest, AJobRidesOutATenSecondRmOutageWithItsContainers) {
   std::cout << "rm recovery: "
             << std::chrono::duration_cast<std::chrono::milliseconds>(recovered - restarted).count()
             << " ms from restart to nodes and AM registered again" << std::endl;
+
+  const std::optional<int> statusExit = statusCommand.waitFor(60s);
+  ASSERT_TRUE(statusExit.has_value()) << "tide status did not return";
+  EXPECT_EQ(*statusExit, 0) << readFile(statusSpec.logPath);
+  EXPECT_THAT(readFile(statusSpec.logPath), HasSubstr("does not answer"));
+  EXPECT_THAT(readFile(statusSpec.logPath), HasSubstr("\"allocation\""));
 
   const std::optional<int> exit = submitter->waitFor(120s);
   ASSERT_TRUE(exit.has_value()) << "tide submit --wait did not return";
