@@ -47,7 +47,8 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
                       ": must be between 0 and 1000000");
   }
   config.maxCompletedApplications = static_cast<int>(completed);
-  const std::string store = properties.getString("rm.stateStore.dir");
+  const std::string store =
+      properties.has("rm.stateStore.dir") ? properties.getString("rm.stateStore.dir") : "";
   if (toLower(store) == "none") {
     config.stateStoreDir.clear();
   } else if (!store.empty()) {
