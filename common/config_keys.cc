@@ -163,6 +163,9 @@ std::vector<KeyInfo> buildKeyTable() {
           "applications wait ACCEPTED (one AM may always run)"),
       key("rm.maxCompletedApplications", K::kInt, "1000",
           "Finished applications kept for reports (the oldest go first)"),
+      key("rm.stateStore.dir", K::kString, "",
+          "Where tide-rm keeps its applications, attempts and ids across restarts (none: "
+          "nowhere; default: rm-state next to rm.secretFile, none with rm.port=0)"),
 
       // Node manager (tide-nm).
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),

@@ -163,7 +163,12 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
         std::cerr << "tide: could not kill " << applicationId << ": " << e.what() << "\n";
       }
     }
-    rest::ApplicationReport report = cluster.application(applicationId);
+    rest::ApplicationReport report =
+        applicationReportRidingOut(cluster, applicationId, [&](const std::string& line) {
+          if (!lastLine.empty()) std::cerr << "\n";
+          lastLine.clear();
+          std::cerr << "tide: " << line << "\n";
+        });
     if (isFinal(report)) {
       if (options.progress && !lastLine.empty()) std::cerr << "\n";
       return report;

@@ -1,6 +1,8 @@
 #include "deploy/cluster_client.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include "rest/json.h"
 
@@ -46,6 +48,46 @@ void ClusterClient::kill(const std::string& applicationId) {
 
 rest::ClusterMetrics ClusterClient::metrics() {
   return rest::clusterMetricsFromJson(http_.getJson("/ws/v1/cluster/metrics"));
+}
+
+rest::ApplicationReport applicationReportRidingOut(
+    ClusterClient& cluster, const std::string& applicationId,
+    const std::function<void(const std::string&)>& say, const OutagePatience& patience) {
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> outageSince;
+  std::chrono::milliseconds delay = patience.initialDelay;
+  while (true) {
+    try {
+      rest::ApplicationReport report = cluster.application(applicationId);
+      if (outageSince && say) {
+        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                 std::chrono::steady_clock::now() - *outageSince)
+                                 .count();
+        say("the resource manager at " + cluster.address() + " answers again (after " +
+            std::to_string(seconds) + " s); " + applicationId + " is " + report.state);
+      }
+      return report;
+    } catch (const rest::HttpError& error) {
+      const long status = error.status();
+      const bool unreachable =
+          error.isTransportError() || status == 502 || status == 503 || status == 504;
+      const auto now = std::chrono::steady_clock::now();
+      if (!unreachable || now - started >= patience.total) throw;
+      if (!outageSince) {
+        outageSince = now;
+        if (say) {
+          say("the resource manager at " + cluster.address() + " does not answer (" +
+              (error.isTransportError() ? error.detail() : "HTTP " + std::to_string(status)) +
+              "); waiting up to " +
+              std::to_string(
+                  std::chrono::duration_cast<std::chrono::seconds>(patience.total).count()) +
+              " s for it to come back to learn how " + applicationId + " is doing");
+        }
+      }
+      std::this_thread::sleep_for(delay);
+      delay = std::min(patience.maxDelay, delay * 2);
+    }
+  }
 }
 
 std::string shellQuote(const std::string& word) {

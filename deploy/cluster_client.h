@@ -3,6 +3,8 @@
 // The client side of tide-rm's YARN-shaped cluster API, as `tide run`, `tide submit` and
 // `tide status` use it.
 
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +33,22 @@ class ClusterClient {
   std::string address_;
   rest::HttpClient http_;
 };
+
+// How long the tide commands wait for an unreachable tide-rm (a restart, a network blip)
+// before giving up, and the ceiling of the delay between their tries.
+struct OutagePatience {
+  std::chrono::milliseconds total{std::chrono::minutes(5)};
+  std::chrono::milliseconds initialDelay{200};
+  std::chrono::milliseconds maxDelay{5000};
+};
+
+// The application's report, riding out an unreachable tide-rm: a refused or broken connection,
+// a time-out or a 502/503/504 is retried with growing delays (doubling up to maxDelay) until
+// `patience.total` has passed; `say` gets one line when the wait starts (what it waits for)
+// and one when the RM answers again. Any other error (a 404, a 401) is thrown at once.
+rest::ApplicationReport applicationReportRidingOut(
+    ClusterClient& cluster, const std::string& applicationId,
+    const std::function<void(const std::string&)>& say, const OutagePatience& patience = {});
 
 // Quotes one word for /bin/sh.
 std::string shellQuote(const std::string& word);

@@ -146,7 +146,8 @@ Target resolve(const std::string& what, const std::string& master, const Propert
                       "(application_...)");
   }
   ClusterClient cluster(master, rest::rmClientToken(props));
-  const rest::ApplicationReport report = cluster.application(what);
+  const rest::ApplicationReport report = applicationReportRidingOut(
+      cluster, what, [](const std::string& line) { std::cerr << "tide status: " << line << "\n"; });
   if (isFinal(report)) {
     throw std::runtime_error(what + " has ended: " + report.state + " (" + report.finalStatus +
                              ")" + (report.diagnostics.empty() ? "" : ": " + report.diagnostics));

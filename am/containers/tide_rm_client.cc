@@ -1,8 +1,12 @@
 #include "am/containers/tide_rm_client.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
+#include "common/logging.h"
 #include "rest/messages/node.h"
 
 namespace tide::am {
@@ -35,6 +39,7 @@ TideRmClient::TideRmClient(TideRmAttempt attempt)
     : attempt_(std::move(attempt)), rm_(attempt_.rmAddress, rmOptions(attempt_.amToken)) {}
 
 rest::RegisterApplicationMasterResponse TideRmClient::registerAm(const AmEndpoint& endpoint) {
+  endpoint_ = endpoint;
   rest::RegisterApplicationMasterRequest request{endpoint.host, endpoint.port,
                                                  endpoint.trackingUrl};
   auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/register", rest::toJson(request),
@@ -43,6 +48,35 @@ rest::RegisterApplicationMasterResponse TideRmClient::registerAm(const AmEndpoin
 }
 
 HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
+  rest::AllocateRequest request = allocateRequest(ask);
+  auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/allocate", rest::toJson(request));
+  rest::AllocateResponse response = rest::allocateResponseFromJson(reply);
+  if (response.reRegister) {
+    // tide-rm restarted and recovered this attempt from its state store (YARN's
+    // ApplicationMasterNotRegisteredException): register again, start the responseId
+    // handshake over and state every outstanding ask again (host asks included).
+    Logger("am").warn() << "the resource manager restarted and asks " << attempt_.attemptId
+                        << " to register again; registering and resending the outstanding asks";
+    registerAm(endpoint_);
+    responseId_ = 0;
+    askedHosts_.clear();
+    request = allocateRequest(ask);
+    reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/allocate", rest::toJson(request));
+    response = rest::allocateResponseFromJson(reply);
+    if (response.reRegister) {
+      throw std::runtime_error("the resource manager still asks " + attempt_.attemptId +
+                               " to register again after it did");
+    }
+  }
+  responseId_ = response.responseId;
+  HeartbeatResult result;
+  result.granted = std::move(response.allocatedContainers);
+  result.completed = std::move(response.completedContainers);
+  result.numClusterNodes = response.numClusterNodes;
+  return result;
+}
+
+rest::AllocateRequest TideRmClient::allocateRequest(const ContainerAsk& ask) {
   rest::AllocateRequest request;
   request.responseId = responseId_;
   request.progress = ask.progress;
@@ -72,14 +106,7 @@ HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
   any.numContainers = std::max(0, ask.outstanding - onHosts);
   request.asks.push_back(any);
   request.releases = ask.releases;
-  auto reply = rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/allocate", rest::toJson(request));
-  rest::AllocateResponse response = rest::allocateResponseFromJson(reply);
-  responseId_ = response.responseId;
-  HeartbeatResult result;
-  result.granted = std::move(response.allocatedContainers);
-  result.completed = std::move(response.completedContainers);
-  result.numClusterNodes = response.numClusterNodes;
-  return result;
+  return request;
 }
 
 rest::HttpClient& TideRmClient::nodeClient(const std::string& nodeHttpAddress) {
@@ -111,8 +138,35 @@ void TideRmClient::launchExecutor(const rest::Container& container, const Execut
 
 void TideRmClient::unregister(const std::string& finalStatus, const std::string& diagnostics) {
   rest::FinishApplicationMasterRequest request{finalStatus, diagnostics};
-  rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/finish", rest::toJson(request),
-               {/*idempotent=*/true, std::nullopt});
+  // An AM that ends while tide-rm restarts waits for it (as YARN's AMRMClient does): leaving
+  // without unregistering would fail the attempt and run the application again.
+  const auto started = std::chrono::steady_clock::now();
+  std::chrono::milliseconds delay(200);
+  bool said = false;
+  while (true) {
+    try {
+      rm_.postJson("/ws/v1/am/" + attempt_.attemptId + "/finish", rest::toJson(request),
+                   {/*idempotent=*/true, std::nullopt});
+      if (said) Logger("am").info() << "the resource manager recorded the final status";
+      return;
+    } catch (const rest::HttpError& error) {
+      const long status = error.status();
+      const bool unreachable =
+          error.isTransportError() || status == 502 || status == 503 || status == 504;
+      if (!unreachable || std::chrono::steady_clock::now() - started >= kUnregisterPatience) {
+        throw;
+      }
+      if (!said) {
+        said = true;
+        Logger("am").warn()
+            << "the resource manager does not answer (" << error.what() << "); waiting up to "
+            << std::chrono::duration_cast<std::chrono::seconds>(kUnregisterPatience).count()
+            << " s for it to record the final status " << finalStatus;
+      }
+      std::this_thread::sleep_for(delay);
+      delay = std::min<std::chrono::milliseconds>(std::chrono::seconds(5), delay * 2);
+    }
+  }
 }
 
 }  // namespace tide::am

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,14 +30,21 @@ class TideRmClient final : public ResourceManagerClient {
   HeartbeatResult heartbeat(const ContainerAsk& ask) override;
   // Thread-safe: executors are started on a small pool, one client per node manager.
   void launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) override;
+  // Waits up to kUnregisterPatience for an unreachable tide-rm (a restart) to take the final
+  // status.
   void unregister(const std::string& finalStatus, const std::string& diagnostics) override;
+  static constexpr std::chrono::milliseconds kUnregisterPatience{std::chrono::minutes(3)};
 
  private:
   rest::HttpClient& nodeClient(const std::string& nodeHttpAddress);
 
+  rest::AllocateRequest allocateRequest(const ContainerAsk& ask);
+
   TideRmAttempt attempt_;
   rest::HttpClient rm_;
   int64_t responseId_ = 0;
+  // What registerAm sent: sent again when a restarted tide-rm asks the AM to register again.
+  AmEndpoint endpoint_;
   // Hosts the last heartbeat asked containers on: an ask that is not repeated is sent as 0, or
   // tide-rm would keep it outstanding.
   std::set<std::string> askedHosts_;

@@ -719,7 +719,8 @@ rest::NodeHeartbeat ContainerManager::heartbeat(std::vector<std::string>* comple
             [](const Container* a, const Container* b) { return a->sequence < b->sequence; });
   for (const Container* container : ordered) {
     heartbeat.containers.push_back({container->request.containerId, container->state,
-                                    container->exitStatus, container->diagnostics});
+                                    container->exitStatus, container->diagnostics,
+                                    container->request.resource});
     if (container->state == kComplete && completedIds != nullptr) {
       completedIds->push_back(container->request.containerId);
     }

@@ -121,17 +121,22 @@ DurationMs NodeStatusUpdater::heartbeat() {
     log_.info() << "the resource manager answers heartbeats again";
     consecutiveFailures_ = 0;
   }
+  if (answer.reRegister) {
+    // An RM that does not know the node (it restarted, or expired the node) has not taken in
+    // these completions: they go again with the first heartbeat after registering, with every
+    // running container, which a restarted RM with a state store keeps.
+    log_.warn() << "the resource manager asked node " << nodeId
+                << " to register again (it restarted or lost the node); registering with "
+                << containers_.heartbeat(nullptr).containers.size() << " containers to report";
+    identity_.markUnregistered();
+    return 0;
+  }
   // The RM has now seen these completions; later heartbeats leave them out.
   containers_.markReported(completedIds);
   for (const std::string& id : answer.containersToStop) {
     if (!containers_.stop(id, StopReason::kResourceManager, /*wait=*/false)) {
       log_.warn() << "the resource manager asked to stop unknown container " << id;
     }
-  }
-  if (answer.reRegister) {
-    log_.warn() << "the resource manager asked node " << nodeId << " to register again";
-    identity_.markUnregistered();
-    return 0;
   }
   return interval();
 }

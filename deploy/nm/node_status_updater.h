@@ -35,7 +35,9 @@ struct NodeStatusUpdaterOptions {
   std::optional<DurationMs> heartbeatInterval;
   DurationMs defaultHeartbeatInterval = 1000;
   DurationMs initialRetryDelay = 500;  // after the first failure; doubles up to maxRetryDelay
-  DurationMs maxRetryDelay = 10000;
+  // Kept short so that a restarted RM hears from its nodes within a few seconds; the jitter
+  // spreads the nodes that lost it together.
+  DurationMs maxRetryDelay = 3000;
   std::chrono::milliseconds requestTimeout{10000};
   // Sent as "Authorization: Bearer" when registering: the node credential derived from the
   // cluster secret (rest/messages/credentials.h); empty = none (rm.authentication=none).

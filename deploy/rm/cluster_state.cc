@@ -114,6 +114,9 @@ struct ClusterState::Attempt {
   // Launches of its AM container that a node refused for a transient reason (503, connection
   // refused): retried, elsewhere when possible, without using up the attempt.
   int amLaunchRetries = 0;
+  // Recovered from the state store as registered: its AM must register again with this RM
+  // (its allocate answers reRegister until then).
+  bool mustReRegister = false;
 
   bool active() const {
     return state == State::kWaitingForAmContainer || state == State::kLaunched ||
@@ -166,14 +169,15 @@ ClusterState::ClusterState(ClusterStateOptions options, const Clock& clock, Secr
       clock_(clock),
       secrets_(std::move(secrets)),
       placementRng_(options_.placementSeed),
-      startedAt_(clock.nowMs()) {
+      startedAt_(clock.nowMs()),
+      startedOnMs_(options_.clusterTimestamp) {
   if (!secrets_) secrets_ = systemSecretGenerator();
 }
 
 ClusterState::~ClusterState() = default;
 
 int64_t ClusterState::toEpoch(TimeMs monotonic) const {
-  return options_.clusterTimestamp + (monotonic - startedAt_);
+  return startedOnMs_ + (monotonic - startedAt_);
 }
 
 int64_t ClusterState::epochNowMs() const {
@@ -219,6 +223,7 @@ rest::NewApplicationResponse ClusterState::newApplication() {
       "application_" + std::to_string(options_.clusterTimestamp) + "_" + padded(app->number, 4);
   rest::NewApplicationResponse response{app->id, maximumCapability()};
   applications_.emplace(app->id, std::move(app));
+  countersDirty_ = true;
   forgetOldApplications();
   return response;
 }
@@ -251,6 +256,8 @@ void ClusterState::forgetOldApplications() {
     if (app.state == app_state::kFinished) ++forgottenFinished_;
     if (app.state == app_state::kFailed) ++forgottenFailed_;
     if (app.state == app_state::kKilled) ++forgottenKilled_;
+    if (app.submitted) forgottenToStore_.push_back(app.id);
+    countersDirty_ = true;
     applications_.erase(it);
   }
 }
@@ -281,6 +288,7 @@ void ClusterState::submitApplication(const rest::ApplicationSubmission& submissi
   app.state = app_state::kAccepted;
   app.startedTime = epochNowMs();
   ++appsSubmitted_;
+  countersDirty_ = true;
   queue_.push_back(&app);
   log_.info() << "application " << app.id << " ('" << submission.applicationName
               << "') submitted: AM needs " << submission.resource.memoryMb << " MB, "
@@ -415,7 +423,7 @@ std::vector<rest::NodeReport> ClusterState::nodeReports() const {
 rest::ClusterInfo ClusterState::info() const {
   rest::ClusterInfo info;
   info.id = options_.clusterTimestamp;
-  info.startedOn = options_.clusterTimestamp;
+  info.startedOn = startedOnMs_;
   info.resourceManagerVersion = options_.version;
   return info;
 }
@@ -487,6 +495,10 @@ rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeI
     reported.insert(status.containerId);
     const bool running = status.state != "COMPLETE";
     auto found = containers_.find(status.containerId);
+    if (found == containers_.end() && adoptReportedContainer(node, status)) {
+      freedSomething = true;  // an AM container that ended may have failed its attempt
+      continue;
+    }
     if (found == containers_.end() || found->second->node != &node) {
       // Completed here already (released, killed, lost with an earlier registration) or never
       // granted on this node: whatever runs under that id must not.
@@ -560,6 +572,19 @@ void ClusterState::authenticateAttempt(const std::string& attemptId,
 rest::RegisterApplicationMasterResponse ClusterState::registerApplicationMaster(
     const std::string& attemptId, const rest::RegisterApplicationMasterRequest& request) {
   Attempt& attempt = requireAttempt(attemptId);
+  if (attempt.state == Attempt::State::kRegistered && attempt.mustReRegister) {
+    // YARN's resync after an RM restart: the AM registers again and resends its asks.
+    attempt.mustReRegister = false;
+    attempt.lastContact = clock_.nowMs();
+    attempt.asks.clear();
+    attempt.lastResponseId = 0;
+    attempt.lastResponse.reset();
+    if (!request.trackingUrl.empty()) attempt.app->trackingUrl = request.trackingUrl;
+    markDirty(*attempt.app);
+    log_.info() << "AM of " << attemptId << " registered again from " << request.host << ":"
+                << request.port << " after the resource manager restarted";
+    return {maximumCapability(), {}};
+  }
   if (attempt.state != Attempt::State::kLaunched) {
     const std::string why = attempt.state == Attempt::State::kRegistered
                                 ? "is already registered"
@@ -571,6 +596,7 @@ rest::RegisterApplicationMasterResponse ClusterState::registerApplicationMaster(
   attempt.lastContact = clock_.nowMs();
   app.state = app_state::kRunning;
   app.trackingUrl = request.trackingUrl;
+  markDirty(app);
   log_.info() << "AM of " << attemptId << " registered from " << request.host << ":"
               << request.port;
   // Executor containers of the failed attempts are this attempt's now (YARN's
@@ -591,6 +617,14 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
     const std::string why =
         attempt.active() ? "has not registered" : std::string("is ") + attempt.stateName();
     throw RmError(RmError::kConflict, "application attempt '" + attemptId + "' " + why);
+  }
+  if (attempt.mustReRegister) {
+    attempt.lastContact = clock_.nowMs();  // its AM is alive; it has to register again
+    rest::AllocateResponse response;
+    response.reRegister = true;
+    response.availableResources = clusterFree();
+    response.numClusterNodes = aliveNodeCount();
+    return response;
   }
   // YARN's handshake: the AM sends the id of the last response it got. One behind means the
   // answer got lost on the way (a retry): it gets the same answer again.
@@ -693,6 +727,7 @@ void ClusterState::amLaunchFailed(const std::string& containerId, const std::str
     node.ready = false;  // until its next heartbeat
     attempt.state = Attempt::State::kWaitingForAmContainer;
     attempt.amContainerId.clear();
+    markDirty(*attempt.app);
     log_.warn() << "AM container " << containerId << " of " << attempt.id
                 << " could not be launched on " << node.id << " (" << reason
                 << "); placing it again (retry " << attempt.amLaunchRetries << " of "
@@ -721,6 +756,7 @@ void ClusterState::startAttempt(Application& app) {
   attempt->token = newSecret();
   attempts_[attempt->id] = attempt.get();
   app.attempts.push_back(std::move(attempt));
+  markDirty(app);
 }
 
 void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
@@ -748,6 +784,7 @@ void ClusterState::failAttempt(Attempt& attempt, const std::string& reason) {
       reason.substr(0, newline) + "; attempt " + std::to_string(attempt.number) + " of " +
       std::to_string(maxAttempts) + (newline == std::string::npos ? "" : reason.substr(newline));
   log_.warn() << attempt.id << " failed: " << diagnostics;
+  markDirty(app);
   if (isFinal(app.state)) return;
   if (attempt.number < maxAttempts) {
     app.diagnostics = diagnostics;
@@ -775,6 +812,7 @@ void ClusterState::endApplication(Application& app, const char* state, const cha
   app.diagnostics = diagnostics;
   app.finishedTime = epochNowMs();
   if (Attempt* attempt = app.current()) attempt->asks.clear();
+  markDirty(app);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -785,7 +823,10 @@ ClusterState::ContainerRecord& ClusterState::allocateContainer(Attempt& attempt,
                                                                bool amContainer) {
   Application& app = *attempt.app;
   auto record = std::make_unique<ContainerRecord>();
-  record->id = "container_" + std::to_string(options_.clusterTimestamp) + "_" +
+  // After a restart the ids carry the RM's epoch (as YARN's container_e<epoch>_...), so that
+  // they never collide with those of containers allocated before it.
+  const std::string epochPart = epoch_ > 0 ? "e" + std::to_string(epoch_) + "_" : "";
+  record->id = "container_" + epochPart + std::to_string(options_.clusterTimestamp) + "_" +
                padded(app.number, 4) + "_" + padded(attempt.number, 2) + "_" +
                padded(attempt.nextContainerNumber++, 6);
   record->attempt = &attempt;
@@ -1002,6 +1043,7 @@ void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
     attempt->amContainerId = container.id;
     attempt->state = Attempt::State::kLaunched;
     attempt->lastContact = clock_.nowMs();
+    markDirty(*app);
 
     AmLaunch launch;
     launch.nodeId = node.id;
@@ -1151,6 +1193,230 @@ std::string ClusterState::applicationSecret(const std::string& applicationId) co
 std::string ClusterState::nodeSecret(const std::string& nodeId) const {
   auto found = nodes_.find(nodeId);
   return found == nodes_.end() ? "" : found->second->secret;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restarts
+
+namespace {
+
+const char* storedAttemptState(int state) {
+  static const char* const kNames[] = {"WAITING",  "LAUNCHED", "REGISTERED",
+                                       "FINISHED", "FAILED",   "KILLED"};
+  return kNames[state];
+}
+
+int attemptStateFromStored(const std::string& name, const std::string& attemptId) {
+  for (int i = 0; i < 6; ++i) {
+    if (name == storedAttemptState(i)) return i;
+  }
+  throw StateStoreError("attempt " + attemptId + " has an unknown state '" + name +
+                        "' in the state store");
+}
+
+// The numbers in container_[e<epoch>_]<timestamp>_<app>_<attempt>_<number>.
+struct ParsedContainerId {
+  int64_t epoch = 0;
+  std::string timestamp;
+  int64_t application = 0;
+  int64_t attempt = 0;
+};
+
+std::optional<ParsedContainerId> parseContainerId(const std::string& id) {
+  const std::string prefix = "container_";
+  if (id.rfind(prefix, 0) != 0) return std::nullopt;
+  std::vector<std::string> parts;
+  size_t position = prefix.size();
+  while (true) {
+    const size_t next = id.find('_', position);
+    parts.push_back(id.substr(position, next == std::string::npos ? next : next - position));
+    if (next == std::string::npos) break;
+    position = next + 1;
+  }
+  ParsedContainerId parsed;
+  try {
+    if (parts.size() == 5 && !parts[0].empty() && parts[0][0] == 'e') {
+      parsed.epoch = std::stoll(parts[0].substr(1));
+      parts.erase(parts.begin());
+    }
+    if (parts.size() != 4) return std::nullopt;
+    parsed.timestamp = parts[0];
+    parsed.application = std::stoll(parts[1]);
+    parsed.attempt = std::stoll(parts[2]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+}  // namespace
+
+void ClusterState::markDirty(const Application& app) {
+  if (!options_.stateStore) return;
+  if (std::find(dirtyApplications_.begin(), dirtyApplications_.end(), app.id) ==
+      dirtyApplications_.end()) {
+    dirtyApplications_.push_back(app.id);
+  }
+}
+
+StoredApplication ClusterState::storedOf(const Application& app) const {
+  StoredApplication stored;
+  stored.id = app.id;
+  stored.number = app.number;
+  stored.submission = app.submission;
+  stored.state = app.state;
+  stored.finalStatus = app.finalStatus;
+  stored.diagnostics = app.diagnostics;
+  stored.trackingUrl = app.trackingUrl;
+  stored.startedTime = app.startedTime;
+  stored.finishedTime = app.finishedTime;
+  for (const auto& attempt : app.attempts) {
+    stored.attempts.push_back({attempt->number, attempt->id, attempt->token,
+                               storedAttemptState(static_cast<int>(attempt->state)),
+                               attempt->amContainerId});
+  }
+  return stored;
+}
+
+std::vector<StoreRecord> ClusterState::takeStoreRecords() {
+  std::vector<StoreRecord> records;
+  if (!options_.stateStore) return records;
+  if (countersDirty_) {
+    StoredCounters counters;
+    counters.clusterTimestamp = options_.clusterTimestamp;
+    counters.epoch = epoch_;
+    counters.nextApplicationNumber = nextApplicationNumber_;
+    counters.appsSubmitted = appsSubmitted_;
+    counters.forgottenFinished = forgottenFinished_;
+    counters.forgottenFailed = forgottenFailed_;
+    counters.forgottenKilled = forgottenKilled_;
+    records.push_back(StoreRecord::ofCounters(counters));
+    countersDirty_ = false;
+  }
+  for (const std::string& id : dirtyApplications_) {
+    auto found = applications_.find(id);
+    // Only submitted applications are stored (a new one is only a number, in the counters).
+    if (found != applications_.end() && found->second->submitted) {
+      records.push_back(StoreRecord::ofApplication(storedOf(*found->second)));
+    }
+  }
+  dirtyApplications_.clear();
+  for (const std::string& id : forgottenToStore_) records.push_back(StoreRecord::forget(id));
+  forgottenToStore_.clear();
+  return records;
+}
+
+void ClusterState::recover(const StoredState& stored) {
+  countersDirty_ = true;  // the epoch (and on a first start, the cluster timestamp)
+  if (stored.empty || stored.counters.clusterTimestamp == 0) return;
+  const StoredCounters& counters = stored.counters;
+  options_.clusterTimestamp = counters.clusterTimestamp;
+  epoch_ = counters.epoch + 1;
+  nextApplicationNumber_ = counters.nextApplicationNumber;
+  appsSubmitted_ = counters.appsSubmitted;
+  forgottenFinished_ = counters.forgottenFinished;
+  forgottenFailed_ = counters.forgottenFailed;
+  forgottenKilled_ = counters.forgottenKilled;
+  const TimeMs now = clock_.nowMs();
+  std::vector<Application*> active;
+  int running = 0;
+  for (const auto& [id, storedApp] : stored.applications) {
+    auto app = std::make_unique<Application>();
+    app->number = storedApp.number;
+    app->id = storedApp.id;
+    app->submitted = true;
+    app->submission = storedApp.submission;
+    app->state = storedApp.state;
+    app->finalStatus = storedApp.finalStatus;
+    app->diagnostics = storedApp.diagnostics;
+    app->trackingUrl = storedApp.trackingUrl;
+    app->startedTime = storedApp.startedTime;
+    app->finishedTime = storedApp.finishedTime;
+    for (const StoredAttempt& storedAttempt : storedApp.attempts) {
+      auto attempt = std::make_unique<Attempt>();
+      attempt->app = app.get();
+      attempt->number = storedAttempt.number;
+      attempt->id = storedAttempt.id;
+      attempt->token = storedAttempt.token;
+      attempt->state = static_cast<Attempt::State>(
+          attemptStateFromStored(storedAttempt.state, storedAttempt.id));
+      attempt->amContainerId = storedAttempt.amContainerId;
+      // Its AM gets amLivenessExpiry from now to show up again.
+      attempt->lastContact = now;
+      attempt->endedAt = now;
+      attempt->mustReRegister = attempt->state == Attempt::State::kRegistered;
+      attempts_[attempt->id] = attempt.get();
+      app->attempts.push_back(std::move(attempt));
+    }
+    if (!isFinal(app->state)) {
+      active.push_back(app.get());
+      if (app->current() != nullptr && app->current()->active()) {
+        running += app->current()->state != Attempt::State::kWaitingForAmContainer ? 1 : 0;
+      }
+    }
+    nextApplicationNumber_ = std::max(nextApplicationNumber_, app->number + 1);
+    applications_.emplace(app->id, std::move(app));
+  }
+  std::sort(active.begin(), active.end(),
+            [](const Application* a, const Application* b) { return a->number < b->number; });
+  queue_ = active;
+  log_.info() << "recovered " << applications_.size() << " applications from the state store ("
+              << active.size() << " not finished, " << running
+              << " with an AM that may still run: their node managers and AMs register again); "
+              << "epoch " << epoch_;
+}
+
+bool ClusterState::adoptReportedContainer(Node& node, const rest::ContainerStatus& status) {
+  if (epoch_ == 0) return false;  // nothing was recovered
+  const std::optional<ParsedContainerId> parsed = parseContainerId(status.containerId);
+  if (!parsed || parsed->epoch >= epoch_ ||
+      parsed->timestamp != std::to_string(options_.clusterTimestamp)) {
+    return false;
+  }
+  const std::string attemptId = "appattempt_" + parsed->timestamp + "_" +
+                                padded(parsed->application, 4) + "_" + padded(parsed->attempt, 6);
+  auto found = attempts_.find(attemptId);
+  if (found == attempts_.end()) return false;
+  Attempt& attempt = *found->second;
+  Application& app = *attempt.app;
+  const bool live =
+      attempt.state == Attempt::State::kLaunched || attempt.state == Attempt::State::kRegistered;
+  if (!live || app.current() != &attempt) return false;
+  const bool amContainer = status.containerId == attempt.amContainerId;
+  const bool running = status.state != "COMPLETE";
+  if (!running) {
+    // It ended while the RM was down: its AM learns of it as of any completion.
+    if (amContainer) {
+      failAttempt(attempt, "AM container " + status.containerId + " exited with code " +
+                               std::to_string(status.exitStatus) +
+                               " while the resource manager was down");
+    } else if (attempt.state == Attempt::State::kRegistered) {
+      attempt.completedToReport.push_back({status.containerId, status.exitStatus,
+                                           rest::container_state::kComplete, status.diagnostics});
+    }
+    return true;
+  }
+  auto record = std::make_unique<ContainerRecord>();
+  record->id = status.containerId;
+  record->attempt = &attempt;
+  record->node = &node;
+  record->resource = status.resource;
+  if (amContainer && record->resource.memoryMb == 0 && record->resource.vCores == 0) {
+    record->resource = app.submission.resource;
+  }
+  record->amContainer = amContainer;
+  record->state = ContainerRecord::State::kRunning;
+  record->seenOnNode = true;
+  node.used = plus(node.used, record->resource);
+  node.containers.insert(record->id);
+  attempt.containers.insert(record->id);
+  app.allocated = plus(app.allocated, record->resource);
+  ++app.liveContainers;
+  log_.info() << "node " << node.id << " still runs "
+              << (amContainer ? "AM container " : "container ") << record->id << " of "
+              << attempt.id << ": kept";
+  containers_.emplace(record->id, std::move(record));
+  return true;
 }
 
 }  // namespace tide::rm

@@ -32,6 +32,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "deploy/rm/rm_config.h"
+#include "deploy/rm/state_store.h"
 #include "rest/messages/cluster.h"
 #include "rest/messages/node.h"
 
@@ -74,6 +75,9 @@ struct ClusterStateOptions {
   int64_t clusterTimestamp = 0;
   uint64_t placementSeed = 0;  // seeds the shuffle of alive nodes
   std::string version = "tide-rm";
+  // Whether a state store keeps what must survive a restart: the state then queues the
+  // records to write (takeStoreRecords) at every change of an application or of the counters.
+  bool stateStore = false;
 };
 
 // How a container ended, for tests and the log.
@@ -156,6 +160,19 @@ class ClusterState {
   // The network work decided since the last call.
   Outbox takeOutbox();
 
+  // --- Restarts (work-preserving, as YARN's RM restart). Called once, right after
+  // construction, with what the state store holds: the counters (the cluster timestamp stays
+  // the first start's, so ids stay unique; the epoch goes up by one), the applications and
+  // their attempts. A registered attempt must register again (its allocate answers
+  // reRegister); the containers node managers report when they register again are adopted
+  // when they belong to an active attempt and were allocated before this start (an older
+  // epoch), instead of being stopped. Without a stored state it only records the counters.
+  void recover(const StoredState& stored);
+  // What to write to the state store since the last call (empty without options.stateStore);
+  // the caller writes it before answering the request that made it.
+  std::vector<StoreRecord> takeStoreRecords();
+  int64_t epoch() const { return epoch_; }
+
   // --- Introspection, for tests, the bench and logs.
   const ClusterStateOptions& options() const { return options_; }
   std::optional<ContainerView> container(const std::string& containerId) const;
@@ -188,6 +205,12 @@ class ClusterState {
   const Attempt& requireAttempt(const std::string& attemptId) const;
 
   std::string newSecret();
+  // The application's stored form changed: it is written with the next takeStoreRecords().
+  void markDirty(const Application& app);
+  StoredApplication storedOf(const Application& app) const;
+  // A container a node reports that this RM does not hold: adopted (true) when it belongs to
+  // the active attempt of a recovered application and was allocated before this start.
+  bool adoptReportedContainer(Node& node, const rest::ContainerStatus& status);
   void startAttempt(Application& app);
   void failAttempt(Attempt& attempt, const std::string& reason);
   void endApplication(Application& app, const char* state, const char* finalStatus,
@@ -241,6 +264,13 @@ class ClusterState {
   int forgottenFinished_ = 0;
   int forgottenFailed_ = 0;
   int forgottenKilled_ = 0;
+  // Epoch ms at this start: the origin of the times in reports (clusterTimestamp stays the
+  // first start's after a restart).
+  int64_t startedOnMs_ = 0;
+  int64_t epoch_ = 0;
+  bool countersDirty_ = false;
+  std::vector<std::string> dirtyApplications_;
+  std::vector<std::string> forgottenToStore_;
   Outbox outbox_;
   std::deque<ContainerOutcome> completed_;
 };

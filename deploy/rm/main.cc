@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include "common/atomic_file.h"
@@ -15,6 +16,7 @@
 #include "common/spawn.h"
 #include "deploy/rm/rm_config.h"
 #include "deploy/rm/rm_server.h"
+#include "deploy/rm/state_store.h"
 #include "rest/messages/credentials.h"
 
 namespace {
@@ -74,7 +76,14 @@ int main(int argc, char** argv) {
         sigaddset(&stopSignals, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
 
-        tide::rm::ResourceManagerServer server(options);
+        std::unique_ptr<tide::rm::ResourceManagerServer> serverHolder;
+        try {
+          serverHolder = std::make_unique<tide::rm::ResourceManagerServer>(options);
+        } catch (const tide::rm::StateStoreError& error) {
+          // Never a silent fresh start: the operator decides what to do with the store.
+          throw tide::ConfigError(std::string("rm.stateStore.dir: ") + error.what());
+        }
+        tide::rm::ResourceManagerServer& server = *serverHolder;
         const int port = server.start();
         if (auto portFile = cli.option("port-file")) writePortFile(*portFile, port);
         log.info() << "tide-rm listening on " << options.config.host << ":" << port
@@ -82,7 +91,10 @@ int main(int argc, char** argv) {
                    << ", nodeExpiry=" << tide::formatDuration(options.config.nodeExpiryMs)
                    << ", amLivenessExpiry="
                    << tide::formatDuration(options.config.amLivenessExpiryMs)
-                   << ", maxAppAttempts=" << options.config.maxAppAttempts << ")";
+                   << ", maxAppAttempts=" << options.config.maxAppAttempts << ", stateStore="
+                   << (options.config.stateStoreDir.empty() ? std::string("none")
+                                                            : options.config.stateStoreDir)
+                   << ")";
 
         int received = 0;
         sigwait(&stopSignals, &received);

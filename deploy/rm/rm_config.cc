@@ -1,6 +1,7 @@
 #include "deploy/rm/rm_config.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "common/strings.h"
 #include "rest/messages/credentials.h"
@@ -46,6 +47,16 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
                       ": must be between 0 and 1000000");
   }
   config.maxCompletedApplications = static_cast<int>(completed);
+  const std::string store =
+      properties.has("rm.stateStore.dir") ? properties.getString("rm.stateStore.dir") : "";
+  if (toLower(store) == "none") {
+    config.stateStoreDir.clear();
+  } else if (!store.empty()) {
+    config.stateStoreDir = store;
+  } else if (config.port != 0) {
+    config.stateStoreDir =
+        (std::filesystem::path(config.secretFile).parent_path() / "rm-state").string();
+  }
   return config;
 }
 

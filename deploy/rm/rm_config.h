@@ -33,10 +33,14 @@ struct RmConfig {
   // rm.maxCompletedApplications: finished applications kept (YARN's
   // max-completed-applications); the oldest are forgotten beyond it.
   int maxCompletedApplications = 1000;
+  // rm.stateStore.dir, resolved: where applications, attempts and the id counters are kept
+  // across restarts (deploy/rm/state_store.h); empty = none. The default is rm-state next to
+  // rm.secretFile, or none with rm.port=0 (an ephemeral port cannot be restarted on).
+  std::string stateStoreDir;
 
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
-  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication and rm.secretFile; throws ConfigError
-  // naming the key for values out of range.
+  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication, rm.secretFile and rm.stateStore.dir;
+  // throws ConfigError naming the key for values out of range.
   static RmConfig fromProperties(const Properties& properties);
 
   // What the RM tells node managers: often enough that a couple of lost heartbeats do not

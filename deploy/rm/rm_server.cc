@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -100,8 +101,25 @@ ResourceManagerServer::ResourceManagerServer(ResourceManagerServerOptions option
       options_.clusterTimestamp != 0 ? options_.clusterTimestamp : systemNowMs();
   stateOptions.placementSeed = options_.placementSeed;
   stateOptions.version = options_.version;
+  stateOptions.stateStore = !options_.config.stateStoreDir.empty();
   state_ = std::make_unique<ClusterState>(
       stateOptions, *clock_, options_.secrets ? options_.secrets : systemSecretGenerator());
+  if (stateOptions.stateStore) {
+    // Throws StateStoreError naming the file: an unreadable store stops the start.
+    store_ = std::make_unique<StateStore>(options_.config.stateStoreDir);
+    log_.info() << "state store " << store_->logPath() << ": "
+                << (store_->state().empty
+                        ? std::string("empty, a first start")
+                        : std::to_string(store_->recordsAtOpen()) + " records, " +
+                              std::to_string(store_->state().applications.size()) +
+                              " applications") +
+                       (store_->tornTailAtOpen()
+                            ? " (its last record was cut short by a crash and dropped)"
+                            : "");
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    state_->recover(store_->state());
+    persist();
+  }
   addRoutes();
 }
 
@@ -286,6 +304,19 @@ void ResourceManagerServer::addRoutes() {
 
 // ---------------------------------------------------------------------------------------------
 // Background work
+
+void ResourceManagerServer::persist() {
+  std::vector<StoreRecord> records = state_->takeStoreRecords();
+  if (!store_ || records.empty()) return;
+  try {
+    store_->append(records);
+  } catch (const std::exception& error) {
+    log_.error() << "the state store cannot be written (" << error.what()
+                 << "); stopping rather than acknowledge what a restart would forget";
+    flushLogs();
+    std::_Exit(70);
+  }
+}
 
 void ResourceManagerServer::dispatch(Outbox outbox) {
   if (outbox.empty()) return;

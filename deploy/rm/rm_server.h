@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "common/logging.h"
 #include "deploy/rm/cluster_state.h"
 #include "deploy/rm/rm_config.h"
+#include "deploy/rm/state_store.h"
 #include "rest/http_server.h"
 
 namespace tide::rm {
@@ -61,18 +63,36 @@ class ResourceManagerServer {
   template <typename Body>
   auto withState(Body&& body) {
     std::unique_lock<std::mutex> lock(stateMutex_);
+    // What changed is in the state store before anyone hears of it (even when the body
+    // failed half-way), and before the network work it decided goes out.
     if constexpr (std::is_void_v<decltype(body(*state_))>) {
-      body(*state_);
+      try {
+        body(*state_);
+      } catch (...) {
+        persist();
+        throw;
+      }
+      persist();
       dispatch(state_->takeOutbox());
     } else {
-      auto result = body(*state_);
+      std::optional<decltype(body(*state_))> result;
+      try {
+        result.emplace(body(*state_));
+      } catch (...) {
+        persist();
+        throw;
+      }
+      persist();
       dispatch(state_->takeOutbox());
-      return result;
+      return std::move(*result);
     }
   }
 
  private:
   void addRoutes();
+  // Writes what the state queued for the store (under stateMutex_). A store that cannot be
+  // written ends the process: answering as if it had been would lose applications silently.
+  void persist();
   void dispatch(Outbox outbox);
   void runExpiryChecker();
   void runDispatcher();
@@ -86,6 +106,7 @@ class ResourceManagerServer {
 
   std::mutex stateMutex_;
   std::unique_ptr<ClusterState> state_;
+  std::unique_ptr<StateStore> store_;  // null without a state store
 
   rest::HttpServer server_;
 

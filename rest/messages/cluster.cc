@@ -206,7 +206,8 @@ const JsonFields<AllocateResponse>& allocateResponseFields() {
           .objects("allocatedContainers", &R::allocatedContainers, containerFields())
           .objects("completedContainers", &R::completedContainers, completedContainerFields())
           .object("availableResources", &R::availableResources, resourceFields())
-          .required("numClusterNodes", &R::numClusterNodes);
+          .required("numClusterNodes", &R::numClusterNodes)
+          .optional("reRegister", &R::reRegister, false);
   return fields;
 }
 

@@ -191,6 +191,10 @@ struct AllocateResponse {
   std::vector<CompletedContainer> completedContainers;
   Resource availableResources;  // free in the cluster right now
   int numClusterNodes = 0;
+  // The RM restarted and recovered the attempt from its state store, but this AM has not
+  // registered with it yet (YARN's ApplicationMasterNotRegisteredException): register again,
+  // start again from responseId 0 and send every outstanding ask. Nothing else is set.
+  bool reRegister = false;
 };
 
 struct FinishApplicationMasterRequest {

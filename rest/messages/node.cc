@@ -74,7 +74,8 @@ const JsonFields<ContainerStatus>& containerStatusFields() {
           .required("containerId", &ContainerStatus::containerId, nonEmpty())
           .required("state", &ContainerStatus::state, containerState())
           .optional("exitStatus", &ContainerStatus::exitStatus, 0)
-          .optional("diagnostics", &ContainerStatus::diagnostics, "");
+          .optional("diagnostics", &ContainerStatus::diagnostics, "")
+          .object("resource", &ContainerStatus::resource, resourceFields(), false);
   return fields;
 }
 

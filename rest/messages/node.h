@@ -59,6 +59,9 @@ struct ContainerStatus {
   std::string state;
   int exitStatus = 0;
   std::string diagnostics;
+  // What the container holds: a restarted RM accounts the running containers it adopts with it
+  // (missing from older node managers: 0).
+  Resource resource;
 };
 
 struct NodeHeartbeat {

@@ -86,7 +86,7 @@ class HeartbeatResendTest : public ::testing::TestWithParam<Loss> {
   void nodeBeat() {
     rest::NodeHeartbeat beat;
     for (const auto& [id, alive] : running_) {
-      beat.containers.push_back({id, alive ? "RUNNING" : "COMPLETE", alive ? 0 : 143, ""});
+      beat.containers.push_back({id, alive ? "RUNNING" : "COMPLETE", alive ? 0 : 143, "", {}});
     }
     for (auto it = running_.begin(); it != running_.end();) {
       it = it->second ? std::next(it) : running_.erase(it);

@@ -87,8 +87,9 @@ TEST(NodeMessagesTest, NodeRegistrationResponseDefaultsAndErrors) {
 
 TEST(NodeMessagesTest, NodeHeartbeatRoundTrips) {
   NodeHeartbeat heartbeat;
-  heartbeat.containers.push_back({"c1", "RUNNING", 0, ""});
-  heartbeat.containers.push_back({"c2", "COMPLETE", -104, "killed for exceeding its memory"});
+  heartbeat.containers.push_back({"c1", "RUNNING", 0, "", {1024, 2}});
+  heartbeat.containers.push_back(
+      {"c2", "COMPLETE", -104, "killed for exceeding its memory", {512, 1}});
   const NodeHeartbeat decoded = nodeHeartbeatFromJson(parseJson(toJson(heartbeat)));
   ASSERT_EQ(decoded.containers.size(), 2u);
   EXPECT_EQ(decoded.containers[0].containerId, "c1");
@@ -97,6 +98,8 @@ TEST(NodeMessagesTest, NodeHeartbeatRoundTrips) {
   EXPECT_EQ(decoded.containers[1].state, "COMPLETE");
   EXPECT_EQ(decoded.containers[1].exitStatus, exit_status::kKilledExceededPmem);
   EXPECT_EQ(decoded.containers[1].diagnostics, "killed for exceeding its memory");
+  EXPECT_EQ(decoded.containers[0].resource.memoryMb, 1024);
+  EXPECT_EQ(decoded.containers[0].resource.vCores, 2);
 
   EXPECT_TRUE(nodeHeartbeatFromJson(parseJson(toJson(NodeHeartbeat{}))).containers.empty());
 }

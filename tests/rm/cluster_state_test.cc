@@ -116,7 +116,7 @@ class ClusterStateTest : public ::testing::Test {
   }
 
   void setRunning(const std::string& nodeId, const std::string& containerId) {
-    running_[nodeId][containerId] = {containerId, "RUNNING", 0, ""};
+    running_[nodeId][containerId] = {containerId, "RUNNING", 0, "", {}};
   }
 
   // The process of a container ends on its node with `exitCode`.
@@ -145,7 +145,7 @@ class ClusterStateTest : public ::testing::Test {
     rest::NodeHeartbeatResponse response = state().nodeHeartbeat(nodeId, heartbeat);
     for (const std::string& id : response.containersToStop) {
       auto found = containers.find(id);
-      if (found != containers.end()) found->second = {id, "COMPLETE", 143, "stopped"};
+      if (found != containers.end()) found->second = {id, "COMPLETE", 143, "stopped", {}};
     }
     collectOutbox();
     return response;
