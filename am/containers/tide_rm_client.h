@@ -8,6 +8,7 @@
 
 #include "am/containers/resource_manager_client.h"
 #include "rest/http_client.h"
+#include "rest/tls_settings.h"
 
 namespace tide::am {
 
@@ -24,7 +25,9 @@ struct TideRmAttempt {
 // node managers' container API with the RM-issued container token.
 class TideRmClient final : public ResourceManagerClient {
  public:
-  explicit TideRmClient(TideRmAttempt attempt);
+  // `tls`: the CA tide-rm and the node managers are verified against, and whether the node
+  // managers serve HTTPS.
+  explicit TideRmClient(TideRmAttempt attempt, rest::TlsSettings tls = {});
   rest::RegisterApplicationMasterResponse registerAm(const AmEndpoint& endpoint) override;
   HeartbeatResult heartbeat(const ContainerAsk& ask) override;
   // Thread-safe: executors are started on a small pool, one client per node manager.
@@ -35,6 +38,7 @@ class TideRmClient final : public ResourceManagerClient {
   rest::HttpClient& nodeClient(const std::string& nodeHttpAddress);
 
   TideRmAttempt attempt_;
+  rest::TlsSettings tls_;
   rest::HttpClient rm_;
   int64_t responseId_ = 0;
   // Hosts the last heartbeat asked containers on: an ask that is not repeated is sent as 0, or

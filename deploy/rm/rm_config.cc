@@ -46,6 +46,7 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
                       ": must be between 0 and 1000000");
   }
   config.maxCompletedApplications = static_cast<int>(completed);
+  config.tls = rest::TlsSettings::fromProperties(properties);
   return config;
 }
 

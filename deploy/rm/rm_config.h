@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "rest/tls_settings.h"
 
 namespace tide::rm {
 
@@ -33,10 +34,12 @@ struct RmConfig {
   // rm.maxCompletedApplications: finished applications kept (YARN's
   // max-completed-applications); the oldest are forgotten beyond it.
   int maxCompletedApplications = 1000;
+  // tls.*: HTTPS on rm.port, and node managers called over https://.
+  rest::TlsSettings tls;
 
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
-  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication and rm.secretFile; throws ConfigError
-  // naming the key for values out of range.
+  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication, rm.secretFile and tls.*; throws
+  // ConfigError naming the key for values out of range.
   static RmConfig fromProperties(const Properties& properties);
 
   // What the RM tells node managers: often enough that a couple of lost heartbeats do not
