@@ -93,7 +93,7 @@ ApplicationMaster::~ApplicationMaster() {
 }
 
 std::string ApplicationMaster::trackingUrl() const {
-  return "http://" + config_.host + ":" + std::to_string(port_) + "/";
+  return config_.tls.urlOf(config_.host + ":" + std::to_string(port_)) + "/";
 }
 
 int ApplicationMaster::start() {
@@ -110,6 +110,7 @@ int ApplicationMaster::start() {
   // status pages are on ui.port).
   options.auth = rest::bearerTokenAuth(identity_.appSecret);
   options.log = [this](const std::string& line) { log_.info() << line; };
+  config_.tls.applyTo(options);
   executorServer_ = std::make_unique<rest::HttpServer>(options);
 
   rest::HttpServerOptions status;
@@ -119,7 +120,9 @@ int ApplicationMaster::start() {
   status.threadCount = 4;  // readers take turns; see status_handlers.cc
   status.log = options.log;
   // Writes (and with ui.auth=all, reads) need the application's control token.
-  status.auth = controlAuth(rest::controlTokenOf(identity_.appSecret), config_.uiAuth);
+  status.auth =
+      controlAuth(rest::controlTokenOf(identity_.appSecret), config_.uiAuth, config_.tls.scheme());
+  config_.tls.applyTo(status);
   status.authExemptPaths = controlAuthExemptPaths();
   server_ = std::make_unique<rest::HttpServer>(status);
   handlers_ = std::make_unique<StatusHandlers>(*this);
@@ -417,7 +420,7 @@ ExecutorTemplate ApplicationMaster::executorTemplate() const {
     command += " --conf '" + key + "=" + value + "'";
   common.command = command;
   common.environment = {
-      {"TIDE_AM_ADDRESS", "http://" + config_.host + ":" + std::to_string(executorPort_)},
+      {"TIDE_AM_ADDRESS", config_.tls.urlOf(config_.host + ":" + std::to_string(executorPort_))},
       {"TIDE_APP_SECRET", identity_.appSecret},
       {"TIDE_APPLICATION_ID", identity_.applicationId}};
   // Where to look for the AM's address when it stops answering (a new attempt took over).
@@ -527,7 +530,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     if (registration.port > 0) {
       std::string host = registration.host.empty() ? remoteAddress : registration.host;
       if (host.find(':') != std::string::npos) host = "[" + host + "]";
-      executor.blockUrl = "http://" + host + ":" + std::to_string(registration.port);
+      executor.blockUrl = config_.tls.urlOf(host + ":" + std::to_string(registration.port));
     }
     allocation_.onExecutorAdded(executor.id);
     journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,

@@ -64,6 +64,8 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
           ? props.getDuration("executor.failuresValidityInterval")
           : kInfiniteMs;
 
+  config.tls = rest::TlsSettings::fromProperties(props, rest::TlsSettings::processEnvironment());
+
   config.executorConf = {
       {"executor.cores", std::to_string(config.allocation.executorCores)},
       {"task.cpus", std::to_string(config.allocation.taskCpus)},
@@ -71,6 +73,11 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
       {"log.level", props.getString("log.level")},
       {"log.format", props.getString("log.format")},
   };
+  // TLS files given to the AM itself go to its executors too (on Slurm their only source);
+  // otherwise executors take their own node manager's, as the AM did.
+  for (const auto& [key, path] : config.tls.conf()) {
+    if (props.has(key)) config.executorConf.emplace_back(key, path);
+  }
   return config;
 }
 

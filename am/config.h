@@ -7,6 +7,7 @@
 #include "am/containers/container_allocator.h"
 #include "am/scheduler/task_scheduler.h"
 #include "common/clock.h"
+#include "rest/tls_settings.h"
 
 namespace tide {
 class Properties;
@@ -34,6 +35,9 @@ struct AmConfig {
   bool session = false;
   // am.stagingDir resolved: the base directory of applications' recovery journals; "" for none.
   std::string stagingDir;
+  // tls.*, or the node's TLS files from the container's environment: HTTPS on the status and
+  // executor ports, https:// for node managers and executors' block servers.
+  rest::TlsSettings tls;
   // --conf pairs every executor is started with (cores, cpus, timeouts, logging).
   std::vector<std::pair<std::string, std::string>> executorConf;
 

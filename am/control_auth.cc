@@ -26,9 +26,9 @@ UiAuth uiAuthFromProperties(const Properties& properties) {
   throw ConfigError(properties.describe("ui.auth") + ": expected writes or all");
 }
 
-rest::AuthHook controlAuth(std::string controlToken, UiAuth mode) {
-  return [controlToken = std::move(controlToken),
-          mode](const httplib::Request& req) -> std::optional<std::string> {
+rest::AuthHook controlAuth(std::string controlToken, UiAuth mode, std::string scheme) {
+  return [controlToken = std::move(controlToken), mode,
+          scheme = std::move(scheme)](const httplib::Request& req) -> std::optional<std::string> {
     const bool write = changesSomething(req.method);
     if (!write && mode == UiAuth::kWrites) return std::nullopt;
     const std::string token = rest::bearerTokenOf(req.get_header_value("Authorization"));
@@ -44,7 +44,7 @@ rest::AuthHook controlAuth(std::string controlToken, UiAuth mode) {
     if (!write) return std::nullopt;
     if (req.has_header("Origin")) {
       const std::string origin = req.get_header_value("Origin");
-      const std::string own = "http://" + req.get_header_value("Host");
+      const std::string own = scheme + "://" + req.get_header_value("Host");
       if (!equalsIgnoreCase(origin, own)) {
         throw rest::RestError(403, "cross-origin request refused: Origin " + origin +
                                        " is not this server's (" + own + ")");

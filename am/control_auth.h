@@ -28,8 +28,9 @@ namespace tide::am {
 UiAuth uiAuthFromProperties(const Properties& properties);
 
 // The hook for the status server's HttpServerOptions::auth. A refusal string is a 401; a
-// cross-origin or non-JSON write throws RestError (403, 415).
-rest::AuthHook controlAuth(std::string controlToken, UiAuth mode);
+// cross-origin or non-JSON write throws RestError (403, 415). `scheme` is the page's own
+// ("https" when the port serves TLS): its origin is <scheme>://<Host>.
+rest::AuthHook controlAuth(std::string controlToken, UiAuth mode, std::string scheme = "http");
 
 // Paths the hook never checks (pass as HttpServerOptions::authExemptPaths): the page.
 std::set<std::string> controlAuthExemptPaths();

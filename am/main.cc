@@ -96,7 +96,9 @@ int main(int argc, char** argv) {
         sigaddset(&stopSignals, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
 
-        if (!rm) rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment());
+        if (!rm) {
+          rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment(), config.tls);
+        }
         am::ApplicationMaster master(std::move(config), identity, std::move(rm));
         master.start();
         // A new attempt of an application whose earlier attempt accepted the job has it back

@@ -186,6 +186,15 @@ std::vector<KeyInfo> buildKeyTable() {
           "A restarted tide-nm re-attaches to the containers still running from its work dir's "
           "records (false: it kills them)"),
 
+      // TLS (rest/tls_settings.h): every tide server and client, cluster-wide.
+      key("tls.certFile", K::kString, "",
+          "PEM certificate (chain) this process serves HTTPS with, on every port it opens; with "
+          "it, tide servers found by host:port are called over https:// (default: plain HTTP)"),
+      key("tls.keyFile", K::kString, "", "PEM private key of tls.certFile (unencrypted)"),
+      key("tls.caFile", K::kString, "",
+          "PEM CA certificate(s) every tide client verifies servers against (default: the "
+          "system's CAs)"),
+
       // Slurm backend (through slurmrestd).
       key("slurm.url", K::kString, "http://127.0.0.1:6820", "URL of slurmrestd"),
       key("slurm.apiVersion", K::kString, "v0.0.38", "slurmrestd OpenAPI version in the path"),

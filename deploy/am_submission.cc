@@ -110,10 +110,12 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
 namespace {
 
 // The AM's status (GET api/v1/status), or nullopt when it does not answer.
-std::optional<std::string> fetchStatus(const std::string& trackingUrl, const std::string& token) {
+std::optional<std::string> fetchStatus(const std::string& trackingUrl, const std::string& token,
+                                       const std::string& caFile) {
   if (trackingUrl.empty()) return std::nullopt;
   try {
     rest::HttpClientOptions options;
+    options.caFile = caFile;
     options.requestTimeout = std::chrono::milliseconds(1000);
     options.retry.maxAttempts = 1;
     if (!token.empty()) options.defaultHeaders.push_back({"Authorization", "Bearer " + token});
@@ -184,7 +186,7 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
     const auto now = std::chrono::steady_clock::now();
     if (options.progress || (options.lastStatusJson && now - lastPoll >= std::chrono::seconds(1))) {
       lastPoll = now;
-      if (auto status = fetchStatus(report.trackingUrl, options.statusToken)) {
+      if (auto status = fetchStatus(report.trackingUrl, options.statusToken, cluster.caFile())) {
         if (options.lastStatusJson) *options.lastStatusJson = *status;
         const double elapsed = std::chrono::duration<double>(now - started).count();
         if (auto line = options.progress ? progressLine(*status, elapsed) : std::nullopt) {

@@ -10,8 +10,10 @@ namespace tide::deploy {
 
 namespace {
 
-rest::HttpClientOptions withToken(const std::optional<std::string>& token) {
+rest::HttpClientOptions withToken(const std::optional<std::string>& token,
+                                  const std::string& caFile) {
   rest::HttpClientOptions options;
+  options.caFile = caFile;
   if (token && !token->empty())
     options.defaultHeaders.push_back({"Authorization", "Bearer " + *token});
   return options;
@@ -19,8 +21,11 @@ rest::HttpClientOptions withToken(const std::optional<std::string>& token) {
 
 }  // namespace
 
-ClusterClient::ClusterClient(const std::string& rmAddress, const std::optional<std::string>& token)
-    : address_(rmAddress), http_(rmAddress, withToken(token)) {}
+ClusterClient::ClusterClient(const std::string& rmAddress, const std::optional<std::string>& token,
+                             std::string caFile)
+    : address_(rmAddress),
+      caFile_(std::move(caFile)),
+      http_(rmAddress, withToken(token, caFile_)) {}
 
 std::string ClusterClient::controlToken(const std::string& applicationId) {
   const rapidjson::Document answer =

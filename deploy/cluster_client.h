@@ -17,9 +17,11 @@ namespace tide::deploy {
 class ClusterClient {
  public:
   // `token` is sent as "Authorization: Bearer" on every request (see rmClientToken() in
-  // rest/messages/credentials.h); nullopt sends none.
+  // rest/messages/credentials.h); nullopt sends none. `caFile` (tls.caFile): what an https://
+  // RM, and the AMs whose tracking URLs it hands out, are verified against ("" = system CAs).
   explicit ClusterClient(const std::string& rmAddress,
-                         const std::optional<std::string>& token = std::nullopt);
+                         const std::optional<std::string>& token = std::nullopt,
+                         std::string caFile = "");
   rest::NewApplicationResponse newApplication();
   void submit(const rest::ApplicationSubmission& submission);
   rest::ApplicationReport application(const std::string& applicationId);
@@ -28,9 +30,11 @@ class ClusterClient {
   // The application's control token (GET /ws/v1/cluster/apps/{id}/control-token).
   std::string controlToken(const std::string& applicationId);
   const std::string& address() const { return address_; }
+  const std::string& caFile() const { return caFile_; }
 
  private:
   std::string address_;
+  std::string caFile_;
   rest::HttpClient http_;
 };
 

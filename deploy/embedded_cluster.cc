@@ -61,6 +61,8 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   }
   std::vector<std::pair<std::string, std::string>> rmConf = {
       {"rm.host", "127.0.0.1"}, {"rm.port", "0"}, {"rm.secretFile", secretFile_}};
+  const auto tls = options_.tls.conf();
+  rmConf.insert(rmConf.end(), tls.begin(), tls.end());
   rmConf.insert(rmConf.end(), options_.rmConf.begin(), options_.rmConf.end());
   ChildSpec rmSpec;
   rmSpec.argv = withConf({options_.binDir + "/tide-rm", "--port-file", rmPortFile}, rmConf);
@@ -68,14 +70,14 @@ EmbeddedCluster::EmbeddedCluster(EmbeddedClusterOptions options) : options_(std:
   rmSpec.parentDeathSignal = SIGTERM;
   rm_ = std::make_unique<ChildProcess>(rmSpec);
   rmPort_ = waitForPortFile(rmPortFile, *rm_, rmLogPath(), options_.startTimeout);
-  rmAddress_ = "http://127.0.0.1:" + std::to_string(rmPort_);
+  rmAddress_ = options_.tls.urlOf("127.0.0.1:" + std::to_string(rmPort_));
   // Written (mode 0600) before the RM listens; absent only with rm.authentication=none.
   if (std::filesystem::exists(secretFile_)) adminToken_ = rest::readSecretFile(secretFile_);
 
   for (int i = 0; i < options_.nodes; ++i) startNodeManager(static_cast<size_t>(i));
 
   // Ready when every node has registered with the RM.
-  ClusterClient client(rmAddress_, adminToken_);
+  ClusterClient client(rmAddress_, adminToken_, options_.tls.caFile);
   const auto deadline = std::chrono::steady_clock::now() + options_.startTimeout;
   while (true) {
     try {
@@ -109,6 +111,8 @@ void EmbeddedCluster::startNodeManager(size_t index, int port) {
                                                            {"nm.port", std::to_string(port)},
                                                            {"nm.workDir", dir + "/work"}};
   if (!adminToken_.empty()) conf.emplace_back("rm.secretFile", secretFile_);
+  const auto tls = options_.tls.conf();
+  conf.insert(conf.end(), tls.begin(), tls.end());
   conf.insert(conf.end(), options_.nmConf.begin(), options_.nmConf.end());
   ChildSpec spec;
   spec.argv = withConf({options_.binDir + "/tide-nm", "--port-file", portFile}, conf);

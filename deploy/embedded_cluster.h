@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/child_process.h"
+#include "rest/tls_settings.h"
 
 namespace tide::deploy {
 
@@ -25,6 +26,9 @@ struct EmbeddedClusterOptions {
   // `--conf` pairs for the RM and for every NM (e.g. nm.cores, nm.memory, rm.spreadOut).
   std::vector<std::pair<std::string, std::string>> rmConf;
   std::vector<std::pair<std::string, std::string>> nmConf;
+  // tls.* for the RM and every NM (and so for the AMs and executors in the NMs' containers);
+  // the RM is then at https://, verified against tls.caFile.
+  rest::TlsSettings tls;
   std::chrono::milliseconds startTimeout{20000};
 };
 

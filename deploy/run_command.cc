@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include "deploy/embedded_cluster.h"
 #include "deploy/slurm_submission.h"
 #include "rest/messages/credentials.h"
+#include "rest/tls_settings.h"
 
 namespace tide::deploy {
 namespace {
@@ -88,6 +90,17 @@ std::string absolute(const std::string& path) {
   return std::filesystem::absolute(path).lexically_normal().string();
 }
 
+// tls.* paths given here reach the AM, whose container runs in another directory: a relative
+// one is made absolute and passed on as a --conf (over the properties file's).
+void makeTlsPathsAbsolute(Properties& props) {
+  for (const char* key : {"tls.certFile", "tls.keyFile", "tls.caFile"}) {
+    const auto entry = props.entry(key);
+    if (entry && !std::filesystem::path(entry->value).is_absolute()) {
+      props.set(key, absolute(entry->value));
+    }
+  }
+}
+
 }  // namespace
 
 int runRunCommand(int argc, char** argv) {
@@ -104,6 +117,7 @@ int runRunCommand(int argc, char** argv) {
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
         Properties& props = cli.properties();
+        makeTlsPathsAbsolute(props);
         const std::string jobFile = absolute(*cli.positional("JOB"));
         // The status port of an embedded run is whatever is free, unless asked for.
         if (!props.has("ui.port")) props.set("ui.port", "0");
@@ -117,6 +131,9 @@ int runRunCommand(int argc, char** argv) {
         std::string jobOutput;
         checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"), &jobOutput);
         checkSiblingBinaries(selfDirectory());
+        // tls.*: the embedded tide-rm and tide-nm serve HTTPS, and with them the AM and its
+        // executors (in the node's containers); this command verifies them against tls.caFile.
+        const rest::TlsSettings tls = rest::TlsSettings::fromProperties(props);
 
         std::string workDir;
         if (auto dir = cli.option("work-dir")) {
@@ -131,6 +148,7 @@ int runRunCommand(int argc, char** argv) {
         EmbeddedClusterOptions options;
         options.workDir = workDir;
         options.nodes = 1;
+        options.tls = tls;
         for (const auto& [key, entry] : props.entries()) {
           if (key.rfind("nm.", 0) == 0) options.nmConf.emplace_back(key, entry.value);
           if (key.rfind("rm.", 0) == 0) options.rmConf.emplace_back(key, entry.value);
@@ -151,7 +169,7 @@ int runRunCommand(int argc, char** argv) {
         submission.reportFile =
             cli.option("report") ? absolute(*cli.option("report")) : workDir + "/report.json";
         submission.binDir = selfDirectory();
-        ClusterClient client(cluster.rmAddress(), cluster.adminToken());
+        ClusterClient client(cluster.rmAddress(), cluster.adminToken(), tls.caFile);
         std::string controlToken;
         const std::string appId = submitApplicationMaster(client, submission, props, &controlToken);
         std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
@@ -180,7 +198,8 @@ int runSubmitCommand(int argc, char** argv) {
                   "mode) and prints its application id.");
   cli.addPositional("JOB", "The job file (JSON); it must be readable where the AM runs");
   cli.addOption("master", "URL",
-                "The resource manager: tide-rm at http://HOST:8088, or Slurm's slurmrestd at "
+                "The resource manager: tide-rm at http://HOST:8088 (https:// with TLS), or Slurm's "
+                "slurmrestd at "
                 "slurm+http://HOST:6820 (or slurm+unix:/path/to/socket)");
   cli.addFlag("wait", "Follow the application and exit with its final status");
   cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
@@ -192,9 +211,11 @@ int runSubmitCommand(int argc, char** argv) {
         auto master = cli.option("master");
         if (!master) throw ConfigError("--master URL is required (e.g. http://127.0.0.1:8088)");
         const std::optional<std::string> slurmUrl = slurmUrlOfMaster(*master);
-        if (master->rfind("http://", 0) != 0 && !slurmUrl) {
+        makeTlsPathsAbsolute(props);
+        if (master->rfind("http://", 0) != 0 && master->rfind("https://", 0) != 0 && !slurmUrl) {
           throw ConfigError("--master " + *master +
-                            ": expected http://HOST:PORT or slurm+http://HOST:PORT");
+                            ": expected http://HOST:PORT, https://HOST:PORT or "
+                            "slurm+http://HOST:PORT");
         }
         const std::string jobFile = absolute(*cli.positional("JOB"));
         std::string jobName;
@@ -212,7 +233,14 @@ int runSubmitCommand(int argc, char** argv) {
           return runSlurmSubmit(*slurmUrl, submission, props, cli.flag("wait"),
                                 [] { return interruptedFlag.load(); });
         }
-        ClusterClient client(*master, rest::rmClientToken(props));
+        // This command's tls.* are for its own connections: on tide-rm the AM takes its node's
+        // TLS files from its container (the paths here may not exist there).
+        submission.conf.erase(
+            std::remove_if(submission.conf.begin(), submission.conf.end(),
+                           [](const auto& pair) { return pair.first.rfind("tls.", 0) == 0; }),
+            submission.conf.end());
+        ClusterClient client(*master, rest::rmClientToken(props),
+                             rest::TlsSettings::fromProperties(props).caFile);
         std::string controlToken;
         const std::string appId = submitApplicationMaster(client, submission, props, &controlToken);
         std::cout << appId << std::endl;

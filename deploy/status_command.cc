@@ -20,6 +20,7 @@
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/credentials.h"
+#include "rest/tls_settings.h"
 
 namespace tide::deploy {
 namespace {
@@ -30,6 +31,11 @@ void onStatusInterrupt(int) {
 }
 
 constexpr int kDecisionsShown = 6;
+
+// tls.caFile: what https:// servers (the RM, the AM) are verified against.
+std::string caFileOf(const Properties& props) {
+  return rest::TlsSettings::fromProperties(props).caFile;
+}
 
 bool isUrl(const std::string& text) {
   return text.rfind("http://", 0) == 0 || text.rfind("https://", 0) == 0;
@@ -70,8 +76,10 @@ struct Target {
 
 class StatusView {
  public:
-  StatusView(std::string amUrl, const std::string& token) : amUrl_(std::move(amUrl)) {
+  StatusView(std::string amUrl, const std::string& token, const std::string& caFile)
+      : amUrl_(std::move(amUrl)) {
     rest::HttpClientOptions options;
+    options.caFile = caFile;
     options.connectTimeout = std::chrono::milliseconds(2000);
     options.requestTimeout = std::chrono::milliseconds(5000);
     options.retry.maxAttempts = 2;
@@ -142,10 +150,10 @@ Target resolve(const std::string& what, const std::string& master, const Propert
   }
   if (what.rfind("application_", 0) != 0) {
     throw ConfigError("'" + what +
-                      "': expected the AM's URL (http://HOST:PORT/) or an application id "
+                      "': expected the AM's URL (http(s)://HOST:PORT/) or an application id "
                       "(application_...)");
   }
-  ClusterClient cluster(master, rest::rmClientToken(props));
+  ClusterClient cluster(master, rest::rmClientToken(props), caFileOf(props));
   const rest::ApplicationReport report = applicationReportRidingOut(
       cluster, what, [](const std::string& line) { std::cerr << "tide status: " << line << "\n"; });
   if (isFinal(report)) {
@@ -169,7 +177,7 @@ Target resolve(const std::string& what, const std::string& master, const Propert
 bool applicationEnded(const Target& target, const std::string& master, const Properties& props) {
   if (!target.applicationId) return false;
   try {
-    ClusterClient cluster(master, rest::rmClientToken(props));
+    ClusterClient cluster(master, rest::rmClientToken(props), caFileOf(props));
     return isFinal(cluster.application(*target.applicationId));
   } catch (const std::exception&) {
     return false;  // the RM briefly unreachable is not the application's end
@@ -193,14 +201,16 @@ int runStatusCommand(int argc, char** argv) {
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
         const std::string master = cli.option("master").value_or("http://127.0.0.1:8088");
-        if (!isUrl(master)) throw ConfigError("--master " + master + ": expected http://HOST:PORT");
+        if (!isUrl(master))
+          throw ConfigError("--master " + master +
+                            ": expected http://HOST:PORT or https://HOST:PORT");
         const Target target = resolve(*cli.positional("TARGET"), master, cli.properties());
         if (target.applicationId && !target.controlToken.empty()) {
           // Once, on stderr: the page with the token that lets it change the bounds.
           std::cerr << "tide status: page " << pageUrlWithToken(target.amUrl, target.controlToken)
                     << "\n";
         }
-        StatusView view(target.amUrl, target.controlToken);
+        StatusView view(target.amUrl, target.controlToken, caFileOf(cli.properties()));
         const bool json = cli.flag("json");
         if (!cli.flag("watch")) {
           std::cout << (json ? view.statusText() + "\n" : view.render()) << std::flush;

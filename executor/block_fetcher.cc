@@ -59,6 +59,7 @@ std::string BlockFetcher::fetchOne(const rest::BlockInput& input, const fs::path
   clientOptions.retry.maxAttempts = 1;  // retried below, with this fetcher's own budget
   clientOptions.defaultHeaders = {{"Authorization", "Bearer " + options_.appSecret}};
   clientOptions.log = [this](const std::string& line) { TIDE_LOG(log_, debug) << line; };
+  clientOptions.caFile = options_.caFile;
   rest::HttpClient client(input.url, clientOptions);
 
   std::string lastProblem;
@@ -75,6 +76,8 @@ std::string BlockFetcher::fetchOne(const rest::BlockInput& input, const fs::path
         }
         fs::rename(partial, target, error);
         if (error) return "cannot write " + target.string() + ": " + error.message();
+        TIDE_LOG(log_, debug) << "fetched block " << input.path << " (" << response.body.size()
+                              << " bytes) from " << input.executorId << " at " << input.url;
         return "";
       }
       lastProblem = "HTTP " + std::to_string(response.status) + " from " + input.url;

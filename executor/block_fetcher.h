@@ -24,6 +24,7 @@ namespace tide::executor {
 struct BlockFetcherOptions {
   std::string executorId;  // this executor: inputs it holds are linked, not fetched
   std::string appSecret;   // sent as "Authorization: Bearer ..."
+  std::string caFile;      // tls.caFile: what https:// block servers are verified against
   int maxAttempts = 4;     // per block, the first included
   std::chrono::milliseconds firstBackoff{200};  // doubles per retry
   std::chrono::milliseconds connectTimeout{2000};

@@ -8,13 +8,14 @@
 namespace tide::executor {
 
 BlockServer::BlockServer(const BlockStore& store, const std::string& appSecret,
-                         const std::string& bindAddress)
+                         const std::string& bindAddress, const rest::TlsSettings& tls)
     : store_(store) {
   rest::HttpServerOptions options;
   options.bindAddress = bindAddress;
   options.port = 0;
   options.threadCount = 4;
   options.auth = rest::bearerTokenAuth(appSecret);
+  tls.applyTo(options);
   // Requests are the fetches of other executors: routine, so only at debug.
   options.log = [](const std::string& line) {
     static const Logger log("executor");
@@ -47,6 +48,10 @@ void BlockServer::stop() {
 
 int BlockServer::port() const {
   return server_->port();
+}
+
+std::string BlockServer::baseUrl() const {
+  return server_->baseUrl();
 }
 
 }  // namespace tide::executor

@@ -11,14 +11,18 @@
 
 #include "executor/block_store.h"
 #include "rest/http_server.h"
+#include "rest/tls_settings.h"
 
 namespace tide::executor {
 
 class BlockServer {
  public:
   // `store` must outlive the server.
-  BlockServer(const BlockStore& store, const std::string& appSecret,
-              const std::string& bindAddress);
+  // With `tls` enabled it serves HTTPS only.
+  BlockServer(const BlockStore& store, const std::string& appSecret, const std::string& bindAddress,
+              const rest::TlsSettings& tls = {});
+  // "http://host:port" ("https://" with TLS), once started.
+  std::string baseUrl() const;
   ~BlockServer();
 
   // Starts serving; returns the port.

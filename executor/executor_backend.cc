@@ -34,6 +34,7 @@ rest::HttpClientOptions clientOptions(const ExecutorSettings& settings, const Lo
   options.retry.maxAttempts = 1;
   options.defaultHeaders = {{"Authorization", "Bearer " + settings.appSecret}};
   options.log = [log](const std::string& line) { log.warn() << line; };
+  settings.tls.applyTo(options);
   return options;
 }
 

@@ -94,6 +94,7 @@ ExecutorSettings readExecutorSettings(const Properties& properties,
     throw ConfigError(properties.describe("task.cpus") + " exceeds " +
                       properties.describe("executor.cores") + ": the executor could run no task");
   }
+  settings.tls = rest::TlsSettings::fromProperties(properties, environment);
   settings.networkTimeout = properties.getDuration("network.timeout");
   if (settings.networkTimeout <= 0) {
     throw ConfigError(properties.describe("network.timeout") + ": must be positive");

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "rest/tls_settings.h"
 
 namespace tide::executor {
 
@@ -40,6 +41,9 @@ struct ExecutorSettings {
   int cores = 1;              // executor.cores
   int taskCpus = 1;           // task.cpus
   DurationMs networkTimeout = 120'000;
+  // tls.* (from the AM's --conf), else the node's TLS files (TIDE_TLS_*): HTTPS on the block
+  // server, and the CA the AM and other executors are verified against.
+  rest::TlsSettings tls;
 
   // Tasks that may run at once: executor.cores / task.cpus.
   int taskSlots() const { return cores / taskCpus; }

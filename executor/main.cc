@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
                   "Runs a job's tasks for its application master. Reads TIDE_AM_ADDRESS, "
                   "TIDE_APP_SECRET, TIDE_EXECUTOR_ID and TIDE_CONTAINER_ID from the environment.");
   cli.addOption("am", "URL", "The AM's address, http://host:port (overrides TIDE_AM_ADDRESS)");
-  cli.showConfigKeys({"executor.", "task.", "network.", "log."});
+  cli.showConfigKeys({"executor.", "task.", "network.", "tls.", "log."});
   return runMain(
       [&] {
         if (!cli.parse(argc, argv)) return 0;
@@ -92,11 +92,13 @@ int main(int argc, char** argv) {
         // Blocks live in the container's directory, so the node manager's cleanup of the
         // container takes them too.
         executor::BlockStore blocks(std::filesystem::current_path() / "blocks");
-        executor::BlockServer blockServer(blocks, settings.appSecret, settings.host);
+        executor::BlockServer blockServer(blocks, settings.appSecret, settings.host, settings.tls);
         settings.blockPort = blockServer.start();
+        Logger("executor").info() << "serving blocks at " << blockServer.baseUrl();
         executor::BlockFetcherOptions fetcherOptions;
         fetcherOptions.executorId = settings.executorId;
         fetcherOptions.appSecret = settings.appSecret;
+        fetcherOptions.caFile = settings.tls.caFile;
         executor::BlockFetcher fetcher(blocks, fetcherOptions);
 
         executor::TaskRunnerOptions runnerOptions;

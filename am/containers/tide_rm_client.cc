@@ -21,8 +21,9 @@ std::string requireEnv(const char* name) {
   return value;
 }
 
-rest::HttpClientOptions rmOptions(const std::string& token) {
+rest::HttpClientOptions rmOptions(const std::string& token, const rest::TlsSettings& tls) {
   rest::HttpClientOptions options;
+  tls.applyTo(options);
   options.defaultHeaders = {{"Authorization", "Bearer " + token}};
   options.requestTimeout = std::chrono::milliseconds(10000);
   return options;
@@ -35,8 +36,10 @@ TideRmAttempt TideRmAttempt::fromEnvironment() {
           requireEnv("TIDE_AM_TOKEN")};
 }
 
-TideRmClient::TideRmClient(TideRmAttempt attempt)
-    : attempt_(std::move(attempt)), rm_(attempt_.rmAddress, rmOptions(attempt_.amToken)) {}
+TideRmClient::TideRmClient(TideRmAttempt attempt, rest::TlsSettings tls)
+    : attempt_(std::move(attempt)),
+      tls_(std::move(tls)),
+      rm_(attempt_.rmAddress, rmOptions(attempt_.amToken, tls_)) {}
 
 rest::RegisterApplicationMasterResponse TideRmClient::registerAm(const AmEndpoint& endpoint) {
   endpoint_ = endpoint;
@@ -115,7 +118,8 @@ rest::HttpClient& TideRmClient::nodeClient(const std::string& nodeHttpAddress) {
   if (!client) {
     rest::HttpClientOptions options;
     options.requestTimeout = std::chrono::milliseconds(10000);
-    client = std::make_unique<rest::HttpClient>("http://" + nodeHttpAddress, options);
+    tls_.applyTo(options);
+    client = std::make_unique<rest::HttpClient>(tls_.urlOf(nodeHttpAddress), options);
   }
   return *client;
 }

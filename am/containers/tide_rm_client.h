@@ -9,6 +9,7 @@
 
 #include "am/containers/resource_manager_client.h"
 #include "rest/http_client.h"
+#include "rest/tls_settings.h"
 
 namespace tide::am {
 
@@ -25,7 +26,9 @@ struct TideRmAttempt {
 // node managers' container API with the RM-issued container token.
 class TideRmClient final : public ResourceManagerClient {
  public:
-  explicit TideRmClient(TideRmAttempt attempt);
+  // `tls`: the CA tide-rm and the node managers are verified against, and whether the node
+  // managers serve HTTPS.
+  explicit TideRmClient(TideRmAttempt attempt, rest::TlsSettings tls = {});
   rest::RegisterApplicationMasterResponse registerAm(const AmEndpoint& endpoint) override;
   HeartbeatResult heartbeat(const ContainerAsk& ask) override;
   // Thread-safe: executors are started on a small pool, one client per node manager.
@@ -41,6 +44,7 @@ class TideRmClient final : public ResourceManagerClient {
   rest::AllocateRequest allocateRequest(const ContainerAsk& ask);
 
   TideRmAttempt attempt_;
+  rest::TlsSettings tls_;
   rest::HttpClient rm_;
   int64_t responseId_ = 0;
   // What registerAm sent: sent again when a restarted tide-rm asks the AM to register again.

@@ -183,6 +183,7 @@ std::vector<std::string> ContainerManager::containerEnvironment(
     environment["HOME"] = home != nullptr ? home : workDir;
   }
   // The NM's own facts about the container win over anything the request says.
+  for (const auto& [name, value] : options_.environment) environment[name] = value;
   environment["TIDE_CONTAINER_ID"] = request.containerId;
   environment["TIDE_APPLICATION_ID"] = request.applicationId;
   environment["TIDE_NM_ADDRESS"] = options_.nmAddress;

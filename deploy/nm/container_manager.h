@@ -35,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -48,8 +49,10 @@
 namespace tide::nm {
 
 struct ContainerManagerOptions {
-  std::string workDir;      // containers run in <workDir>/<appId>/<containerId>/
-  std::string nmAddress;    // "host:port", given to containers as TIDE_NM_ADDRESS
+  std::string workDir;    // containers run in <workDir>/<appId>/<containerId>/
+  std::string nmAddress;  // "host:port", given to containers as TIDE_NM_ADDRESS
+  // Set in every container's environment (the node's TLS files, rest/tls_settings.h).
+  std::vector<std::pair<std::string, std::string>> environment;
   rest::Resource capacity;  // what the node offers; over-commit is logged, not refused
   MemoryEnforcement memoryEnforcement = MemoryEnforcement::kAuto;
   DurationMs stopGracePeriod = 2000;  // SIGTERM, then SIGKILL after this long

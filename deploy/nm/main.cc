@@ -17,6 +17,7 @@
 #include "deploy/nm/node_manager_server.h"
 #include "deploy/nm/node_status_updater.h"
 #include "rest/messages/credentials.h"
+#include "rest/tls_settings.h"
 
 namespace {
 
@@ -46,6 +47,7 @@ int run(CommandLine& cli) {
   warnUnknownKeysExceptOurs(cli.properties());
   Logger log("nm");
   NodeManagerConfig config = NodeManagerConfig::fromProperties(cli.properties());
+  const rest::TlsSettings tls = rest::TlsSettings::fromProperties(cli.properties());
   if (auto mode = cli.option("memory-enforcement")) {
     auto parsed = parseMemoryEnforcement(*mode);
     if (!parsed) {
@@ -75,6 +77,8 @@ int run(CommandLine& cli) {
   // supervisor left behind.
   containerOptions.adoptOrphans = true;
   containerOptions.recovery = config.recoveryEnabled;
+  // The AM and executors in this node's containers serve and call with the node's TLS files.
+  containerOptions.environment = tls.containerEnvironment();
   NodeIdentity identity;
   ContainerManager containers(containerOptions);
 
@@ -85,6 +89,7 @@ int run(CommandLine& cli) {
   // keeps shutdown (SIGTERM) prompt, and callers of the NM reconnect cheaply.
   serverOptions.keepAliveTimeout = std::chrono::seconds(1);
   serverOptions.log = [log](const std::string& line) { log.warn() << line; };
+  tls.applyTo(serverOptions);
   NodeManagerServer server(containers, identity, serverOptions);
   const int port = server.start();
   const std::string address = config.host + ":" + std::to_string(port);
@@ -115,6 +120,7 @@ int run(CommandLine& cli) {
 
   NodeStatusUpdaterOptions updaterOptions;
   updaterOptions.rmUrl = config.rmUrl;
+  updaterOptions.caFile = tls.caFile;
   updaterOptions.host = config.host;
   updaterOptions.port = port;
   updaterOptions.capability = config.capability;
@@ -155,7 +161,7 @@ int main(int argc, char** argv) {
   cli.addOption("port-file", "FILE", "Write the bound REST port to FILE once serving");
   cli.addOption("memory-enforcement", "MODE",
                 "auto, cgroup, watchdog or off (overrides nm.memoryEnforcement)");
-  cli.showConfigKeys({"nm.", "log."});
+  cli.showConfigKeys({"nm.", "tls.", "log."});
   return tide::runMain(
       [&] {
         if (!cli.parse(argc, argv)) return 0;

@@ -17,6 +17,7 @@ NodeStatusUpdater::NodeStatusUpdater(NodeStatusUpdaterOptions options, Container
   // the client would only delay the next heartbeat.
   clientOptions.retry.maxAttempts = 1;
   clientOptions.log = [this](const std::string& line) { log_.debug() << line; };
+  clientOptions.caFile = options_.caFile;
   client_ = std::make_unique<rest::HttpClient>(options_.rmUrl, clientOptions);
 }
 

@@ -26,8 +26,9 @@
 namespace tide::nm {
 
 struct NodeStatusUpdaterOptions {
-  std::string rmUrl;  // "http://host:port"
-  std::string host;   // advertised in the registration
+  std::string rmUrl;   // "http://host:port" (or https://)
+  std::string caFile;  // tls.caFile: what an https:// RM is verified against ("" = system CAs)
+  std::string host;    // advertised in the registration
   int port = 0;
   rest::Resource capability;
   // Set when the operator configured nm.heartbeatInterval: it then wins over the interval the

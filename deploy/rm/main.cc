@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                         "Runs tide's resource manager: node managers offer it their resources, "
                         "applications ask it for containers.");
   cli.addOption("port-file", "FILE", "Write the bound port to FILE once listening");
-  cli.showConfigKeys({"rm.", "log."});
+  cli.showConfigKeys({"rm.", "tls.", "log."});
   return tide::runMain(
       [&] {
         if (!cli.parse(argc, argv)) return 0;

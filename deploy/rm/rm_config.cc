@@ -57,6 +57,7 @@ RmConfig RmConfig::fromProperties(const Properties& properties) {
     config.stateStoreDir =
         (std::filesystem::path(config.secretFile).parent_path() / "rm-state").string();
   }
+  config.tls = rest::TlsSettings::fromProperties(properties);
   return config;
 }
 

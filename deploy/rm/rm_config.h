@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "rest/tls_settings.h"
 
 namespace tide::rm {
 
@@ -38,9 +39,12 @@ struct RmConfig {
   // rm.secretFile, or none with rm.port=0 (an ephemeral port cannot be restarted on).
   std::string stateStoreDir;
 
+  // tls.*: HTTPS on rm.port, and node managers called over https://.
+  rest::TlsSettings tls;
+
   // Reads rm.host, rm.port, rm.spreadOut, rm.nodeExpiry, rm.amLivenessExpiry,
-  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication, rm.secretFile and rm.stateStore.dir;
-  // throws ConfigError naming the key for values out of range.
+  // rm.maxAppAttempts, rm.maxAmShare, rm.authentication, rm.secretFile, rm.stateStore.dir and
+  // tls.*; throws ConfigError naming the key for values out of range.
   static RmConfig fromProperties(const Properties& properties);
 
   // What the RM tells node managers: often enough that a couple of lost heartbeats do not

@@ -61,6 +61,7 @@ rest::HttpServerOptions serverOptions(const ResourceManagerServerOptions& option
   http.threadCount = options.serverThreads;
   http.log = [](const std::string& line) { Logger("http").info() << line; };
   if (options.config.authenticate) http.auth = clusterAuth(options.clusterSecret);
+  options.config.tls.applyTo(http);
   return http;
 }
 
@@ -364,12 +365,13 @@ void ResourceManagerServer::launch(const AmLaunch& item) {
   clientOptions.requestTimeout = std::chrono::milliseconds(10000);
   clientOptions.retry.maxAttempts = 3;
   clientOptions.log = [](const std::string& line) { Logger("rm").warn() << line; };
+  options_.config.tls.applyTo(clientOptions);
   std::string failure;
   // Whether the node only could not take it just now: it answered 503 (not registered yet) or
   // refused the connection (restarting). The RM then places the AM again.
   bool transient = false;
   try {
-    rest::HttpClient client("http://" + item.nodeHttpAddress, clientOptions);
+    rest::HttpClient client(options_.config.tls.urlOf(item.nodeHttpAddress), clientOptions);
     const rest::HttpResponse response = client.request(
         "POST", "/ws/v1/node/containers", toJson(item.request),
         {{"Content-Type", "application/json"}, {kContainerTokenHeader, item.request.token}});
@@ -401,8 +403,9 @@ void ResourceManagerServer::stopOnNode(const ContainerStopOrder& order) {
   clientOptions.connectTimeout = std::chrono::milliseconds(1000);
   clientOptions.requestTimeout = std::chrono::milliseconds(5000);
   clientOptions.retry.maxAttempts = 1;  // the heartbeat's containersToStop is the fallback
+  options_.config.tls.applyTo(clientOptions);
   try {
-    rest::HttpClient client("http://" + order.nodeHttpAddress, clientOptions);
+    rest::HttpClient client(options_.config.tls.urlOf(order.nodeHttpAddress), clientOptions);
     const rest::HttpResponse response =
         client.request("DELETE", "/ws/v1/node/containers/" + order.containerId, "",
                        {{"Authorization", "Bearer " + order.nodeSecret}});

@@ -53,7 +53,7 @@ class ResourceManagerServer {
   void stop();
 
   int port() const { return server_.port(); }
-  // "http://host:port": what AMs get as TIDE_RM_ADDRESS.
+  // "http://host:port" ("https://" with TLS): what AMs get as TIDE_RM_ADDRESS.
   std::string baseUrl() const { return server_.baseUrl(); }
   // The cluster secret, which is also the admin token.
   const std::string& clusterSecret() const { return options_.clusterSecret; }

@@ -71,6 +71,18 @@ TEST(ControlAuthTest, CrossOriginAndNonJsonWritesAreRefused) {
   EXPECT_EQ(statusOf(hook, request("POST", "/api/v1/jobs", {{"Authorization", bearer}})), 415);
 }
 
+TEST(ControlAuthTest, OverTlsThePagesOriginIsHttps) {
+  const auto hook = controlAuth(kToken, UiAuth::kWrites, "https");
+  const auto post = [&](const std::string& origin) {
+    return statusOf(hook, request("POST", "/api/v1/jobs",
+                                  {{"Content-Type", "application/json"},
+                                   {"Authorization", "Bearer " + kToken},
+                                   {"Origin", origin}}));
+  };
+  EXPECT_EQ(post("https://127.0.0.1:4040"), 200);
+  EXPECT_EQ(post("http://127.0.0.1:4040"), 403) << "not the page's own origin over TLS";
+}
+
 TEST(ControlAuthTest, AllGuardsReadsToo) {
   const auto hook = controlAuth(kToken, UiAuth::kAll);
   EXPECT_EQ(statusOf(hook, request("GET", "/metrics")), 401);

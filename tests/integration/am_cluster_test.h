@@ -37,8 +37,10 @@ class AmClusterTest : public ::testing::Test {
                       {"nm.memory", "4g"},
                       {"nm.heartbeatInterval", "200ms"}};
     options.rmConf = {{"rm.nodeExpiry", nodeExpiry}};
+    options.tls = tls;
     cluster = std::make_unique<deploy::EmbeddedCluster>(options);
-    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken());
+    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken(),
+                                                     tls.caFile);
   }
 
   // Submits the AM with `jobJson` and waits until its status API answers. Small containers
@@ -70,6 +72,7 @@ class AmClusterTest : public ::testing::Test {
             // The AM's control token goes with every call (writes need it).
             rest::HttpClientOptions withToken;
             withToken.defaultHeaders = {{"Authorization", "Bearer " + controlToken}};
+            tls.applyTo(withToken);
             am = std::make_unique<rest::HttpClient>(report.trackingUrl, withToken);
             return true;
           }
@@ -155,6 +158,8 @@ class AmClusterTest : public ::testing::Test {
   }
 
   TempDir dir;
+  // Set before startCluster() for a cluster (and its AMs and executors) serving HTTPS.
+  rest::TlsSettings tls;
   std::unique_ptr<deploy::EmbeddedCluster> cluster;
   std::unique_ptr<deploy::ClusterClient> client;
   std::unique_ptr<rest::HttpClient> am;

@@ -17,6 +17,8 @@
 #include "rest/json.h"
 #include "tests/rest/rest_test_util.h"
 #include "tests/rest/slow_clients.h"
+#include "tests/support/certificates.h"
+#include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::rest {
@@ -374,30 +376,7 @@ TEST_F(HttpServerTest, ConnectionsFromOneAddressAreCapped) {
 
 // ---- TLS (issue 17.3)
 
-// A throwaway CA and a certificate for 127.0.0.1 signed by it, made with the openssl CLI.
-class TestCertificates {
- public:
-  explicit TestCertificates(const std::filesystem::path& dir) : dir_(dir) {
-    run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=tide-test-ca -keyout " +
-        file("ca.key") + " -out " + file("ca.pem"));
-    run("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + file("server.key") +
-        " -out " + file("server.csr"));
-    std::ofstream(dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1\n";
-    run("openssl x509 -req -days 1 -in " + file("server.csr") + " -CA " + file("ca.pem") +
-        " -CAkey " + file("ca.key") + " -CAcreateserial -extfile " + file("san.ext") + " -out " +
-        file("server.pem"));
-    // Another CA, which signed nothing of ours.
-    run("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other-ca -keyout " +
-        file("other.key") + " -out " + file("other.pem"));
-  }
-  std::string file(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  static void run(const std::string& command) {
-    ASSERT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
-  }
-  std::filesystem::path dir_;
-};
+using testing_support::TestCertificates;
 
 TEST_F(HttpServerTest, ServesHttpsThatClientsVerifyAgainstTheCa) {
   testing_support::TempDir dir;
@@ -413,14 +392,48 @@ TEST_F(HttpServerTest, ServesHttpsThatClientsVerifyAgainstTheCa) {
   trusting.caFile = certificates.file("ca.pem");
   EXPECT_EQ(HttpClient(server_->baseUrl(), trusting).request("GET", "/ping").status, 200);
 
-  // A client trusting another CA refuses the server; one speaking plain HTTP gets nothing.
+  // A client trusting another CA refuses the server, saying why; so does one trusting only
+  // the system's CAs.
   HttpClientOptions wrongCa = clientOptions();
-  wrongCa.caFile = certificates.file("other.pem");
-  EXPECT_THROW(HttpClient(server_->baseUrl(), wrongCa).request("GET", "/ping"), HttpError);
-  const std::string plainUrl = "http://127.0.0.1:" + std::to_string(server_->port());
-  EXPECT_THROW(HttpClient(plainUrl, clientOptions()).request("GET", "/ping"), HttpError);
+  wrongCa.caFile = certificates.otherCaFile();
+  const std::string refusal = testing_support::expectedMessageOf<HttpError>(
+      [&] { HttpClient(server_->baseUrl(), wrongCa).request("GET", "/ping"); });
+  EXPECT_THAT(refusal, HasSubstr("SSL certificate problem")) << refusal;
+  EXPECT_THAT(refusal, HasSubstr(server_->baseUrl())) << refusal;
+  EXPECT_THAT(testing_support::expectedMessageOf<HttpError>(
+                  [&] { HttpClient(server_->baseUrl(), clientOptions()).request("GET", "/ping"); }),
+              HasSubstr("SSL certificate problem"));
+  // The host name is verified too: the certificate is for 127.0.0.1, not localhost.
+  const std::string byName = "https://localhost:" + std::to_string(server_->port());
+  EXPECT_THAT(testing_support::expectedMessageOf<HttpError>(
+                  [&] { HttpClient(byName, trusting).request("GET", "/ping"); }),
+              HasSubstr("localhost"));
   EXPECT_EQ(HttpClient(server_->baseUrl(), trusting).request("GET", "/ping").status, 200)
       << "still serving";
+}
+
+TEST_F(HttpServerTest, PlainHttpToATlsServerGetsNoAnswer) {
+  testing_support::TempDir dir;
+  TestCertificates certificates(dir.path());
+  HttpServerOptions options = serverOptions();
+  options.tlsCertFile = certificates.certFile();
+  options.tlsKeyFile = certificates.keyFile();
+  server_ = makeEchoServer(options);
+  ASSERT_GT(server_->start(), 0);
+  const std::string plainUrl = "http://127.0.0.1:" + std::to_string(server_->port());
+  HttpClientOptions once = clientOptions();
+  once.retry.maxAttempts = 1;
+  try {
+    const HttpResponse response = HttpClient(plainUrl, once).request("GET", "/ping");
+    ADD_FAILURE() << "a plain HTTP request was answered: HTTP " << response.status << " "
+                  << response.body;
+  } catch (const HttpError& error) {
+    EXPECT_TRUE(error.isTransportError()) << error.what();
+  }
+  HttpClientOptions trusting = clientOptions();
+  trusting.caFile = certificates.caFile();
+  EXPECT_EQ(HttpClient(server_->baseUrl(), trusting).request("GET", "/ping").status, 200)
+      << "still serving after the plain request";
 }
 
 template <typename F>
