@@ -85,10 +85,30 @@ class FaultTest : public testing_support::AmClusterTest {
     return attempts;
   }
 
+  // Once the application has ended, nothing of it runs, with the node managers still up: every
+  // container it had (the AM's, the executors', their tasks') has been stopped.
+  void expectApplicationGone() {
+    std::vector<pid_t> left;
+    const bool gone = eventually(
+        [&] {
+          left.clear();
+          for (size_t i = 0; i < cluster->nodeCount(); ++i) {
+            const fs::path work =
+                dir.path() / "cluster" / ("nm" + std::to_string(i)) / "work" / appId;
+            for (pid_t pid : processesUnder(work)) left.push_back(pid);
+          }
+          return left.empty();
+        },
+        30s);
+    tally.left(static_cast<int>(left.size()));
+    EXPECT_TRUE(gone) << left.size() << " processes of " << appId << " still run after it ended";
+  }
+
   // Runs after the cluster is stopped: nothing of it may be left (bounded wait for processes
   // that are already on their way out).
   void expectNothingLeft() {
     if (cluster) cluster->stop();
+    appId.clear();  // nothing to kill in TearDown: its cluster is gone
     std::vector<pid_t> left;
     eventually(
         [&] {
@@ -211,6 +231,7 @@ TEST_F(FaultTest, AnExecutorKilledMidTaskLeavesEveryOutputCommittedOnce) {
   ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
   expectCommittedOnce(dir.path() / "out", tasks);
   EXPECT_GE(markers(), tasks);
+  expectApplicationGone();
   expectNothingLeft();
 }
 
@@ -294,6 +315,7 @@ TEST_F(FaultTest, ANodeManagerKilledMidJobAndRestartedLosesNothing) {
       << report.diagnostics << "\n"
       << testing_support::readFile(cluster->nmLogPath(static_cast<size_t>(victim)));
   expectCommittedOnce(dir.path() / "out", tasks);
+  expectApplicationGone();
   expectNothingLeft();
 }
 
