@@ -160,6 +160,19 @@ class FaultTest : public testing_support::AmClusterTest {
 
   faults::FaultTally tally;
 
+  // As startCluster(2, 5), with more settings for the node managers.
+  void startClusterWith(const Conf& nmConf) {
+    deploy::EmbeddedClusterOptions options;
+    options.binDir = TIDE_BIN_DIR;
+    options.workDir = (dir.path() / "cluster").string();
+    options.nodes = 2;
+    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
+    options.nmConf.insert(options.nmConf.end(), nmConf.begin(), nmConf.end());
+    options.rmConf = {{"rm.nodeExpiry", "5s"}};
+    cluster = std::make_unique<deploy::EmbeddedCluster>(options);
+    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken());
+  }
+
   // The node (index of the cluster's node manager) whose work dir a process runs in; -1 if none.
   int nodeOf(pid_t pid) {
     std::error_code ec;
@@ -434,6 +447,40 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
   const rapidjson::Document detail = job("job-1");
   tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
   EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  expectCommittedOnce(dir.path() / "out", tasks);
+  expectNothingLeft();
+}
+
+// A task over its executor's memory (the first attempt of task 0 holds 700 MB in a 256 MB
+// executor): the node manager kills the container whole with YARN's reason, which reaches the
+// AM's failures of the task; the lost executor does not count toward task.maxFailures (1 here),
+// the task runs again on a new executor, and the job succeeds with each output committed once.
+TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
+  startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
+  const int tasks = 4;
+  const std::string first = (dir.path() / "first").string();
+  submit(writingJob("hungry", tasks,
+                    "if [ {task} = 0 ] && mkdir " + first +
+                        " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;"),
+         {{"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.executorIdleTimeout", "30s"},
+          {"task.maxFailures", "1"}},
+         /*session=*/true);
+  tally.injected();
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  bool memoryReason = false;
+  std::string failures;
+  for (const auto& f : detail["failures"].GetArray()) {
+    const std::string reason = f["reason"].GetString();
+    failures += reason + "; ";
+    memoryReason = memoryReason || (f["index"].GetInt() == 0 &&
+                                    reason.find("is running beyond physical memory limits. "
+                                                "Current usage: ") != std::string::npos);
+  }
+  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: " << failures;
   expectCommittedOnce(dir.path() / "out", tasks);
   expectNothingLeft();
 }
