@@ -137,6 +137,18 @@ class FaultTest : public testing_support::AmClusterTest {
            R"(/{task}-{attempt}"]}]})";
   }
 
+  // The AM's whole log (the stderr of the application's first container).
+  std::string fullAmLog() {
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(dir.path(), ec)) {
+      const std::string path = entry.path().string();
+      if (entry.path().filename() == "stderr" && path.find("_000001") != std::string::npos) {
+        return testing_support::readFile(path);
+      }
+    }
+    return "";
+  }
+
   // What every executor logged, each after a "== container" line.
   std::string executorLogs() {
     std::string logs;
@@ -273,8 +285,11 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
           {"speculation", "true"},
           {"speculation.quantile", "0.5"},
           {"speculation.multiplier", "1.5"},
-          {"log.level", "debug"}},
-         /*session=*/false);
+          {"log.level", "debug"},
+          {"dynamicAllocation.executorIdleTimeout", "60s"}},
+         // A session: the AM and the executors outlive the job, so the loser's question is
+         // always answered (the AM is there) and its answer logged (its executor is there).
+         /*session=*/true);
   const auto started = [&] {
     int count = 0;
     for (const auto& entry : fs::directory_iterator(barrier)) count += entry.is_regular_file();
@@ -284,14 +299,22 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
   ASSERT_TRUE(eventually([&] { return processesWithOpen(fifo) >= 2; }, 60s))
       << "the two attempts of task 0 did not both open the FIFO";
   ::close(holder);  // the last writer: both readers get the end of file now
-  const rest::ApplicationReport report = waitForEnd(120s);
   tally.injected();
-  tally.jobChecked(report.finalStatus == "SUCCEEDED");
-  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  ASSERT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
   EXPECT_EQ(started(), 2) << "task 0 did not run twice at once: no duplicate to test";
-  // Both exited 0 and asked: the AM denied one of them (because the other is committing or
-  // has committed, or, when the job has ended meanwhile, because its executor is released).
-  EXPECT_THAT(executorLogs(), HasSubstr("KILLED: commit denied: "));
+  // Both exited 0 and asked: the AM denied one of them (the other is committing or has
+  // committed), logging it before it answers, and the denied executor reports the attempt
+  // KILLED. The executor's line comes with its next report: wait for it (bounded).
+  EXPECT_TRUE(eventually(
+      [&] {
+        return fullAmLog().find(" may not commit its output: ") != std::string::npos &&
+               executorLogs().find("KILLED: commit denied: ") != std::string::npos;
+      },
+      30s))
+      << fullAmLog() << executorLogs();
   const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
   EXPECT_TRUE(fs::exists(barrier + "/" + std::to_string(attempts.count(0) ? attempts.at(0) : -1)))
       << "task 0's output names an attempt that never ran";
