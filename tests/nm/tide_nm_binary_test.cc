@@ -430,6 +430,8 @@ TEST_F(TideNmBinaryTest, ARecordItCannotReadStopsTheStartWithAClearError) {
       << log;
   EXPECT_NE(log.find("nm.recovery.enabled=false"), std::string::npos) << log;
   EXPECT_TRUE(std::filesystem::exists(record));
+}
+
 TEST_F(TideNmBinaryTest, ANodeStartedBeforeTheResourceManagerRegistersOnceItsSecretIsWritten) {
   // tide-nm first, pointed at a port where tide-rm is not yet, and at the secret file tide-rm
   // will create: no credential at all when it starts.
