@@ -195,6 +195,10 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   LostExecutor lost;
   lost.executorId = executorId;
   lost.containerId = containerId;
+  // The launch call can fail after the node started the container (its answer was lost: the
+  // node manager died mid-call), and the executor may have registered meanwhile: then its
+  // tasks are lost with it.
+  lost.wasRegistered = held.registered;
   lost.exit = {true, "launch", "could not be started: " + reason};
   lost.reason = "executor " + executorId + " (container " + containerId + " on " +
                 held.container.nodeId + ") " + lost.exit.explanation;

@@ -76,8 +76,8 @@ def main():
             [bin_dir + "/tide-rm", "--conf", "rm.port=%d" % rm_port, "--conf", "log.level=warn",
              *secret],
             stdout=log, stderr=log, start_new_session=True))
-        # tide-nm derives its node credential from the secret, so it starts once the file is
-        # there (a node started earlier has no credential and is refused).
+        # tide-nm derives its node credential from the secret; started once the file is there
+        # it registers at once (one started earlier re-reads the file each time it is refused).
         admin = poll("the secret file", lambda: open(secret_file).read().strip())
         procs.append(subprocess.Popen(
             [bin_dir + "/tide-nm", "--conf", "nm.rm=" + rm_url, "--conf", "nm.port=%d" % nm_port,

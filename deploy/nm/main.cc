@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "common/atomic_file.h"
 #include "common/command_line.h"
@@ -126,13 +127,32 @@ int run(CommandLine& cli) {
   updaterOptions.capability = config.capability;
   updaterOptions.heartbeatInterval = config.heartbeatInterval;
   updaterOptions.defaultHeartbeatInterval = config.defaultHeartbeatInterval;
-  if (auto credential = rest::rmNodeCredential(cli.properties())) {
+  // tide-rm writes its cluster secret file on its first start: a node started before it has
+  // no credential yet (or an unreadable file). It registers without one, and every refusal
+  // (401) reads the file again, with growing delays, logging what it waits for.
+  const Properties& properties = cli.properties();
+  const std::string tokenFile =
+      properties.has("rm.tokenFile") ? properties.getString("rm.tokenFile") : "";
+  updaterOptions.credentialSource =
+      tokenFile.empty()
+          ? "the cluster secret file " + rest::clusterSecretFile(properties) + " (rm.secretFile)"
+          : "the node credential file " + tokenFile + " (rm.tokenFile)";
+  updaterOptions.reloadCredential = [&properties] { return rest::rmNodeCredential(properties); };
+  std::optional<std::string> credential;
+  std::string unreadable;
+  try {
+    credential = rest::rmNodeCredential(properties);
+  } catch (const ConfigError& e) {
+    unreadable = e.what();
+  }
+  if (credential) {
     updaterOptions.registrationCredential = *credential;
   } else {
-    log.warn() << "no credential for the resource manager: neither rm.tokenFile nor a readable "
-               << rest::clusterSecretFile(cli.properties())
-               << " (--conf rm.secretFile=PATH); registration works only with a tide-rm run "
-                  "with rm.authentication=none";
+    log.warn() << "no credential for the resource manager yet"
+               << (unreadable.empty() ? "" : " (" + unreadable + ")") << ": waiting for "
+               << updaterOptions.credentialSource
+               << ", read again whenever the resource manager refuses this node (a tide-rm run "
+                  "with rm.authentication=none needs none)";
   }
   NodeStatusUpdater updater(updaterOptions, containers, identity);
   updater.start();

@@ -84,6 +84,7 @@ DurationMs NodeStatusUpdater::registerNode() {
   }
   const rest::HttpResponse response =
       client_->request("POST", "/ws/v1/nm/register", rest::toJson(registration), headers);
+  if (response.status == 401 && options_.reloadCredential) return refused(response);
   if (!response.ok()) {
     return retryDelay("registration",
                       "HTTP " + std::to_string(response.status) + ": " + response.body);
@@ -97,6 +98,32 @@ DurationMs NodeStatusUpdater::registerNode() {
               << answer.nodeId << " (" << options_.capability.memoryMb << " MiB, "
               << options_.capability.vCores << " vCores); heartbeat every " << interval() << "ms";
   return 0;  // heartbeat at once, so the RM learns of running containers without delay
+}
+
+DurationMs NodeStatusUpdater::refused(const rest::HttpResponse& response) {
+  std::optional<std::string> fresh;
+  std::string readError;
+  try {
+    fresh = options_.reloadCredential();
+  } catch (const std::exception& e) {
+    readError = e.what();
+  }
+  if (fresh && *fresh != options_.registrationCredential) {
+    options_.registrationCredential = *fresh;
+    log_.info() << "read a new credential from " << options_.credentialSource
+                << "; registering again";
+    // Still counted: a new credential that is refused too waits longer each time.
+    ++consecutiveFailures_;
+    return 0;
+  }
+  const std::string waitingFor =
+      !readError.empty() ? readError + "; waiting for " + options_.credentialSource
+      : fresh            ? "waiting for " + options_.credentialSource + " to change"
+                         : "waiting for " + options_.credentialSource + " to appear";
+  return retryDelay("registration", "HTTP 401: " + response.body +
+                                        "; the resource manager refuses this node's "
+                                        "credential; " +
+                                        waitingFor);
 }
 
 DurationMs NodeStatusUpdater::heartbeat() {

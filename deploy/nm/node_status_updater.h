@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,12 @@ struct NodeStatusUpdaterOptions {
   // Sent as "Authorization: Bearer" when registering: the node credential derived from the
   // cluster secret (rest/messages/credentials.h); empty = none (rm.authentication=none).
   std::string registrationCredential;
+  // Asked for the credential again when the RM refuses a registration (401): a node started
+  // before tide-rm has written its cluster secret file has none, or an old one. Returns nullopt
+  // while there is none; unset = the credential above is final. `credentialSource` says what
+  // it reads (for the log: what the node waits for).
+  std::function<std::optional<std::string>()> reloadCredential;
+  std::string credentialSource;
 };
 
 class NodeStatusUpdater {
@@ -65,6 +72,7 @@ class NodeStatusUpdater {
   DurationMs registerNode();
   DurationMs heartbeat();
   DurationMs retryDelay(const std::string& what, const std::string& error);
+  DurationMs refused(const rest::HttpResponse& response);
   DurationMs interval() const;
 
   NodeStatusUpdaterOptions options_;

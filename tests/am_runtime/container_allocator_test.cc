@@ -172,6 +172,20 @@ TEST_F(ContainerAllocatorTest, ALaunchFailureReleasesTheContainerAndCounts) {
   EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
 }
 
+TEST_F(ContainerAllocatorTest, ALaunchThatFailsAfterItsExecutorRegisteredLosesTheExecutor) {
+  // The node started the container and died before it answered the launch call: the executor
+  // registered meanwhile, and whatever runs on it must be counted lost (not left running).
+  allocator.setTarget(1);
+  allocator.nextAsk();
+  grant({1});
+  allocator.onExecutorRegistered("e1");
+  AllocatorActions actions = allocator.onLaunchFailed("e1", "connection reset by peer");
+  ASSERT_EQ(actions.lost.size(), 1u);
+  EXPECT_TRUE(actions.lost[0].wasRegistered);
+  EXPECT_EQ(allocator.snapshot().starting, 0);
+  EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
+}
+
 TEST_F(ContainerAllocatorTest, TheWaitForContainersIsTimedFromTheRequest) {
   allocator.setTarget(2);
   clock.set(1000);

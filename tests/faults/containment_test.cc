@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -31,7 +32,9 @@
 #include "executor/task_runner.h"
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
+#include "tests/faults/outputs.h"
 #include "tests/faults/proc_walk.h"
+#include "tests/faults/tally.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::faults {
@@ -39,37 +42,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The suite's one line (issue 11): how many faults were injected and how many processes were
-// left behind after them, summed over the tests that ran.
-struct SuiteTally {
-  int faults = 0;
-  size_t processesLeft = 0;
-};
-SuiteTally& tally() {
-  static SuiteTally instance;
-  return instance;
-}
-void recordFault(const std::vector<WalkedProcess>& leftovers) {
-  ++tally().faults;
-  tally().processesLeft += leftovers.size();
+// Each test's record for the suite's one line (tally.h): the fault, and what it left behind.
+void recordFault(FaultTally& tally, const std::vector<WalkedProcess>& leftovers) {
+  tally.injected();
+  tally.left(static_cast<int>(leftovers.size()));
 }
 // After a fault: waits (bounded) until `find` finds nothing, records the fault and what was
 // left in the tally, and expects nothing left.
-void expectNoneLeftAfterFault(const std::function<std::vector<WalkedProcess>()>& find,
+void expectNoneLeftAfterFault(FaultTally& tally,
+                              const std::function<std::vector<WalkedProcess>()>& find,
                               std::chrono::milliseconds bound = std::chrono::seconds(20)) {
   std::vector<WalkedProcess> leftovers = waitUntilNoneLeft(find, bound);
-  recordFault(leftovers);
+  recordFault(tally, leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
 }
-class TallyPrinter : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::printf("faults suite: %d faults injected, %zu processes left\n", tally().faults,
-                tally().processesLeft);
-  }
-};
-const ::testing::Environment* const kTallyPrinter =
-    ::testing::AddGlobalTestEnvironment(new TallyPrinter);
 
 std::string uniqueMarker(const std::string& what) {
   std::random_device random;
@@ -148,8 +134,11 @@ class ContainerContainmentTest : public ::testing::Test {
     return started;
   }
 
+  void TearDown() override { tally_.flush(); }
+
   testing_support::TempDir dir_;
   std::string marker_;
+  FaultTally tally_;
 };
 
 TEST_F(ContainerContainmentTest, AReleasedContainerLeavesNothing) {
@@ -159,7 +148,7 @@ TEST_F(ContainerContainmentTest, AReleasedContainerLeavesNothing) {
   const auto stopped = manager.stop("released", nm::StopReason::kResourceManager, true);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->state, "COMPLETE");
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, ItsMainProcessKilledBySigkillTakesEverythingWithIt) {
@@ -178,7 +167,7 @@ TEST_F(ContainerContainmentTest, ItsMainProcessKilledBySigkillTakesEverythingWit
   ASSERT_TRUE(manager.waitForCompletion("main9", 10000));
   EXPECT_THAT(manager.report("main9")->diagnostics,
               ::testing::StartsWith("killed by signal 9 (SIGKILL)"));
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, AProcessThatEndsNormallyLeavesNothingRunning) {
@@ -188,7 +177,7 @@ TEST_F(ContainerContainmentTest, AProcessThatEndsNormallyLeavesNothingRunning) {
       request("quick", "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.2; exit 4"));
   ASSERT_TRUE(manager.waitForCompletion("quick", 10000));
   EXPECT_EQ(manager.report("quick")->exitStatus, 4);
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 TEST_F(ContainerContainmentTest, AContainerOverItsMemoryIsKilledWholeWithTheReason) {
@@ -208,7 +197,7 @@ TEST_F(ContainerContainmentTest, AContainerOverItsMemoryIsKilledWholeWithTheReas
       << done.diagnostics;
   EXPECT_NE(done.diagnostics.find("of 64 MB physical memory used"), std::string::npos)
       << done.diagnostics;
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 // ---- the whole stack: tide run ----
@@ -230,7 +219,8 @@ class TideRunContainmentTest : public ::testing::Test {
                 const std::vector<std::string>& extraArgs = {}) {
     const size_t eq = taskMarker_.find('=');
     std::ostringstream job;
-    job << R"({"name": "contained", "stages": [{"id": "s", "tasks": )" << tasks << R"(, "env": {")"
+    job << R"({"name": "contained", "output": ")" << outputDir()
+        << R"(", "stages": [{"id": "s", "tasks": )" << tasks << R"(, "env": {")"
         << taskMarker_.substr(0, eq) << R"(": ")" << taskMarker_.substr(eq + 1)
         << R"("}, "command": ["sh", "-c", ")" << command << R"("]}]})";
     const std::string jobFile = dir_.writeFile("job.json", job.str());
@@ -308,27 +298,58 @@ class TideRunContainmentTest : public ::testing::Test {
     });
   }
 
+  void TearDown() override { tally_.flush(); }
+
+  // The job's output: exactly the files of `tasks`, each committed once (outputs.h).
+  void expectCommittedOnce(const std::set<int>& tasks) {
+    tally_.duplicates(outputProblems(outputDir(), tasks));
+  }
+  std::string outputDir() const { return (dir_.path() / "out").string(); }
+
   testing_support::TempDir dir_;
   std::string runMarker_;
   std::string taskMarker_;
   std::unique_ptr<ChildProcess> run_;
+  FaultTally tally_;
 };
 
 constexpr char kLingeringTask[] =
     "sleep 300 & ( setsid sh -c 'exec sleep 301' & ) ; exec sleep 302";
 
+// Tasks 0 and 1 write their output and end; the others linger (a child, a daemon, a sleep).
+constexpr char kQuickOrLingeringTask[] =
+    "if [ {task} -lt 2 ]; then echo task {task} attempt {attempt} > $TIDE_OUTPUT_DIR/part-0; "
+    "else sleep 300 & ( setsid sh -c 'exec sleep 301' & ) ; exec sleep 302; fi";
+
+// The first attempt of each task writes its output and lingers (a child, a daemon, a sleep);
+// a later attempt writes its output and ends. `first` is a directory prefix in the test's dir.
+std::string firstAttemptLingers(const std::string& first) {
+  return "echo task {task} attempt {attempt} > $TIDE_OUTPUT_DIR/part-0; if mkdir " + first +
+         "-{task} 2>/dev/null; then sleep 300 & ( setsid sh -c 'exec sleep 301' & ) ; sleep 302; "
+         "fi";
+}
+
 TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
-  startRun(2, kLingeringTask);
-  // Two tasks, each with its child and its daemon.
-  ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 6; }, 60s))
+  startRun(4, kQuickOrLingeringTask);
+  // Tasks 0 and 1 committed, tasks 2 and 3 running, each with its child and its daemon.
+  ASSERT_TRUE(eventually(
+      [&] {
+        return std::filesystem::exists(outputDir() + "/part-0") &&
+               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
+      },
+      60s))
       << describe(tasksRunning()) << runLog();
   ASSERT_TRUE(run_->signal(SIGKILL));
   ASSERT_TRUE(run_->waitFor(10s).has_value());
-  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
+  // Stopped, as it must be: only what was committed before is in the output.
+  tally_.jobChecked(!HasFailure());
+  expectCommittedOnce({0, 1});
+  expectNoneLeftAfterFault(
+      tally_, [&] { return leftOfRun(); }, 30s);
 }
 
 TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
-  startRun(1, kLingeringTask);
+  startRun(1, firstAttemptLingers((dir_.path() / "first").string()));
   ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
       << describe(tasksRunning()) << runLog();
   const std::vector<WalkedProcess> firstTasks = tasksRunning();
@@ -339,15 +360,26 @@ TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
   ASSERT_EQ(::kill(executor, SIGKILL), 0);
   // Every process of that container (the tasks inherit its TIDE_CONTAINER_ID) is gone, and
   // each task process seen before the kill too.
-  expectNoneLeftAfterFault([&] { return leftOfContainer(containerEntry, firstTasks); });
-  run_->stop();
+  const auto leftovers =
+      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); });
+  EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
+  // The task ran again elsewhere and the job succeeded, its output committed once.
+  ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
+  EXPECT_EQ(*run_->exitStatus(), 0) << runLog();
+  tally_.jobChecked(!HasFailure());
+  expectCommittedOnce({0});
+  auto rest = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  rest.insert(rest.end(), leftovers.begin(), leftovers.end());
+  recordFault(tally_, rest);
+  EXPECT_TRUE(rest.empty()) << describe(rest);
 }
 
 TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithItsTasks) {
   // A SIGSTOPped executor stops heartbeating: after network.timeout the AM counts it lost and
   // releases its container, and the NM kills the container whole (a stopped process dies by
   // SIGKILL too), so its tasks do not run on beside their re-runs.
-  startRun(1, kLingeringTask, {"--conf", "network.timeout=3s"});
+  startRun(1, firstAttemptLingers((dir_.path() / "first").string()),
+           {"--conf", "network.timeout=3s"});
   ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
       << describe(tasksRunning()) << runLog();
   const std::vector<WalkedProcess> firstTasks = tasksRunning();
@@ -357,15 +389,26 @@ TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithIts
   ASSERT_EQ(::kill(executor, SIGSTOP), 0);
   const auto leftovers =
       waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); }, 40s);
-  recordFault(leftovers);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers) << runLog();
   for (const WalkedProcess& p : leftovers) ::kill(p.pid, SIGCONT);
-  run_->stop();
+  ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
+  EXPECT_EQ(*run_->exitStatus(), 0) << runLog();
+  tally_.jobChecked(!HasFailure());
+  expectCommittedOnce({0});
+  auto rest = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+  rest.insert(rest.end(), leftovers.begin(), leftovers.end());
+  recordFault(tally_, rest);
+  EXPECT_TRUE(rest.empty()) << describe(rest);
 }
 
 TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
-  startRun(2, kLingeringTask);
-  ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 6; }, 60s))
+  startRun(4, kQuickOrLingeringTask);
+  ASSERT_TRUE(eventually(
+      [&] {
+        return std::filesystem::exists(outputDir() + "/part-0") &&
+               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
+      },
+      60s))
       << describe(tasksRunning()) << runLog();
   const std::string rmPort = readFile(workDir() + "/rm.port");
   const std::string log = runLog();
@@ -379,7 +422,12 @@ TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   // tide run reports the kill and stops its cluster: nothing of the run is left.
   ASSERT_TRUE(run_->waitFor(60s).has_value()) << runLog();
   EXPECT_NE(*run_->exitStatus(), 0);
-  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
+  EXPECT_NE(runLog().find("KILLED"), std::string::npos) << runLog();
+  tally_.jobChecked(!HasFailure());
+  // Stopped: the two tasks that had committed are in the output, nothing else.
+  expectCommittedOnce({0, 1});
+  expectNoneLeftAfterFault(
+      tally_, [&] { return leftOfRun(); }, 30s);
 }
 
 TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
@@ -410,7 +458,12 @@ TEST_F(TideRunContainmentTest, ATaskOverItsMemoryFailsTheJobWithTheReason) {
     }
   }
   EXPECT_TRUE(amSawIt) << "no AM log under " << workDir() << " names the memory kill";
-  expectNoneLeftAfterFault([&] { return leftOfRun(); }, 30s);
+  // Failing with the reason is this job's right outcome; its task never succeeded, so nothing
+  // of it may be in the output.
+  tally_.jobChecked(!HasFailure());
+  expectCommittedOnce({});
+  expectNoneLeftAfterFault(
+      tally_, [&] { return leftOfRun(); }, 30s);
 }
 
 }  // namespace
@@ -457,8 +510,11 @@ class TaskContainmentTest : public ::testing::Test {
 
   std::vector<WalkedProcess> left() const { return processesWithEnv(marker_); }
 
+  void TearDown() override { tally_.flush(); }
+
   testing_support::TempDir dir_;
   std::string marker_;
+  FaultTally tally_;
 };
 
 TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
@@ -467,7 +523,7 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm) {
@@ -483,7 +539,7 @@ TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm)
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kKilled);
   EXPECT_EQ(updates[0].exitCode, 128 + SIGKILL);
-  expectNoneLeftAfterFault([&] { return left(); });
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// The fault suite (issue 11, items 3-7): real tide-rm, tide-nm, tide-am and tide-executor
-// processes on 127.0.0.1 with ephemeral ports; faults are injected while jobs of command tasks
-// write outputs, and afterwards the job's result is checked, every task's output must be
-// committed exactly once, and no process of the run may be left (found by walking /proc for
-// processes whose working directory is inside the test's directory, not by name). At the end
-// the suite prints one line: faults injected, jobs correct, duplicate commits, processes left.
+// The fault suite (issue 11): real tide-rm, tide-nm, tide-am and tide-executor processes on
+// 127.0.0.1 with ephemeral ports; faults are injected while jobs of command tasks write
+// outputs (kill -9 of an executor, of a node manager and its restart, of a task's process;
+// SIGSTOP of an executor past network.timeout), and afterwards the job's result is checked,
+// every task's output must be committed exactly once, and no process of the run may be left
+// (found by walking /proc for processes whose working directory is inside the test's
+// directory, not by name). Each test appends its record to the suite's tally (tally.h).
 
 #include <fcntl.h>
 #include <signal.h>
@@ -22,7 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "../integration/am_cluster_test.h"
+#include "common/process_tree.h"
+#include "tests/faults/outputs.h"
+#include "tests/faults/tally.h"
+#include "tests/integration/am_cluster_test.h"
 
 namespace tide::deploy {
 namespace {
@@ -31,21 +35,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing_support::eventually;
 namespace fs = std::filesystem;
-
-std::atomic<int> gFaultsInjected{0};
-std::atomic<int> gJobsCorrect{0};
-std::atomic<int> gDuplicateCommits{0};
-std::atomic<int> gProcessesLeft{0};
-
-class SuiteSummary : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::cout << "fault suite: " << gFaultsInjected << " faults injected, " << gJobsCorrect
-              << " jobs correct, " << gDuplicateCommits << " duplicate commits, " << gProcessesLeft
-              << " processes left" << std::endl;
-  }
-};
-const auto* const kSummary = ::testing::AddGlobalTestEnvironment(new SuiteSummary);
 
 // How many processes other than this one have `file` open.
 int processesWithOpen(const std::string& file) {
@@ -89,48 +78,37 @@ class FaultTest : public testing_support::AmClusterTest {
  protected:
   // Every output file of a job of `tasks` tasks, each written as "task <i> attempt <a>": the
   // output directory must hold part-0 .. part-<tasks-1> and nothing else (no temporary or
-  // half-written file), each naming its own task. Counts what is wrong in gDuplicateCommits.
+  // half-written file), each naming its own task (outputs.h). What is wrong goes to the tally.
   std::map<int, int> expectCommittedOnce(const fs::path& output, int tasks) {
     std::map<int, int> attempts;
-    std::set<std::string> names;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(output, ec)) {
-      names.insert(entry.path().filename().string());
-    }
-    EXPECT_FALSE(ec) << "cannot list " << output << ": " << ec.message();
-    int wrong = 0;
-    for (int i = 0; i < tasks; ++i) {
-      const std::string name = "part-" + std::to_string(i);
-      if (names.erase(name) == 0) {
-        ADD_FAILURE() << name << " is missing from " << output;
-        continue;
-      }
-      std::ifstream in(output / name);
-      std::string word, taskWord;
-      int task = -1, attempt = -1;
-      in >> word >> task >> taskWord >> attempt;
-      std::string rest;
-      std::getline(in, rest);
-      const bool more = static_cast<bool>(in >> rest);
-      if (word != "task" || task != i || taskWord != "attempt" || attempt < 0 || more) {
-        ADD_FAILURE() << name << " does not hold exactly one line of task " << i << ": "
-                      << testing_support::readFile((output / name).string());
-        ++wrong;
-      }
-      attempts[i] = attempt;
-    }
-    for (const std::string& extra : names) {
-      ADD_FAILURE() << "unexpected file in the output: " << extra;
-      ++wrong;
-    }
-    gDuplicateCommits += wrong;
+    tally.duplicates(faults::outputProblems(output, faults::firstTasks(tasks), &attempts));
     return attempts;
+  }
+
+  // Once the application has ended, nothing of it runs, with the node managers still up: every
+  // container it had (the AM's, the executors', their tasks') has been stopped.
+  void expectApplicationGone() {
+    std::vector<pid_t> left;
+    const bool gone = eventually(
+        [&] {
+          left.clear();
+          for (size_t i = 0; i < cluster->nodeCount(); ++i) {
+            const fs::path work =
+                dir.path() / "cluster" / ("nm" + std::to_string(i)) / "work" / appId;
+            for (pid_t pid : processesUnder(work)) left.push_back(pid);
+          }
+          return left.empty();
+        },
+        30s);
+    tally.left(static_cast<int>(left.size()));
+    EXPECT_TRUE(gone) << left.size() << " processes of " << appId << " still run after it ended";
   }
 
   // Runs after the cluster is stopped: nothing of it may be left (bounded wait for processes
   // that are already on their way out).
   void expectNothingLeft() {
     if (cluster) cluster->stop();
+    appId.clear();  // nothing to kill in TearDown: its cluster is gone
     std::vector<pid_t> left;
     eventually(
         [&] {
@@ -138,7 +116,7 @@ class FaultTest : public testing_support::AmClusterTest {
           return left.empty();
         },
         15s);
-    gProcessesLeft += static_cast<int>(left.size());
+    tally.left(static_cast<int>(left.size()));
     for (pid_t pid : left) {
       ADD_FAILURE() << "process " << pid << " ("
                     << testing_support::readFile("/proc/" + std::to_string(pid) + "/cmdline")
@@ -159,6 +137,18 @@ class FaultTest : public testing_support::AmClusterTest {
            R"(/{task}-{attempt}"]}]})";
   }
 
+  // The AM's whole log (the stderr of the application's first container).
+  std::string fullAmLog() {
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(dir.path(), ec)) {
+      const std::string path = entry.path().string();
+      if (entry.path().filename() == "stderr" && path.find("_000001") != std::string::npos) {
+        return testing_support::readFile(path);
+      }
+    }
+    return "";
+  }
+
   // What every executor logged, each after a "== container" line.
   std::string executorLogs() {
     std::string logs;
@@ -177,6 +167,63 @@ class FaultTest : public testing_support::AmClusterTest {
   void TearDown() override {
     if (HasFailure()) std::cerr << executorLogs() << "\n";
     AmClusterTest::TearDown();
+    tally.flush();
+  }
+
+  faults::FaultTally tally;
+
+  // As startCluster(2, 5), with more settings for the node managers.
+  void startClusterWith(const Conf& nmConf) {
+    deploy::EmbeddedClusterOptions options;
+    options.binDir = TIDE_BIN_DIR;
+    options.workDir = (dir.path() / "cluster").string();
+    options.nodes = 2;
+    options.nmConf = {{"nm.cores", "5"}, {"nm.memory", "4g"}, {"nm.heartbeatInterval", "200ms"}};
+    options.nmConf.insert(options.nmConf.end(), nmConf.begin(), nmConf.end());
+    options.rmConf = {{"rm.nodeExpiry", "5s"}};
+    cluster = std::make_unique<deploy::EmbeddedCluster>(options);
+    client = std::make_unique<deploy::ClusterClient>(cluster->rmAddress(), cluster->adminToken());
+  }
+
+  // The node (index of the cluster's node manager) whose work dir a process runs in; -1 if none.
+  int nodeOf(pid_t pid) {
+    std::error_code ec;
+    const std::string cwd = fs::read_symlink("/proc/" + std::to_string(pid) + "/cwd", ec).string();
+    if (ec) return -1;
+    for (size_t i = 0; i < cluster->nodeCount(); ++i) {
+      const std::string work =
+          fs::weakly_canonical(dir.path() / "cluster" / ("nm" + std::to_string(i))).string() + "/";
+      if (cwd.rfind(work, 0) == 0) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // The node running the AM (its container is the application's first, ..._000001).
+  int amNode() {
+    std::error_code ec;
+    for (size_t i = 0; i < cluster->nodeCount(); ++i) {
+      const fs::path work = dir.path() / "cluster" / ("nm" + std::to_string(i));
+      for (const auto& entry : fs::recursive_directory_iterator(work, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("container_", 0) == 0 && name.find("_000001") != std::string::npos) {
+          return static_cast<int>(i);
+        }
+      }
+    }
+    return -1;
+  }
+
+  // An executor running tasks on `node`, with its pid.
+  bool busyExecutorOn(int node, int64_t* pid) {
+    for (const auto& e : executors()["executors"].GetArray()) {
+      const int64_t candidate = e["pid"].GetInt64();
+      if (e["runningTasks"].GetInt() > 0 && candidate > 0 &&
+          nodeOf(static_cast<pid_t>(candidate)) == node) {
+        *pid = candidate;
+        return true;
+      }
+    }
+    return false;
   }
 
   int markers(const std::string& prefix = "") {
@@ -202,13 +249,14 @@ TEST_F(FaultTest, AnExecutorKilledMidTaskLeavesEveryOutputCommittedOnce) {
   std::string victimId;
   ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 60s));
   ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
-  ++gFaultsInjected;
+  tally.injected();
 
   const rest::ApplicationReport report = waitForEnd(120s);
+  tally.jobChecked(report.finalStatus == "SUCCEEDED");
   ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
-  if (!HasFailure()) ++gJobsCorrect;
+  expectCommittedOnce(dir.path() / "out", tasks);
   EXPECT_GE(markers(), tasks);
+  expectApplicationGone();
   expectNothingLeft();
 }
 
@@ -237,8 +285,11 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
           {"speculation", "true"},
           {"speculation.quantile", "0.5"},
           {"speculation.multiplier", "1.5"},
-          {"log.level", "debug"}},
-         /*session=*/false);
+          {"log.level", "debug"},
+          {"dynamicAllocation.executorIdleTimeout", "60s"}},
+         // A session: the AM and the executors outlive the job, so the loser's question is
+         // always answered (the AM is there) and its answer logged (its executor is there).
+         /*session=*/true);
   const auto started = [&] {
     int count = 0;
     for (const auto& entry : fs::directory_iterator(barrier)) count += entry.is_regular_file();
@@ -248,17 +299,212 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
   ASSERT_TRUE(eventually([&] { return processesWithOpen(fifo) >= 2; }, 60s))
       << "the two attempts of task 0 did not both open the FIFO";
   ::close(holder);  // the last writer: both readers get the end of file now
-  const rest::ApplicationReport report = waitForEnd(120s);
-  ++gFaultsInjected;
-  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  tally.injected();
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  ASSERT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
   EXPECT_EQ(started(), 2) << "task 0 did not run twice at once: no duplicate to test";
-  // Both exited 0 and asked: the AM denied one of them (because the other is committing or
-  // has committed, or, when the job has ended meanwhile, because its executor is released).
-  EXPECT_THAT(executorLogs(), HasSubstr("KILLED: commit denied: "));
+  // Both exited 0 and asked: the AM denied one of them (the other is committing or has
+  // committed), logging it before it answers, and the denied executor reports the attempt
+  // KILLED. The executor's line comes with its next report: wait for it (bounded).
+  EXPECT_TRUE(eventually(
+      [&] {
+        return fullAmLog().find(" may not commit its output: ") != std::string::npos &&
+               executorLogs().find("KILLED: commit denied: ") != std::string::npos;
+      },
+      30s))
+      << fullAmLog() << executorLogs();
   const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
   EXPECT_TRUE(fs::exists(barrier + "/" + std::to_string(attempts.count(0) ? attempts.at(0) : -1)))
       << "task 0's output names an attempt that never ran";
-  if (!HasFailure()) ++gJobsCorrect;
+  expectNothingLeft();
+}
+
+// kill -9 of a node manager while its executors run tasks, and its restart on the same port and
+// work dir (as an operator or systemd would). Whether the restarted node manager re-attaches to
+// the containers that outlived it (NM recovery) or stops them and the AM re-runs their tasks
+// elsewhere, the job's result is right, each output is committed once, and nothing is left.
+TEST_F(FaultTest, ANodeManagerKilledMidJobAndRestartedLosesNothing) {
+  startCluster(2, 5);
+  const int tasks = 16;
+  submit(
+      writingJob("nm-killed", tasks, "sleep 1;"),
+      {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
+      /*session=*/false);
+  // The node that does not run the AM: its executors (and their tasks) are what is at stake.
+  const int am = amNode();
+  ASSERT_GE(am, 0) << "no AM container under " << dir.path();
+  const int victim = 1 - am;
+  int64_t executorPid = 0;
+  ASSERT_TRUE(eventually([&] { return busyExecutorOn(victim, &executorPid); }, 60s))
+      << "no executor ran tasks on node " << victim;
+  ChildProcess& nm = cluster->nodeManager(static_cast<size_t>(victim));
+  ASSERT_EQ(::kill(nm.pid(), SIGKILL), 0);
+  ASSERT_TRUE(nm.waitFor(10s).has_value());
+  tally.injected();
+  cluster->restartNodeManager(static_cast<size_t>(victim));
+
+  const rest::ApplicationReport report = waitForEnd(180s);
+  tally.jobChecked(report.finalStatus == "SUCCEEDED");
+  EXPECT_EQ(report.finalStatus, "SUCCEEDED")
+      << report.diagnostics << "\n"
+      << testing_support::readFile(cluster->nmLogPath(static_cast<size_t>(victim)));
+  expectCommittedOnce(dir.path() / "out", tasks);
+  expectApplicationGone();
+  expectNothingLeft();
+}
+
+// kill -9 of a command task's own process (the child of its tide-container, found by walking
+// /proc below a busy executor). The attempt fails with the signal as its reason, the task runs
+// again and succeeds, the job is right, and the killed attempt's output is never committed.
+TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
+  startCluster(2, 5);
+  const int tasks = 8;
+  submit(
+      writingJob("task-killed", tasks, "sleep 2;"),
+      {{"dynamicAllocation.maxExecutors", "2"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
+      /*session=*/true);
+  const std::string supervisor = std::string(TIDE_BIN_DIR) + "/tide-container";
+  pid_t victim = 0;
+  int index = -1;
+  int attempt = -1;
+  std::vector<ProcessInfo> below;  // what the task's process had started
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::string id;
+        int64_t executor = 0;
+        if (!busyExecutor(&id, &executor)) return false;
+        const std::vector<ProcessInfo> table = readProcessTable();
+        for (const ProcessInfo& p : descendantsOf(static_cast<pid_t>(executor), table)) {
+          // A task's supervisor is the executor's child; the task's process is its child.
+          if (p.ppid != executor) continue;
+          std::error_code ec;
+          if (fs::read_symlink("/proc/" + std::to_string(p.pid) + "/exe", ec).string() !=
+              supervisor) {
+            continue;
+          }
+          for (const ProcessInfo& task : descendantsOf(p.pid, table)) {
+            if (task.ppid != p.pid) continue;
+            const std::string environ =
+                testing_support::readFile("/proc/" + std::to_string(task.pid) + "/environ");
+            const auto value = [&](const std::string& name) {
+              const size_t at = environ.find(name + "=");
+              if (at == std::string::npos) return -1;
+              return std::atoi(environ.c_str() + at + name.size() + 1);
+            };
+            index = value("TIDE_TASK_INDEX");
+            attempt = value("TIDE_ATTEMPT");
+            if (index < 0 || attempt < 0) continue;
+            victim = task.pid;
+            below = descendantsOf(task.pid, table);
+            return true;
+          }
+        }
+        return false;
+      },
+      60s))
+      << "no task process found below a busy executor";
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  tally.injected();
+
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  // The killed attempt failed, saying how.
+  bool failedWithSignal = false;
+  std::string failures;
+  for (const auto& f : detail["failures"].GetArray()) {
+    failures += std::string(f["reason"].GetString()) + "; ";
+    if (f["index"].GetInt() == index && f["attempt"].GetInt() == attempt) {
+      failedWithSignal = std::string(f["reason"].GetString()).find("killed by signal 9") == 0;
+    }
+  }
+  EXPECT_TRUE(failedWithSignal) << "task " << index << " attempt " << attempt
+                                << " is not among the failures with its signal: " << failures;
+  const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
+  ASSERT_EQ(attempts.count(index), 1u);
+  EXPECT_NE(attempts.at(index), attempt) << "the killed attempt's output was committed";
+  EXPECT_FALSE(
+      fs::exists(dir.path() / "ran" / (std::to_string(index) + "-" + std::to_string(attempt))))
+      << "the killed attempt ran on";
+  // What the killed process had started went with its attempt.
+  for (const ProcessInfo& p : below) {
+    const std::optional<ProcessInfo> now = tide::readProcess(p.pid);
+    EXPECT_TRUE(!now || now->startTimeTicks != p.startTimeTicks || now->state == 'Z')
+        << "process " << p.pid << " of the killed task is still running";
+  }
+  expectNothingLeft();
+}
+
+// SIGSTOP of a busy executor past network.timeout, SIGCONT after the AM gave up on it: its
+// tasks ran again elsewhere, and the stopped executor's attempts, killed with their container,
+// never commit.
+TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothing) {
+  startCluster(2, 5);
+  const int tasks = 12;
+  submit(writingJob("stopped", tasks, "sleep 1;"),
+         {{"dynamicAllocation.maxExecutors", "4"},
+          {"dynamicAllocation.executorIdleTimeout", "30s"},
+          {"network.timeout", "3s"}},
+         /*session=*/true);
+  int64_t victim = 0;
+  std::string victimId;
+  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 60s));
+  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGSTOP), 0);
+  tally.injected();
+  // Past network.timeout the AM counts it lost (and releases its container).
+  const bool lost = eventually(
+      [&] {
+        for (const auto& e : executors()["executors"].GetArray()) {
+          if (victimId == e["id"].GetString()) return false;
+        }
+        return true;
+      },
+      60s);
+  ::kill(static_cast<pid_t>(victim), SIGCONT);
+  EXPECT_TRUE(lost) << victimId << " was not given up on";
+
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  expectCommittedOnce(dir.path() / "out", tasks);
+  expectNothingLeft();
+}
+
+// A task over its executor's memory (the first attempt of task 0 holds 700 MB in a 256 MB
+// executor): the node manager kills the container whole with YARN's reason, which reaches the
+// AM's failures of the task; the lost executor does not count toward task.maxFailures (1 here),
+// the task runs again on a new executor, and the job succeeds with each output committed once.
+TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
+  startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
+  const int tasks = 4;
+  const std::string first = (dir.path() / "first").string();
+  submit(writingJob("hungry", tasks,
+                    "if [ {task} = 0 ] && mkdir " + first +
+                        " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;"),
+         {{"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.executorIdleTimeout", "30s"},
+          {"task.maxFailures", "1"}},
+         /*session=*/true);
+  tally.injected();
+  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  const rapidjson::Document detail = job("job-1");
+  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  bool memoryReason = false;
+  std::string failures;
+  for (const auto& f : detail["failures"].GetArray()) {
+    const std::string reason = f["reason"].GetString();
+    failures += reason + "; ";
+    memoryReason = memoryReason || (f["index"].GetInt() == 0 &&
+                                    reason.find("is running beyond physical memory limits. "
+                                                "Current usage: ") != std::string::npos);
+  }
+  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: " << failures;
+  expectCommittedOnce(dir.path() / "out", tasks);
   expectNothingLeft();
 }
 
@@ -312,12 +558,12 @@ TEST_F(FaultTest, TwentyApplicationsOnOneEightCoreNodeAllFinish) {
   for (const auto& [app, report] : reports) {
     EXPECT_EQ(report.finalStatus, "SUCCEEDED") << app << ": " << report.diagnostics;
     succeeded += report.finalStatus == "SUCCEEDED" ? 1 : 0;
+    tally.jobChecked(report.finalStatus == "SUCCEEDED");
   }
   EXPECT_EQ(succeeded, 20);
   // 8 cores: 4 AMs of one core at most; the others waited, saying why.
   EXPECT_LE(mostRunning, 4);
   EXPECT_TRUE(sawShareDiagnostic);
-  if (!HasFailure()) ++gJobsCorrect;
   expectNothingLeft();
   appId.clear();
 }
@@ -341,16 +587,19 @@ class ImpossibleRequestTest : public ::testing::Test {
       argv.push_back("--conf");
       argv.push_back(setting);
     }
-    ++gFaultsInjected;
+    tally.injected();
     return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 60s);
   }
+  // Correct = refused at once with the message the test expects.
   void TearDown() override {
     const std::vector<pid_t> left = processesUnder(dir.path());
-    gProcessesLeft += static_cast<int>(left.size());
+    tally.left(static_cast<int>(left.size()));
     EXPECT_TRUE(left.empty()) << left.size() << " processes left";
-    if (!HasFailure()) ++gJobsCorrect;
+    tally.jobChecked(!HasFailure());
+    tally.flush();
   }
   testing_support::TempDir dir;
+  faults::FaultTally tally;
 };
 
 TEST_F(ImpossibleRequestTest, ATaskWiderThanAnExecutor) {

@@ -31,19 +31,28 @@ class FakeResourceManager {
     rest::HttpServerOptions options;
     options.log = [](const std::string&) {};
     server_ = std::make_unique<rest::HttpServer>(options);
-    server_->post("/ws/v1/nm/register",
-                  [this](const httplib::Request& req, httplib::Response& res) {
-                    const rest::NodeRegistration registration =
-                        rest::nodeRegistrationFromJson(rest::parseJson(req.body));
-                    rest::NodeRegistrationResponse answer;
-                    answer.nodeId = registration.host + ":" + std::to_string(registration.port);
-                    answer.nodeSecret = secret_;
-                    answer.heartbeatIntervalMs = heartbeatIntervalMs_;
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    registrations_.push_back(registration);
-                    knownNodes_.insert(answer.nodeId);
-                    rest::replyJson(res, rest::toJson(answer));
-                  });
+    server_->post(
+        "/ws/v1/nm/register", [this](const httplib::Request& req, httplib::Response& res) {
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!requiredCredential_.empty() &&
+                req.get_header_value("Authorization") != "Bearer " + requiredCredential_) {
+              ++refusedRegistrations_;
+              rest::replyError(res, 401, "a node credential is required");
+              return;
+            }
+          }
+          const rest::NodeRegistration registration =
+              rest::nodeRegistrationFromJson(rest::parseJson(req.body));
+          rest::NodeRegistrationResponse answer;
+          answer.nodeId = registration.host + ":" + std::to_string(registration.port);
+          answer.nodeSecret = secret_;
+          answer.heartbeatIntervalMs = heartbeatIntervalMs_;
+          std::lock_guard<std::mutex> lock(mutex_);
+          registrations_.push_back(registration);
+          knownNodes_.insert(answer.nodeId);
+          rest::replyJson(res, rest::toJson(answer));
+        });
     server_->post(R"(/ws/v1/nm/([^/]+)/heartbeat)",
                   [this](const httplib::Request& req, httplib::Response& res) {
                     const std::string nodeId = req.matches[1];
@@ -98,6 +107,15 @@ class FakeResourceManager {
     std::lock_guard<std::mutex> lock(mutex_);
     reRegisterNext_ = true;
   }
+  // Registrations without "Authorization: Bearer <credential>" get 401 from now on.
+  void requireRegistrationCredential(std::string credential) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    requiredCredential_ = std::move(credential);
+  }
+  int refusedRegistrations() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return refusedRegistrations_;
+  }
   // As after an RM restart: heartbeats of every node get 404 until it registers again.
   void forgetNodes() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -114,6 +132,8 @@ class FakeResourceManager {
   std::set<std::string> knownNodes_;
   std::vector<std::string> toStop_;
   bool reRegisterNext_ = false;
+  std::string requiredCredential_;
+  int refusedRegistrations_ = 0;
 };
 
 }  // namespace tide::nm::testing

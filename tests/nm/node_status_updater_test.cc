@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "rest/http_server.h"
 #include "tests/nm/fake_resource_manager.h"
@@ -35,7 +38,9 @@ class NodeStatusUpdaterTest : public ::testing::Test {
     containers_->start();
   }
 
-  std::unique_ptr<NodeStatusUpdater> updater(const std::string& rmUrl) {
+  std::unique_ptr<NodeStatusUpdater> updater(
+      const std::string& rmUrl,
+      const std::function<void(NodeStatusUpdaterOptions&)>& adjust = nullptr) {
     NodeStatusUpdaterOptions options;
     options.rmUrl = rmUrl;
     options.host = "127.0.0.1";
@@ -44,6 +49,7 @@ class NodeStatusUpdaterTest : public ::testing::Test {
     options.initialRetryDelay = 100;
     options.maxRetryDelay = 800;
     options.requestTimeout = std::chrono::milliseconds(2000);
+    if (adjust) adjust(options);
     return std::make_unique<NodeStatusUpdater>(options, *containers_, identity_);
   }
 
@@ -152,6 +158,41 @@ TEST_F(NodeStatusUpdaterTest, AnUnreachableRmIsRetriedWithGrowingDelaysAndContai
   EXPECT_LE(delays.front(), 100);
   EXPECT_FALSE(identity_.registered());
   EXPECT_EQ(containers_->report("survivor")->state, "RUNNING");
+}
+
+TEST_F(NodeStatusUpdaterTest, ARefusedRegistrationReadsTheCredentialAgainUntilOneIsAccepted) {
+  // As a node started before tide-rm wrote its cluster secret file: no credential at first.
+  FakeResourceManager rm("s", 100);
+  rm.requireRegistrationCredential("node-credential");
+  std::optional<std::string> onDisk;  // what the credential's file holds
+  int reads = 0;
+  auto loop = updater(rm.url(), [&](NodeStatusUpdaterOptions& options) {
+    options.credentialSource = "the test's credential";
+    options.reloadCredential = [&] {
+      ++reads;
+      return onDisk;
+    };
+  });
+  // Refused, and nothing to read yet: retried later, with growing delays.
+  const DurationMs first = loop->runOnce();
+  const DurationMs second = loop->runOnce();
+  EXPECT_GT(first, 0);
+  EXPECT_GT(second, 0);
+  EXPECT_FALSE(identity_.registered());
+  EXPECT_EQ(rm.refusedRegistrations(), 2);
+  EXPECT_EQ(reads, 2);
+  // A credential appears, a wrong one: tried at once, refused, and then waited for again.
+  onDisk = "wrong";
+  EXPECT_EQ(loop->runOnce(), 0);
+  EXPECT_GT(loop->runOnce(), 0);
+  EXPECT_EQ(rm.refusedRegistrations(), 4);
+  // The right one: tried at once and accepted.
+  onDisk = "node-credential";
+  EXPECT_EQ(loop->runOnce(), 0);
+  EXPECT_EQ(loop->runOnce(), 0);  // registered: heartbeat at once
+  EXPECT_TRUE(identity_.registered());
+  ASSERT_EQ(rm.registrations().size(), 1u);
+  EXPECT_EQ(rm.refusedRegistrations(), 5);
 }
 
 TEST_F(NodeStatusUpdaterTest, TheLoopThreadRegistersAndHeartbeatsUntilStopped) {

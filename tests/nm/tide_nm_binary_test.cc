@@ -16,6 +16,7 @@
 #include "deploy/nm/node_manager_server.h"
 #include "deploy/nm/process_group.h"
 #include "rest/http_client.h"
+#include "rest/http_server.h"
 #include "rest/json.h"
 #include "tests/nm/fake_resource_manager.h"
 #include "tests/nm/nm_test_util.h"
@@ -37,9 +38,10 @@ using testing_support::readFile;
 // One tide-nm process, output in a log file; killed if the test leaves it running.
 class NmProcess {
  public:
-  NmProcess(const std::vector<std::string>& args, const std::string& logPath) {
+  NmProcess(const std::vector<std::string>& args, const std::string& logPath,
+            const std::string& program = TIDE_BIN_DIR "/tide-nm") {
     SpawnOptions spawn;
-    spawn.argv = {TIDE_BIN_DIR "/tide-nm"};
+    spawn.argv = {program};
     spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
     spawn.stdoutPath = logPath;
     spawn.stderrPath = logPath;
@@ -428,6 +430,54 @@ TEST_F(TideNmBinaryTest, ARecordItCannotReadStopsTheStartWithAClearError) {
       << log;
   EXPECT_NE(log.find("nm.recovery.enabled=false"), std::string::npos) << log;
   EXPECT_TRUE(std::filesystem::exists(record));
+}
+
+TEST_F(TideNmBinaryTest, ANodeStartedBeforeTheResourceManagerRegistersOnceItsSecretIsWritten) {
+  // tide-nm first, pointed at a port where tide-rm is not yet, and at the secret file tide-rm
+  // will create: no credential at all when it starts.
+  int rmPort = 0;
+  {
+    rest::HttpServerOptions options;
+    options.log = [](const std::string&) {};
+    rest::HttpServer probe(options);
+    rmPort = probe.start();
+  }
+  const std::string secretFile = path("secret/rm.secret");
+  NmProcess nm(
+      {"--conf", "nm.rm=http://127.0.0.1:" + std::to_string(rmPort), "--conf", "nm.port=0",
+       "--conf", "nm.cores=2", "--conf", "nm.memory=1g", "--conf", "nm.workDir=" + workDir(),
+       "--conf", "rm.secretFile=" + secretFile, "--port-file", path("nm.port")},
+      path("nm.log"));
+  const int port = waitForPort(path("nm.port"));
+  ASSERT_GT(port, 0) << readFile(path("nm.log"));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return readFile(path("nm.log"))
+                   .find("waiting for the cluster secret file " + secretFile +
+                         " (rm.secretFile)") != std::string::npos;
+      },
+      kBound))
+      << readFile(path("nm.log"));
+  // Then tide-rm, on that port: it writes the secret file before it listens. The node, refused
+  // without a credential, reads the file again and registers.
+  NmProcess rm({"--conf", "rm.host=127.0.0.1", "--conf", "rm.port=" + std::to_string(rmPort),
+                "--conf", "rm.secretFile=" + secretFile},
+               path("rm.log"), TIDE_BIN_DIR "/tide-rm");
+  auto client = clientFor(port);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << readFile(path("nm.log")) << readFile(path("rm.log"));
+  EXPECT_NE(readFile(path("nm.log")).find("read a new credential from the cluster secret file"),
+            std::string::npos)
+      << readFile(path("nm.log"));
+  nm.signal(SIGTERM);
+  EXPECT_TRUE(nm.waitExit().has_value());
+  rm.signal(SIGTERM);
+  EXPECT_TRUE(rm.waitExit().has_value());
 }
 
 }  // namespace
