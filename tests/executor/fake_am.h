@@ -109,7 +109,7 @@ class FakeAm {
     return changed_.wait_for(lock, bound, condition);
   }
 
-  // State, read under waitFor's lock or after the executor is gone.
+  // State, read under waitFor's lock or after stop() (which joins the handlers' threads).
   std::map<int64_t, std::vector<rest::TaskStatusUpdate>> updatesByTask;
   std::vector<rest::ExecutorRegistration> registrations;
   std::vector<int64_t> commitRequests;  // task ids, in the order they asked

@@ -165,6 +165,7 @@ class TideExecutorTest : public ::testing::Test {
         << executor->log();
     am.shutdownExecutors();
     EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+    am.stop();  // joins the server's threads: what their handlers wrote is now safe to read
 
     EXPECT_EQ(am.updatesByTask.size(), static_cast<size_t>(count));
     EXPECT_EQ(am.updateCount, static_cast<size_t>(count));

@@ -143,6 +143,7 @@ TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {
   EXPECT_EQ(first.newConnections, 1);
   EXPECT_EQ(second.newConnections, 0);
   EXPECT_EQ(third.newConnections, 0);
+  std::lock_guard<std::mutex> lock(mutex);  // the handler's thread wrote it
   EXPECT_EQ(remotePorts.size(), 1u) << "the server saw more than one client connection";
 }
 

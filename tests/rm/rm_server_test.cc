@@ -53,6 +53,8 @@ class FakeNodeManager {
                 });
     port_ = server_.start();
   }
+  // The server goes first: its handlers use the members below, which are destroyed before it.
+  ~FakeNodeManager() { server_.stop(); }
   int port() const { return port_; }
   // Answers the next `count` launches 503.
   void refuseNextLaunches(int count) {
