@@ -38,7 +38,7 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
     if (props.getDuration(key) <= 0) throw ConfigError(props.describe(key) + ": must be positive");
   }
 
-  config.stagingDir = props.getString("am.stagingDir");
+  config.stagingDir = props.getOptionalString("am.stagingDir").value_or("");
   if (config.stagingDir == "none") {
     config.stagingDir.clear();
   } else if (config.stagingDir.empty()) {

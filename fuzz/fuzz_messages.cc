@@ -216,8 +216,15 @@ const std::vector<Codec>& codecs() {
        }},
       {"executor_registration", checkCodec<ExecutorRegistration, executorRegistrationFromJson>,
        [] {
-         return toJson(ExecutorRegistration{"e1", "container_1_0001_01_000002", "127.0.0.1", 40123,
-                                            "127.0.0.1:8042", 2, 4242});
+         return toJson(ExecutorRegistration{"e1",
+                                            "container_1_0001_01_000002",
+                                            "127.0.0.1",
+                                            40123,
+                                            "127.0.0.1:8042",
+                                            2,
+                                            4242,
+                                            true,
+                                            {7, 8}});
        }},
       {"executor_registered", checkCodec<ExecutorRegistered, executorRegisteredFromJson>,
        [] {
@@ -258,8 +265,8 @@ const std::vector<Codec>& codecs() {
       {"node_heartbeat", checkCodec<NodeHeartbeat, nodeHeartbeatFromJson>,
        [] {
          NodeHeartbeat h;
-         h.containers = {{"container_1_0001_01_000002", "RUNNING", 0, ""},
-                         {"container_1_0001_01_000003", "COMPLETE", 137, "killed"}};
+         h.containers = {{"container_1_0001_01_000002", "RUNNING", 0, "", {1024, 1}},
+                         {"container_1_0001_01_000003", "COMPLETE", 137, "killed", {}}};
          return toJson(h);
        }},
       {"node_heartbeat_response", checkCodec<NodeHeartbeatResponse, nodeHeartbeatResponseFromJson>,
