@@ -84,10 +84,24 @@ TEST_F(NmRecoveryTest, AKilledAndRestartedNodeManagerRestartsNoTask) {
          /*session=*/false);
   ASSERT_TRUE(eventually([&] { return tasksStarted(kTasks) == kTasks; }, 60s))
       << "not every task started; " << amLog();
-  const std::map<std::string, std::string> before = executorIdentities();
-  ASSERT_EQ(before.size(), 4u);
-  const int containersBefore = node().numContainers;
-  ASSERT_EQ(containersBefore, 5);  // the AM and 4 executors
+  // The AM's executor list and tide-rm's node report follow a moment behind the tasks (the
+  // status is a periodic snapshot; the node's containers come with its next heartbeat).
+  std::map<std::string, std::string> before;
+  ASSERT_TRUE(eventually(
+      [&] {
+        before = executorIdentities();
+        return before.size() == 4u;
+      },
+      30s))
+      << "the AM lists " << before.size() << " executors; " << amLog();
+  int containersBefore = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        containersBefore = node().numContainers;
+        return containersBefore == 5;  // the AM and 4 executors
+      },
+      30s))
+      << "tide-rm reports " << containersBefore << " containers on the node";
 
   ChildProcess& nm = cluster->nodeManager(0);
   ASSERT_TRUE(nm.signal(SIGKILL));
