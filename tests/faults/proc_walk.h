@@ -86,10 +86,12 @@ inline std::vector<WalkedProcess> processesWithEnv(const std::string& entry) {
   return findProcesses([&](const WalkedProcess& p) { return hasEnvEntry(p, entry); });
 }
 
-// Processes with the entry, or whose working directory is under `dir`.
+// Processes with the entry, or whose working directory is under `dir` (an empty `entry` or `dir`
+// matches nothing: a process whose environment holds an empty string, as slurmscriptd's does, is
+// not ours).
 inline std::vector<WalkedProcess> processesOfRun(const std::string& entry, const std::string& dir) {
   return findProcesses([&](const WalkedProcess& p) {
-    return hasEnvEntry(p, entry) || (!dir.empty() && p.cwd.rfind(dir, 0) == 0);
+    return (!entry.empty() && hasEnvEntry(p, entry)) || (!dir.empty() && p.cwd.rfind(dir, 0) == 0);
   });
 }
 
