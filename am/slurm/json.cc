@@ -24,7 +24,12 @@ std::optional<int64_t> numberOf(const rapidjson::Value* value) {
   if (value == nullptr) return std::nullopt;
   if (value->IsInt64()) return value->GetInt64();
   if (value->IsUint64()) return static_cast<int64_t>(value->GetUint64());
-  if (value->IsDouble()) return static_cast<int64_t>(value->GetDouble());
+  if (value->IsDouble()) {
+    // Out of int64_t's range (or not finite) is no number Slurm means: absent, not UB.
+    const double number = value->GetDouble();
+    if (!(number >= -9.2e18 && number <= 9.2e18)) return std::nullopt;
+    return static_cast<int64_t>(number);
+  }
   if (value->IsObject()) {
     const rapidjson::Value* set = member(*value, "set");
     if (set != nullptr && set->IsBool() && !set->GetBool()) return std::nullopt;

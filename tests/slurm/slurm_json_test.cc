@@ -40,6 +40,14 @@ TEST(SlurmJson, AcceptedSubmissionGivesTheJobId) {
   EXPECT_TRUE(response.errors.empty());
 }
 
+// Found by fuzz_slurm_json: a number beyond int64_t was cast to it (undefined behaviour); it is
+// no job id, so the answer is refused naming the field.
+TEST(SlurmJson, ANumberBeyondInt64IsNoJobId) {
+  EXPECT_THROW(slurmSubmitResponseFromJson(rest::parseJson(R"({"job_id": 2.017e78})")),
+               rest::JsonFieldError);
+  EXPECT_EQ(slurmSubmitResponseFromJson(rest::parseJson(R"({"job_id": 7.0})")).jobId, 7);
+}
+
 TEST(SlurmJson, BadPartitionIsARejectionWithSlurmsMessage) {
   const auto doc = recorded("submit-bad-partition.json");
   const SlurmSubmitResponse response = slurmSubmitResponseFromJson(doc);
