@@ -207,6 +207,19 @@ void Properties::loadFile(const std::string& path) {
   loadText(text.str(), path);
 }
 
+namespace {
+
+// A UTF-8 BOM starts the file when an editor saved it so, or any line of files concatenated
+// (`cat base.conf site.conf`), possibly after blanks: never part of a key. Stripped wherever a
+// key could start, so that toText() (which writes a key first on its line) loads back.
+std::string_view trimBlanksAndByteOrderMarks(std::string_view text) {
+  text = trim(text);
+  while (startsWith(text, "\xEF\xBB\xBF")) text = trim(text.substr(3));
+  return text;
+}
+
+}  // namespace
+
 void Properties::loadText(std::string_view text, const std::string& source) {
   sourceFile_ = source;
   int lineNumber = 0;
@@ -215,10 +228,7 @@ void Properties::loadText(std::string_view text, const std::string& source) {
     std::string_view line = text.substr(0, newline);
     text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
     ++lineNumber;
-    // A UTF-8 BOM starts the file when an editor saved it so, or any line of files concatenated
-    // (`cat base.conf site.conf`): never part of a key.
-    if (startsWith(line, "\xEF\xBB\xBF")) line.remove_prefix(3);
-    line = trim(line);
+    line = trimBlanksAndByteOrderMarks(line);
     if (line.empty() || line.front() == '#' || line.front() == '!') continue;
     // As in java.util.Properties: the key ends at the first '=', ':' or blank; then blanks, at
     // most one '=' or ':', and blanks again separate it from the value.
@@ -242,7 +252,7 @@ void Properties::loadText(std::string_view text, const std::string& source) {
 }
 
 void Properties::set(std::string_view key, std::string value, Origin origin) {
-  const std::string_view trimmedKey = trim(key);
+  const std::string_view trimmedKey = trimBlanksAndByteOrderMarks(key);
   if (trimmedKey.empty()) throw ConfigError("empty configuration key (" + origin.describe() + ")");
   const std::string canonical = canonicalKey(trimmedKey);
   const std::string trimmedValue(trim(value));
