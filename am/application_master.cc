@@ -104,7 +104,8 @@ int ApplicationMaster::start() {
   // Each executor's long poll holds a worker while it waits.
   const int executors = config_.allocation.enabled ? config_.allocation.bounds.maxExecutors
                                                    : config_.allocation.executorInstances;
-  options.threadCount = static_cast<size_t>(std::clamp(executors + 8, 16, 256));
+  // maxExecutors defaults to INT_MAX (Spark's "infinity"): add in 64 bits.
+  options.threadCount = static_cast<size_t>(std::clamp<int64_t>(int64_t{executors} + 8, 16, 256));
   options.maxRequestBodyBytes = 64 << 20;  // a sync from a busy executor carries many updates
   // Executors prove they belong to this application; this port serves only them (the
   // status pages are on ui.port).
