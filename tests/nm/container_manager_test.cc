@@ -25,9 +25,14 @@
 namespace tide::nm {
 namespace {
 
+using testing::Descendants;
+using testing::expectEndedWhileTheNodeManagerWasDown;
 using testing::kBound;
+using testing::kCommandLeavingDescendants;
 using testing::launchRequest;
+using testing::managerOptions;
 using testing::readPidFile;
+using testing::waitForDescendants;
 using testing_support::eventually;
 using testing_support::readFile;
 
@@ -36,15 +41,7 @@ constexpr DurationMs kCompletionBound = 10000;
 class ContainerManagerTest : public ::testing::Test {
  protected:
   ContainerManagerOptions options(MemoryEnforcement enforcement = MemoryEnforcement::kOff) {
-    ContainerManagerOptions result;
-    result.workDir = (dir_.path() / "work").string();
-    result.nmAddress = "127.0.0.1:18042";
-    result.capacity = {4096, 4};
-    result.memoryEnforcement = enforcement;
-    result.stopGracePeriod = 2000;
-    result.reapInterval = 20;
-    result.memoryCheckInterval = 50;
-    return result;
+    return managerOptions(dir_.path(), enforcement);
   }
 
   std::unique_ptr<ContainerManager> startManager(ContainerManagerOptions opts) {
@@ -362,19 +359,11 @@ TEST_F(ContainerManagerTest, RunningContainersAreRecordedUntilTheRmAcknowledgedT
 // writes it; it is this test's child, not the manager's, as it would be init's after a crash.
 
 TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedAndStoppedWhole) {
-  const pid_t supervisor =
-      startRecordedSupervisor("kept",
-                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
-                              "exec sleep 60' & ); wait");
-  pid_t grandchild = 0;
-  pid_t daemon = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(dir_.path() / "gc.pid");
-        daemon = readPidFile(dir_.path() / "daemon.pid");
-        return grandchild != 0 && daemon != 0;
-      },
-      kBound));
+  const pid_t supervisor = startRecordedSupervisor("kept", kCommandLeavingDescendants);
+  const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
+  ASSERT_TRUE(descendants.has_value());
+  const pid_t grandchild = descendants->grandchild;
+  const pid_t daemon = descendants->daemon;
 
   auto manager = startManager(options());
   EXPECT_EQ(manager->recoverySummary().reattached, 1);
@@ -408,12 +397,7 @@ TEST_F(ContainerManagerTest, ARecordedContainerThatEndedMeanwhileIsReportedWithT
   EXPECT_EQ(manager->recoverySummary().completed, 1);
   const auto report = manager->report("ended");
   ASSERT_TRUE(report.has_value());
-  EXPECT_EQ(report->state, "COMPLETE");
-  EXPECT_EQ(report->exitStatus, 5);
-  EXPECT_EQ(report->diagnostics.rfind("exited while the node manager was down", 0), 0u)
-      << report->diagnostics;
-  EXPECT_NE(report->diagnostics.find("exited with code 5"), std::string::npos)
-      << report->diagnostics;
+  expectEndedWhileTheNodeManagerWasDown(*report, 5);
   std::vector<std::string> completedIds;
   const rest::NodeHeartbeat beat = manager->heartbeat(&completedIds);
   ASSERT_EQ(beat.containers.size(), 1u);
@@ -479,19 +463,11 @@ TEST_F(ContainerManagerTest, AnAdoptedContainerOverItsMemoryIsKilledWhole) {
 
 TEST_F(ContainerManagerTest, WhatAnAdoptedSupervisorKilledBySigkillLeftIsKilled) {
   // Its processes go to init, not to the manager: the manager remembers its tree.
-  const pid_t supervisor =
-      startRecordedSupervisor("abandoned",
-                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
-                              "exec sleep 60' & ); wait");
-  pid_t grandchild = 0;
-  pid_t daemon = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(dir_.path() / "gc.pid");
-        daemon = readPidFile(dir_.path() / "daemon.pid");
-        return grandchild != 0 && daemon != 0;
-      },
-      kBound));
+  const pid_t supervisor = startRecordedSupervisor("abandoned", kCommandLeavingDescendants);
+  const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
+  ASSERT_TRUE(descendants.has_value());
+  const pid_t grandchild = descendants->grandchild;
+  const pid_t daemon = descendants->daemon;
   auto manager = startManager(options());
   ASSERT_EQ(manager->report("abandoned")->state, "RUNNING");
   ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
