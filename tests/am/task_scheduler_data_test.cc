@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "am/scheduler/task_scheduler.h"
+#include "tests/am/recording_listener.h"
 
 namespace tide::am {
 namespace {
@@ -18,45 +19,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-class DataListener : public SchedulerListener {
- public:
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    events.push_back("submitted " + stageId + " " + std::to_string(numTasks));
-  }
-  void onStageCompleted(const std::string& stageId) override {
-    events.push_back("completed " + stageId);
-  }
-  void onTaskStart(const std::string&, const std::string&) override {}
-  void onTaskEnd(const std::string&, const std::string&, TaskOutcome) override {}
-  void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
-    events.push_back("job " + jobId + (succeeded ? " succeeded" : " failed"));
-    messages[jobId] = message;
-  }
-  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
-    events.push_back("speculative " + stageId);
-  }
-  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executor) override {
-    events.push_back("speculative start " + stageId + " " + executor);
-  }
-  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
-    events.push_back("speculative dropped " + stageId);
-  }
-  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
-    events.push_back("shuffle " + executorId + " " + shuffleId);
-  }
-  void onShuffleReleased(const std::string& shuffleId) override {
-    events.push_back("shuffle released " + shuffleId);
-  }
-  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
-    events.push_back("cached " + executorId + " " + dataId);
-  }
-  void onBlocksUncached(const std::string& dataId) override {
-    events.push_back("uncached " + dataId);
-  }
-  std::vector<std::string> events;
-  std::map<std::string, std::string> messages;
-};
 
 rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions = {}) {
   rest::TaskStatusUpdate update;
@@ -139,7 +101,7 @@ class SchedulerDataTest : public ::testing::Test {
 
   SchedulerConfig config;
   ManualClock clock{1000};
-  DataListener listener;
+  testing::RecordingListener listener{{/*tasks=*/false, /*data=*/true}};
 
  private:
   std::unique_ptr<TaskScheduler> scheduler_;
