@@ -14,6 +14,7 @@
 
 #include "deploy/rm/cluster_state.h"
 #include "deploy/rm/rm_error.h"
+#include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::rm {
@@ -107,28 +108,25 @@ TEST(StateStoreCodecTest, ATornLastRecordIsDropped) {
   EXPECT_TRUE(replay(flipped, "state.log").tornTail);
 }
 
+// The message of the StateStoreError replaying `text` throws; a test failure when it throws none.
+std::string replayError(const std::string& text, const std::string& file) {
+  return testing_support::expectedMessageOf<StateStoreError>([&] { replay(text, file); });
+}
+
 TEST(StateStoreCodecTest, ACorruptRecordBeforeTheLastIsAnErrorNamingFileAndLine) {
   std::string text = sampleLog();
   const size_t third = text.find('\n', text.find('\n', text.find('\n') + 1) + 1);
   text[third + 20] = 'X';  // inside line 4
-  try {
-    replay(text, "/var/lib/tide/state.log");
-    FAIL() << "a corrupt record was accepted";
-  } catch (const StateStoreError& error) {
-    EXPECT_THAT(error.what(), HasSubstr("/var/lib/tide/state.log: line 4 is corrupt"));
-    EXPECT_THAT(error.what(), HasSubstr("checksum"));
-  }
+  const std::string error = replayError(text, "/var/lib/tide/state.log");
+  EXPECT_THAT(error, HasSubstr("/var/lib/tide/state.log: line 4 is corrupt"));
+  EXPECT_THAT(error, HasSubstr("checksum"));
 }
 
 TEST(StateStoreCodecTest, AFutureVersionIsAnError) {
   const std::string text = "tide-rm-state 2\n" + sampleLog().substr(encodeHeader().size());
-  try {
-    replay(text, "/x/state.log");
-    FAIL() << "a future version was accepted";
-  } catch (const StateStoreError& error) {
-    EXPECT_THAT(error.what(), HasSubstr("/x/state.log was written by a newer tide-rm"));
-    EXPECT_THAT(error.what(), HasSubstr("format version 2"));
-  }
+  const std::string error = replayError(text, "/x/state.log");
+  EXPECT_THAT(error, HasSubstr("/x/state.log was written by a newer tide-rm"));
+  EXPECT_THAT(error, HasSubstr("format version 2"));
 }
 
 TEST(StateStoreCodecTest, AFileThatIsNotAStoreIsAnError) {
