@@ -1,11 +1,15 @@
 """What the Python benchmark drivers share: a free loopback port, tide's REST calls with an
-optional bearer token, and polling for a condition with a deadline.
+optional bearer token, polling for a condition with a deadline, and stopping the daemons a
+driver started.
 
   sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-  from tide_bench import free_port, get, post, poll
+  from tide_bench import free_port, get, post, poll, stop_all
 """
 import json
+import os
+import signal
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -43,3 +47,19 @@ def poll(what, check, timeout, interval):
             pass
         time.sleep(interval)
     raise RuntimeError("timed out waiting for " + what)
+
+
+def stop_all(procs):
+    """SIGTERM to the process group of each of `procs` (subprocess.Popen started with
+    start_new_session), newest first; SIGKILL to those still there after 20 s."""
+    for p in reversed(procs):
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()

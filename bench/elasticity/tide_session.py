@@ -8,7 +8,6 @@ executor-seconds and the samples [(seconds, executors)]. Kills everything it sta
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from workloads import WORKLOADS, integrate
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tide_bench  # noqa: E402
-from tide_bench import free_port, get, post  # noqa: E402
+from tide_bench import free_port, get, post, stop_all  # noqa: E402
 
 
 def poll(what, check, timeout=60):
@@ -127,17 +126,7 @@ def main():
         print(json.dumps({"system": "tide-" + policy, "job_seconds": times,
                           "executor_seconds": executor_seconds, "samples": samples}))
     finally:
-        for p in reversed(procs):  # the node manager stops its containers (the AM, executors)
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)  # the node manager stops its containers (the AM, executors)
         log.close()
         shutil.rmtree(work, ignore_errors=True)
 

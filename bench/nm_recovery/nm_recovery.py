@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tide_bench  # noqa: E402
-from tide_bench import free_port, get  # noqa: E402
+from tide_bench import free_port, get, stop_all  # noqa: E402
 
 TASKS, SECONDS, EXECUTORS = 8, 6, 4
 
@@ -132,17 +132,7 @@ def run(bin_dir, fault):
                                    for t in os.listdir(runs))
         return result
     finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)
         for log in logs:
             log.close()
         shutil.rmtree(work, ignore_errors=True)
