@@ -290,6 +290,17 @@ class TideRunContainmentTest : public ::testing::Test {
     });
   }
 
+  // A run of kQuickOrLingeringTask, once tasks 0 and 1 committed and tasks 2 and 3 run, each
+  // with its child and its daemon (within 60 s).
+  bool twoCommittedAndTwoLingering() const {
+    return eventually(
+        [&] {
+          return std::filesystem::exists(outputDir() + "/part-0") &&
+                 std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
+        },
+        60s);
+  }
+
   // The executor of the first task processes, once three run (a task, its child, its daemon),
   // with those processes and its container's TIDE_CONTAINER_ID entry; pid 0 when none is found.
   struct BusyExecutor {
@@ -354,14 +365,7 @@ std::string firstAttemptLingers(const std::string& first) {
 
 TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
   startRun(4, kQuickOrLingeringTask);
-  // Tasks 0 and 1 committed, tasks 2 and 3 running, each with its child and its daemon.
-  ASSERT_TRUE(eventually(
-      [&] {
-        return std::filesystem::exists(outputDir() + "/part-0") &&
-               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
-      },
-      60s))
-      << describe(tasksRunning()) << runLog();
+  ASSERT_TRUE(twoCommittedAndTwoLingering()) << describe(tasksRunning()) << runLog();
   ASSERT_TRUE(run_->signal(SIGKILL));
   ASSERT_TRUE(run_->waitFor(10s).has_value());
   // Stopped, as it must be: only what was committed before is in the output.
@@ -404,13 +408,7 @@ TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithIts
 
 TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   startRun(4, kQuickOrLingeringTask);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return std::filesystem::exists(outputDir() + "/part-0") &&
-               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
-      },
-      60s))
-      << describe(tasksRunning()) << runLog();
+  ASSERT_TRUE(twoCommittedAndTwoLingering()) << describe(tasksRunning()) << runLog();
   const std::string rmPort = readFile(workDir() + "/rm.port");
   const std::string log = runLog();
   const size_t at = log.find("submitted application_");

@@ -95,6 +95,23 @@ class ContainerManagerTest : public ::testing::Test {
     return pid;
   }
 
+  // A recorded supervisor running kCommandLeavingDescendants, with its descendants once they
+  // wrote their pids; nothing when they did not within kBound.
+  struct RecordedTree {
+    pid_t supervisor = 0;
+    pid_t grandchild = 0;
+    pid_t daemon = 0;
+  };
+  std::optional<RecordedTree> startRecordedTree(const std::string& containerId) {
+    RecordedTree tree;
+    tree.supervisor = startRecordedSupervisor(containerId, kCommandLeavingDescendants);
+    const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
+    if (!descendants) return std::nullopt;
+    tree.grandchild = descendants->grandchild;
+    tree.daemon = descendants->daemon;
+    return tree;
+  }
+
   static void reap(pid_t pid) {
     int status = 0;
     eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, kBound);
@@ -359,18 +376,15 @@ TEST_F(ContainerManagerTest, RunningContainersAreRecordedUntilTheRmAcknowledgedT
 // writes it; it is this test's child, not the manager's, as it would be init's after a crash.
 
 TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedAndStoppedWhole) {
-  const pid_t supervisor = startRecordedSupervisor("kept", kCommandLeavingDescendants);
-  const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
-  ASSERT_TRUE(descendants.has_value());
-  const pid_t grandchild = descendants->grandchild;
-  const pid_t daemon = descendants->daemon;
+  const std::optional<RecordedTree> tree = startRecordedTree("kept");
+  ASSERT_TRUE(tree.has_value());
 
   auto manager = startManager(options());
   EXPECT_EQ(manager->recoverySummary().reattached, 1);
   const auto report = manager->report("kept");
   ASSERT_TRUE(report.has_value());
   EXPECT_EQ(report->state, "RUNNING");
-  EXPECT_EQ(report->pid, supervisor);
+  EXPECT_EQ(report->pid, tree->supervisor);
   EXPECT_EQ(report->applicationId, "application_test_0001");
   EXPECT_TRUE(manager->tokenMatches("kept", "token-kept"));
   EXPECT_FALSE(manager->tokenMatches("kept", "token-other"));
@@ -379,14 +393,15 @@ TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedA
   ASSERT_EQ(beat.containers.size(), 1u);
   EXPECT_EQ(beat.containers[0].state, "RUNNING");
   EXPECT_THROW(manager->launch(launchRequest("kept", "true")), ContainerConflictError);
-  EXPECT_FALSE(processGone(grandchild));
+  EXPECT_FALSE(processGone(tree->grandchild));
 
   const auto stopped = manager->stop("kept", StopReason::kAppMaster, /*wait=*/true);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->state, "COMPLETE");
   EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledByAppMaster);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
-  reap(supervisor);
+  EXPECT_TRUE(eventually([&] { return processGone(tree->grandchild) && processGone(tree->daemon); },
+                         kBound));
+  reap(tree->supervisor);
 }
 
 TEST_F(ContainerManagerTest, ARecordedContainerThatEndedMeanwhileIsReportedWithTheReason) {
@@ -463,18 +478,16 @@ TEST_F(ContainerManagerTest, AnAdoptedContainerOverItsMemoryIsKilledWhole) {
 
 TEST_F(ContainerManagerTest, WhatAnAdoptedSupervisorKilledBySigkillLeftIsKilled) {
   // Its processes go to init, not to the manager: the manager remembers its tree.
-  const pid_t supervisor = startRecordedSupervisor("abandoned", kCommandLeavingDescendants);
-  const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
-  ASSERT_TRUE(descendants.has_value());
-  const pid_t grandchild = descendants->grandchild;
-  const pid_t daemon = descendants->daemon;
+  const std::optional<RecordedTree> tree = startRecordedTree("abandoned");
+  ASSERT_TRUE(tree.has_value());
   auto manager = startManager(options());
   ASSERT_EQ(manager->report("abandoned")->state, "RUNNING");
-  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  ASSERT_EQ(::kill(tree->supervisor, SIGKILL), 0);
   ASSERT_TRUE(manager->waitForCompletion("abandoned", kCompletionBound));
   EXPECT_EQ(manager->report("abandoned")->exitStatus, rest::exit_status::kAborted);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
-  reap(supervisor);
+  EXPECT_TRUE(eventually([&] { return processGone(tree->grandchild) && processGone(tree->daemon); },
+                         kBound));
+  reap(tree->supervisor);
 }
 
 TEST_F(ContainerManagerTest, ARecordOfANewerVersionStopsTheStartWithAClearError) {

@@ -146,6 +146,16 @@ class TideNmBinaryTest : public ::testing::Test {
         bound);
   }
 
+  // True once a heartbeat reported `containerId` COMPLETE to the fake RM, within kBound.
+  bool reportedComplete(const std::string& containerId) const {
+    return eventually(
+        [&] {
+          const auto status = rm_.lastStatusOf(containerId);
+          return status && status->state == "COMPLETE";
+        },
+        kBound);
+  }
+
   // The supervisor pid in a launch's answer.
   static pid_t pidOf(const rest::HttpResponse& launched) {
     return static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(launched.body)).pid);
@@ -194,13 +204,7 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
   ASSERT_EQ(lasting.status, 201) << lasting.body;
   const pid_t lastingPid = pidOf(lasting);
 
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto status = rm_.lastStatusOf("quick");
-        return status && status->state == "COMPLETE";
-      },
-      kBound))
-      << readFile(path("nm.log"));
+  ASSERT_TRUE(reportedComplete("quick")) << readFile(path("nm.log"));
   EXPECT_EQ(rm_.lastStatusOf("quick")->exitStatus, 7);
   EXPECT_EQ(rm_.lastStatusOf("quick")->diagnostics, "exited with code 7");
   EXPECT_EQ(readFile(containerFile("quick", "stdout")), "hello\n");
@@ -382,13 +386,7 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReport
 
   // Stopped by the RM, it goes whole: its daemon in a session of its own included.
   rm_.stopInNextHeartbeat("lasting");
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto status = rm_.lastStatusOf("lasting");
-        return status && status->state == "COMPLETE";
-      },
-      kBound))
-      << readFile(path("nm2.log"));
+  ASSERT_TRUE(reportedComplete("lasting")) << readFile(path("nm2.log"));
   EXPECT_NE(rm_.lastStatusOf("lasting")->diagnostics.find("stopped by the resource manager"),
             std::string::npos);
   EXPECT_TRUE(eventually(

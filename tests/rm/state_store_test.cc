@@ -249,6 +249,21 @@ class RecoveryTest : public ::testing::Test {
     return state;
   }
 
+  // A node manager on 127.0.0.1:9000 (4 GB, 4 cores), ready for containers.
+  static void addReadyNode(ClusterState& state) {
+    const auto node = state.registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
+    state.nodeHeartbeat(node.nodeId, {});
+  }
+
+  // The application `appId` with an AM of 512 MB and one core running "run-am".
+  static rest::ApplicationSubmission amSubmission(const std::string& appId) {
+    rest::ApplicationSubmission submission;
+    submission.applicationId = appId;
+    submission.command = "run-am";
+    submission.resource = Resource{512, 1};
+    return submission;
+  }
+
   // What the REST layer does after each call: write the queued records.
   void persist(ClusterState& state) {
     for (const StoreRecord& record : state.takeStoreRecords()) applyRecord(stored_, record);
@@ -265,15 +280,11 @@ TEST_F(RecoveryTest, ARestartedStateKeepsApplicationsAdoptsContainersAndAsksAmsT
   EXPECT_EQ(stored_.counters.clusterTimestamp, 1700000000001);
   EXPECT_EQ(stored_.counters.epoch, 0);
 
-  const auto node = first->registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
-  first->nodeHeartbeat(node.nodeId, {});
+  addReadyNode(*first);
   const std::string appId = first->newApplication().applicationId;
-  rest::ApplicationSubmission submission;
-  submission.applicationId = appId;
+  rest::ApplicationSubmission submission = amSubmission(appId);
   submission.applicationName = "demo";
-  submission.command = "run-am";
   submission.environment = {{"TIDE_APP_SECRET", "app-secret"}};
-  submission.resource = Resource{512, 1};
   first->submitApplication(submission);
   persist(*first);
   ASSERT_EQ(stored_.applications.count(appId), 1u);
@@ -359,13 +370,9 @@ TEST_F(RecoveryTest, ARestartedStateKeepsApplicationsAdoptsContainersAndAsksAmsT
 TEST_F(RecoveryTest, AnAmContainerThatEndedDuringTheOutageFailsItsAttempt) {
   auto first = makeState(3);
   first->recover(stored_);
-  const auto node = first->registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
-  first->nodeHeartbeat(node.nodeId, {});
+  addReadyNode(*first);
   const std::string appId = first->newApplication().applicationId;
-  rest::ApplicationSubmission submission;
-  submission.applicationId = appId;
-  submission.command = "run-am";
-  submission.resource = Resource{512, 1};
+  rest::ApplicationSubmission submission = amSubmission(appId);
   submission.maxAppAttempts = 2;
   first->submitApplication(submission);
   const Outbox outbox = first->takeOutbox();
