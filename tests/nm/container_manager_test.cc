@@ -33,6 +33,7 @@ using testing::launchRequest;
 using testing::managerOptions;
 using testing::readPidFile;
 using testing::waitForDescendants;
+using testing::waitForPidFile;
 using testing_support::eventually;
 using testing_support::readFile;
 
@@ -171,13 +172,8 @@ TEST_F(ContainerManagerTest, StopKillsTheWholeProcessGroupAndReportsKilledByAppM
   auto manager = startManager(options());
   const rest::ContainerReport started =
       manager->launch(launchRequest("stop1", "sleep 60 & echo $! > grandchild.pid; wait"));
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerDir("stop1") / "grandchild.pid");
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerDir("stop1") / "grandchild.pid");
+  ASSERT_NE(grandchild, 0);
   EXPECT_FALSE(processGone(grandchild));
 
   const auto stopped = manager->stop("stop1", StopReason::kAppMaster, /*wait=*/true);
@@ -196,13 +192,8 @@ TEST_F(ContainerManagerTest, StopEscalatesToSigkillWhenSigtermIsIgnored) {
   // An ignored SIGTERM stays ignored across fork and exec, so the sleep ignores it too.
   manager->launch(
       launchRequest("stubborn", "trap '' TERM; sleep 60 & echo $! > grandchild.pid; wait"));
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerDir("stubborn") / "grandchild.pid");
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerDir("stubborn") / "grandchild.pid");
+  ASSERT_NE(grandchild, 0);
   const auto before = std::chrono::steady_clock::now();
   const auto stopped = manager->stop("stubborn", StopReason::kAppMaster, /*wait=*/true);
   const auto took = std::chrono::steady_clock::now() - before;
@@ -328,11 +319,10 @@ TEST_F(ContainerManagerTest, CgroupModeJoinsTheContainersCgroupAndReportsAnOomKi
 TEST_F(ContainerManagerTest, WithRecoveryOffStartKillsTheContainersRecordedByAPreviousRun) {
   // A previous NM that died without cleaning up: its container is still running and its
   // record is on disk.
-  pid_t grandchild = 0;
   const pid_t orphan =
       startRecordedSupervisor("old_container", "sleep 60 & echo $! > gc.pid; wait");
-  ASSERT_TRUE(
-      eventually([&] { return (grandchild = readPidFile(dir_.path() / "gc.pid")) != 0; }, kBound));
+  const pid_t grandchild = waitForPidFile(dir_.path() / "gc.pid");
+  ASSERT_NE(grandchild, 0);
 
   ContainerManagerOptions opts = options();
   opts.recovery = false;

@@ -30,6 +30,13 @@ inline pid_t readPidFile(const std::filesystem::path& path) {
   return static_cast<pid_t>(std::stol(text));
 }
 
+// The pid a container wrote into `path`, once it is there (within kBound); 0 when it is not.
+inline pid_t waitForPidFile(const std::filesystem::path& path) {
+  pid_t pid = 0;
+  testing_support::eventually([&] { return (pid = readPidFile(path)) != 0; }, kBound);
+  return pid;
+}
+
 inline rest::ContainerLaunchRequest launchRequest(
     const std::string& containerId, const std::string& command, int64_t memoryMb = 64,
     const std::string& applicationId = "application_test_0001") {

@@ -37,6 +37,7 @@ using testing::launchRequest;
 using testing::readPidFile;
 using testing::unusedPort;
 using testing::waitForDescendants;
+using testing::waitForPidFile;
 using testing_support::eventually;
 using testing_support::readFile;
 
@@ -135,6 +136,25 @@ class TideNmBinaryTest : public ::testing::Test {
     return containerDir(containerId) + "/" + name;
   }
 
+  // A client of the NM that writes `portFile`, once it serves and says it registered with the
+  // RM; null, with a test failure showing its log `logFile`, when it does not (kBound each).
+  std::unique_ptr<rest::HttpClient> registeredClient(const std::string& portFile,
+                                                     const std::string& logFile,
+                                                     int* port = nullptr) const {
+    const int serving = waitForPort(portFile);
+    if (port != nullptr) *port = serving;
+    if (serving <= 0) {
+      ADD_FAILURE() << "no port in " << portFile << "\n" << readFile(logFile);
+      return nullptr;
+    }
+    auto client = clientFor(serving);
+    if (!becomesRegistered(*client)) {
+      ADD_FAILURE() << "not registered\n" << readFile(logFile);
+      return nullptr;
+    }
+    return client;
+  }
+
   // True once the NM behind `client` says it registered with the RM, within `bound`.
   static bool becomesRegistered(rest::HttpClient& client,
                                 std::chrono::milliseconds bound = kBound) {
@@ -211,13 +231,8 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
   EXPECT_EQ(rm_.lastStatusOf("lasting")->state, "RUNNING");
   EXPECT_EQ(rm_.heartbeats().back().authorization, "Bearer e2e-node-secret");
 
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerFile("lasting", "grandchild.pid"));
+  ASSERT_NE(grandchild, 0);
   EXPECT_FALSE(processGone(grandchild));
 
   expectStopsCleanly(nm);
@@ -230,10 +245,8 @@ TEST_F(TideNmBinaryTest, WithRecoveryOffARestartedNodeManagerKillsWhatACrashedOn
   Descendants left;  // the daemon: in no process group or session of the container
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
-    const int port = waitForPort(path("port1"));
-    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
-    auto client = clientFor(port);
-    ASSERT_TRUE(becomesRegistered(*client));
+    auto client = registeredClient(path("port1"), path("nm1.log"));
+    ASSERT_TRUE(client);
     const auto started = launch(*client, "orphan", kCommandLeavingDescendants);
     ASSERT_EQ(started.status, 201) << started.body;
     leader = pidOf(started);
@@ -282,10 +295,8 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
   // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
   // to the NM, which kills it.
   NmProcess nm(nmArgs(path("port")), path("nm.log"));
-  const int port = waitForPort(path("port"));
-  ASSERT_GT(port, 0) << readFile(path("nm.log"));
-  auto client = clientFor(port);
-  ASSERT_TRUE(becomesRegistered(*client));
+  auto client = registeredClient(path("port"), path("nm.log"));
+  ASSERT_TRUE(client);
   const auto started = launch(*client, "abandoned", kCommandLeavingDescendants);
   ASSERT_EQ(started.status, 201) << started.body;
   const pid_t supervisor = pidOf(started);
@@ -317,10 +328,8 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReport
   int port = 0;
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
-    port = waitForPort(path("port1"));
-    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
-    auto client = clientFor(port);
-    ASSERT_TRUE(becomesRegistered(*client));
+    auto client = registeredClient(path("port1"), path("nm1.log"), &port);
+    ASSERT_TRUE(client);
     const auto lasting = launch(*client, "lasting", kCommandLeavingDescendants);
     ASSERT_EQ(lasting.status, 201) << lasting.body;
     lastingPid = pidOf(lasting);
