@@ -13,7 +13,6 @@
 #include "rest/messages/credentials.h"
 
 namespace tide::deploy {
-namespace {
 
 std::vector<std::string> withConf(std::vector<std::string> argv,
                                   const std::vector<std::pair<std::string, std::string>>& conf) {
@@ -23,6 +22,8 @@ std::vector<std::string> withConf(std::vector<std::string> argv,
   }
   return argv;
 }
+
+namespace {
 
 std::string logTail(const std::string& path) {
   std::ifstream in(path);

@@ -19,6 +19,10 @@
 
 namespace tide::deploy {
 
+// `argv` followed by `--conf key=value` for each pair of `conf`: a daemon's command line.
+std::vector<std::string> withConf(std::vector<std::string> argv,
+                                  const std::vector<std::pair<std::string, std::string>>& conf);
+
 struct EmbeddedClusterOptions {
   std::string binDir;   // where tide-rm and tide-nm are; default: next to this executable
   std::string workDir;  // logs, port files and the nodes' container dirs; created if missing

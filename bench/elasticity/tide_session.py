@@ -8,49 +8,21 @@ executor-seconds and the samples [(seconds, executors)]. Kills everything it sta
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 from workloads import WORKLOADS, integrate
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url, token=None):
-    headers = {"Authorization": "Bearer " + token} if token else {}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
-        return json.loads(r.read())
-
-
-def post(url, body, token):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": "Bearer " + token})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tide_bench  # noqa: E402
+from tide_bench import free_port, get, post, stop_all  # noqa: E402
 
 
 def poll(what, check, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except Exception:  # not up yet
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("timed out waiting for " + what)
+    return tide_bench.poll(what, check, timeout, interval=0.1)
 
 
 def job_json(name, tasks, seconds):
@@ -154,17 +126,7 @@ def main():
         print(json.dumps({"system": "tide-" + policy, "job_seconds": times,
                           "executor_seconds": executor_seconds, "samples": samples}))
     finally:
-        for p in reversed(procs):  # the node manager stops its containers (the AM, executors)
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)  # the node manager stops its containers (the AM, executors)
         log.close()
         shutil.rmtree(work, ignore_errors=True)
 

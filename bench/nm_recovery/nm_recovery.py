@@ -19,41 +19,22 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tide_bench  # noqa: E402
+from tide_bench import free_port, get, stop_all  # noqa: E402
 
 TASKS, SECONDS, EXECUTORS = 8, 6, 4
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url, token=None):
-    headers = {"Authorization": "Bearer " + token} if token else {}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
-        return json.loads(r.read())
-
-
 def poll(what, check, timeout=120, interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except Exception:  # not up yet, or down for the fault
-            pass
-        time.sleep(interval)
-    raise RuntimeError("timed out waiting for " + what)
+    return tide_bench.poll(what, check, timeout, interval)
 
 
 def log_time(line):
@@ -151,17 +132,7 @@ def run(bin_dir, fault):
                                    for t in os.listdir(runs))
         return result
     finally:
-        for p in reversed(procs):
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)
         for log in logs:
             log.close()
         shutil.rmtree(work, ignore_errors=True)

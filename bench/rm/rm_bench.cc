@@ -65,6 +65,19 @@ std::string submitAndRegister(ClusterState& state) {
   return attempt;
 }
 
+// Containers allocated per second, over the cluster's nodes.
+void reportAllocations(benchmark::State& bench, int64_t allocations) {
+  bench.counters["allocations"] =
+      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
+  bench.counters["nodes"] = kNodes;
+}
+
+// Asks of 1, 10 and 100 containers per allocate call. Real time: over REST the server's threads
+// do much of the work, which the client's CPU time misses.
+void batchSizes(benchmark::internal::Benchmark* bench) {
+  bench->Arg(1)->Arg(10)->Arg(100)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 void BM_AllocateInProcess(benchmark::State& bench) {
   initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
   const int batch = static_cast<int>(bench.range(0));
@@ -93,16 +106,9 @@ void BM_AllocateInProcess(benchmark::State& bench) {
     previous = std::move(response.allocatedContainers);
     state.takeOutbox();
   }
-  bench.counters["allocations"] =
-      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  bench.counters["nodes"] = kNodes;
+  reportAllocations(bench, allocations);
 }
-BENCHMARK(BM_AllocateInProcess)
-    ->Arg(1)
-    ->Arg(10)
-    ->Arg(100)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AllocateInProcess)->Apply(batchSizes);
 
 void BM_AllocateOverRest(benchmark::State& bench) {
   initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
@@ -153,17 +159,9 @@ void BM_AllocateOverRest(benchmark::State& bench) {
     server.withState([&](ClusterState& state) { heartbeatHolders(state, previous); });
     previous = std::move(response.allocatedContainers);
   }
-  bench.counters["allocations"] =
-      benchmark::Counter(static_cast<double>(allocations), benchmark::Counter::kIsRate);
-  bench.counters["nodes"] = kNodes;
+  reportAllocations(bench, allocations);
 }
-// Real time: the server's threads do much of the work, which the client's CPU time misses.
-BENCHMARK(BM_AllocateOverRest)
-    ->Arg(1)
-    ->Arg(10)
-    ->Arg(100)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AllocateOverRest)->Apply(batchSizes);
 
 }  // namespace
 }  // namespace tide::rm

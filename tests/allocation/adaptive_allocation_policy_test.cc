@@ -3,6 +3,7 @@
 
 #include "allocation/adaptive_allocation_policy.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 
 namespace tide::allocation {
 namespace {
+
+using ::testing::HasSubstr;
 
 class AdaptiveTest : public policy_testing::PolicyTest<AdaptiveAllocationPolicy> {
  protected:
@@ -45,9 +48,7 @@ TEST_F(AdaptiveTest, AsksAtOnceForWhatFinishesTheBacklogWithinTheTarget) {
   policy().onStageSubmitted("s1", 200);
   const TickResult first = tickAt(0);
   EXPECT_EQ(first.target, 8);
-  const Decision* raise = find(first, Decision::Action::kRaiseTarget);
-  ASSERT_NE(raise, nullptr);
-  EXPECT_EQ(raise->why,
+  EXPECT_EQ(whyOf(first, Decision::Action::kRaiseTarget),
             "backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors); start latency "
             "1.0s; target 0 → 8");
 }
@@ -65,9 +66,7 @@ TEST_F(AdaptiveTest, NeverAboveTheTasksParallelism) {
   policy().onTaskStart("s1", "e1");
   const TickResult later = tickAt(60000);  // running 60 s, nothing finished: 2 x 60 s each
   EXPECT_EQ(later.target, 2);
-  const Decision* raise = find(later, Decision::Action::kRaiseTarget);
-  ASSERT_NE(raise, nullptr);
-  EXPECT_NE(raise->why.find("(all the tasks can use)"), std::string::npos) << raise->why;
+  EXPECT_THAT(whyOf(later, Decision::Action::kRaiseTarget), HasSubstr("(all the tasks can use)"));
 }
 
 TEST_F(AdaptiveTest, LearnsTaskDurationsAndStartLatency) {
@@ -94,9 +93,7 @@ TEST_F(AdaptiveTest, ReleasesIdleExecutorsAtOnceWhenNoWorkIsExpected) {
   const TickResult result = tickAt(500);
   EXPECT_EQ(result.target, 0);
   EXPECT_EQ(result.toRemove.size(), 8u);
-  const Decision* remove = find(result, Decision::Action::kRemove);
-  ASSERT_NE(remove, nullptr);
-  EXPECT_EQ(remove->why,
+  EXPECT_EQ(whyOf(result, Decision::Action::kRemove),
             "removing e1: idle for 0.0s with no task pending; the work needs 0 executors; no "
             "further stage expected");
 }
@@ -121,10 +118,9 @@ TEST_F(AdaptiveTest, KeepsExecutorsTheNextStageOfAStreamWillWant) {
     // Idle until the next stage, due in 100 ms: sooner than twice the 100 ms start latency.
     const TickResult idle = tickAt(t + 100);
     EXPECT_TRUE(idle.toRemove.empty()) << "stage " << k;
-    const Decision* keep = find(idle, Decision::Action::kKeep);
-    ASSERT_NE(keep, nullptr) << "stage " << k;
-    EXPECT_NE(keep->why.find("next stage expected in 0.1s (stages every 0.2s)"), std::string::npos)
-        << keep->why;
+    EXPECT_THAT(whyOf(idle, Decision::Action::kKeep),
+                HasSubstr("next stage expected in 0.1s (stages every 0.2s)"))
+        << "stage " << k;
   }
   // The stream stops: past twice its interval nothing is expected and both go.
   const TickResult after = tickAt(100 + 200 * 4 + 100 + 500);
@@ -146,9 +142,7 @@ TEST_F(AdaptiveTest, NotAddingWhenTheLiveExecutorsFinishFirst) {
   // before a new executor could start (1 s): no raise.
   const TickResult result = tickAt(1100);
   EXPECT_EQ(result.target, 1);
-  const Decision* notAdding = find(result, Decision::Action::kNotAdding);
-  ASSERT_NE(notAdding, nullptr);
-  EXPECT_EQ(notAdding->why,
+  EXPECT_EQ(whyOf(result, Decision::Action::kNotAdding),
             "not adding: 1 executor finish 0.9s of work before a new one could start (start "
             "latency 1.0s)");
 }

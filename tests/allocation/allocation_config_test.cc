@@ -64,23 +64,30 @@ TEST(AllocationConfigTest, MinAboveMaxNamesBothKeys) {
                     HasSubstr("conf/tide.conf:1"), HasSubstr("conf/tide.conf:2")));
 }
 
+// The initial executors of a config whose initial count was adjusted, and the one warning
+// saying so (a test failure when there is not exactly one).
+struct Adjusted {
+  int executors = 0;
+  std::string warning;
+};
+Adjusted adjustedInitial(const Properties& props) {
+  std::vector<std::string> warnings;
+  const AllocationConfig config = AllocationConfig::fromProperties(props, &warnings);
+  EXPECT_EQ(warnings.size(), 1u);
+  return {config.bounds.initialExecutors, warnings.empty() ? "" : warnings[0]};
+}
+
 // Spark accepts initialExecutors > maxExecutors; tide clips it to max and warns.
 TEST(AllocationConfigTest, InitialAboveMaxIsClippedToMaxWithAWarning) {
-  std::vector<std::string> warnings;
-  AllocationConfig config =
-      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.initialExecutors", "9"},
-                                                 {"dynamicAllocation.maxExecutors", "4"}}),
-                                       &warnings);
-  EXPECT_EQ(config.bounds.initialExecutors, 4);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], AllOf(HasSubstr("dynamicAllocation.initialExecutors"),
-                                 HasSubstr("dynamicAllocation.maxExecutors")));
-  warnings.clear();
-  config = AllocationConfig::fromProperties(
-      fromFile({{"executor.instances", "9"}, {"dynamicAllocation.maxExecutors", "4"}}), &warnings);
-  EXPECT_EQ(config.bounds.initialExecutors, 4);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr("executor.instances"));
+  const Adjusted initial = adjustedInitial(fromFile(
+      {{"dynamicAllocation.initialExecutors", "9"}, {"dynamicAllocation.maxExecutors", "4"}}));
+  EXPECT_EQ(initial.executors, 4);
+  EXPECT_THAT(initial.warning, AllOf(HasSubstr("dynamicAllocation.initialExecutors"),
+                                     HasSubstr("dynamicAllocation.maxExecutors")));
+  const Adjusted instances = adjustedInitial(
+      fromFile({{"executor.instances", "9"}, {"dynamicAllocation.maxExecutors", "4"}}));
+  EXPECT_EQ(instances.executors, 4);
+  EXPECT_THAT(instances.warning, HasSubstr("executor.instances"));
 }
 
 // Spark: with dynamic allocation off and no executor.instances, 2 executors.
@@ -108,14 +115,10 @@ TEST(AllocationConfigTest, DynamicAllocationWithoutShuffleTrackingIsRefused) {
 }
 
 TEST(AllocationConfigTest, InitialBelowMinWarnsAndUsesMin) {
-  std::vector<std::string> warnings;
-  AllocationConfig config =
-      AllocationConfig::fromProperties(fromFile({{"dynamicAllocation.minExecutors", "3"},
-                                                 {"dynamicAllocation.initialExecutors", "1"}}),
-                                       &warnings);
-  EXPECT_EQ(config.bounds.initialExecutors, 3);
-  ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_THAT(warnings[0], HasSubstr("dynamicAllocation.initialExecutors"));
+  const Adjusted initial = adjustedInitial(fromFile(
+      {{"dynamicAllocation.minExecutors", "3"}, {"dynamicAllocation.initialExecutors", "1"}}));
+  EXPECT_EQ(initial.executors, 3);
+  EXPECT_THAT(initial.warning, HasSubstr("dynamicAllocation.initialExecutors"));
 }
 
 TEST(AllocationConfigTest, InitialIsTheLargestOfMinInitialAndInstances) {

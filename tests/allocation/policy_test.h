@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "allocation/allocation_config.h"
 #include "allocation/allocation_policy.h"
@@ -33,6 +34,16 @@ class PolicyTest : public ::testing::Test {
       if (d.action == action) return &d;
     }
     return nullptr;
+  }
+
+  // Why the tick made its first decision of `action`; a test failure and "" when it made none.
+  static std::string whyOf(const TickResult& result, Decision::Action action) {
+    const Decision* decision = find(result, action);
+    if (decision == nullptr) {
+      ADD_FAILURE() << "no decision of action " << static_cast<int>(action);
+      return "";
+    }
+    return decision->why;
   }
 
   AllocationConfig config;

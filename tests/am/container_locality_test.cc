@@ -10,9 +10,13 @@ namespace {
 
 using HostAsks = std::vector<std::pair<std::string, int>>;
 
-TEST(ContainerLocalityTest, MissingContainersGoWhereTheTasksData) {
+class ContainerLocalityTest : public ::testing::Test {
+ protected:
   ManualClock clock;
-  ContainerAllocator allocator(ContainerAllocatorConfig{}, clock);
+  ContainerAllocator allocator{ContainerAllocatorConfig{}, clock};
+};
+
+TEST_F(ContainerLocalityTest, MissingContainersGoWhereTheTasksData) {
   allocator.setTarget(5);
   // 5 tasks on n1 at 2 slots per executor: 3 containers there; 1 task on n2: 1 there.
   allocator.setLocalityHints({{"n1", 5}, {"n2", 1}}, 2);
@@ -21,9 +25,7 @@ TEST(ContainerLocalityTest, MissingContainersGoWhereTheTasksData) {
   EXPECT_EQ(ask.hostAsks, (HostAsks{{"n1", 3}, {"n2", 1}}));
 }
 
-TEST(ContainerLocalityTest, NeverMoreOnHostsThanAreWanted) {
-  ManualClock clock;
-  ContainerAllocator allocator(ContainerAllocatorConfig{}, clock);
+TEST_F(ContainerLocalityTest, NeverMoreOnHostsThanAreWanted) {
   allocator.setTarget(2);
   allocator.setLocalityHints({{"n1", 10}, {"n2", 10}}, 1);
   ContainerAsk ask = allocator.nextAsk();

@@ -29,6 +29,14 @@ int statusOf(const rest::AuthHook& hook, const httplib::Request& req) {
   }
 }
 
+// The answer to a JSON POST /api/v1/jobs with the token, sent by a page of `origin`.
+int postFrom(const rest::AuthHook& hook, const std::string& origin) {
+  return statusOf(hook, request("POST", "/api/v1/jobs",
+                                {{"Content-Type", "application/json"},
+                                 {"Authorization", "Bearer " + kToken},
+                                 {"Origin", origin}}));
+}
+
 TEST(ControlAuthTest, WritesNeedTheTokenReadsDoNot) {
   const auto hook = controlAuth(kToken, UiAuth::kWrites);
   const std::string bearer = "Bearer " + kToken;
@@ -50,21 +58,9 @@ TEST(ControlAuthTest, WritesNeedTheTokenReadsDoNot) {
 TEST(ControlAuthTest, CrossOriginAndNonJsonWritesAreRefused) {
   const auto hook = controlAuth(kToken, UiAuth::kWrites);
   const std::string bearer = "Bearer " + kToken;
-  EXPECT_EQ(statusOf(hook, request("POST", "/api/v1/jobs",
-                                   {{"Content-Type", "application/json"},
-                                    {"Authorization", bearer},
-                                    {"Origin", "http://evil.example"}})),
-            403);
-  EXPECT_EQ(statusOf(hook, request("POST", "/api/v1/jobs",
-                                   {{"Content-Type", "application/json"},
-                                    {"Authorization", bearer},
-                                    {"Origin", "null"}})),
-            403);
-  EXPECT_EQ(statusOf(hook, request("POST", "/api/v1/jobs",
-                                   {{"Content-Type", "application/json"},
-                                    {"Authorization", bearer},
-                                    {"Origin", "http://127.0.0.1:4040"}})),
-            200);
+  EXPECT_EQ(postFrom(hook, "http://evil.example"), 403);
+  EXPECT_EQ(postFrom(hook, "null"), 403);
+  EXPECT_EQ(postFrom(hook, "http://127.0.0.1:4040"), 200);
   EXPECT_EQ(statusOf(hook, request("POST", "/api/v1/jobs",
                                    {{"Content-Type", "text/plain"}, {"Authorization", bearer}})),
             415);
@@ -73,14 +69,8 @@ TEST(ControlAuthTest, CrossOriginAndNonJsonWritesAreRefused) {
 
 TEST(ControlAuthTest, OverTlsThePagesOriginIsHttps) {
   const auto hook = controlAuth(kToken, UiAuth::kWrites, "https");
-  const auto post = [&](const std::string& origin) {
-    return statusOf(hook, request("POST", "/api/v1/jobs",
-                                  {{"Content-Type", "application/json"},
-                                   {"Authorization", "Bearer " + kToken},
-                                   {"Origin", origin}}));
-  };
-  EXPECT_EQ(post("https://127.0.0.1:4040"), 200);
-  EXPECT_EQ(post("http://127.0.0.1:4040"), 403) << "not the page's own origin over TLS";
+  EXPECT_EQ(postFrom(hook, "https://127.0.0.1:4040"), 200);
+  EXPECT_EQ(postFrom(hook, "http://127.0.0.1:4040"), 403) << "not the page's own origin over TLS";
 }
 
 TEST(ControlAuthTest, AllGuardsReadsToo) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "am/scheduler/task_scheduler.h"
+#include "tests/am/recording_listener.h"
 
 namespace tide::am {
 namespace {
@@ -18,45 +19,6 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-class DataListener : public SchedulerListener {
- public:
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    events.push_back("submitted " + stageId + " " + std::to_string(numTasks));
-  }
-  void onStageCompleted(const std::string& stageId) override {
-    events.push_back("completed " + stageId);
-  }
-  void onTaskStart(const std::string&, const std::string&) override {}
-  void onTaskEnd(const std::string&, const std::string&, TaskOutcome) override {}
-  void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
-    events.push_back("job " + jobId + (succeeded ? " succeeded" : " failed"));
-    messages[jobId] = message;
-  }
-  void onSpeculativeTaskSubmitted(const std::string& stageId) override {
-    events.push_back("speculative " + stageId);
-  }
-  void onSpeculativeTaskStart(const std::string& stageId, const std::string& executor) override {
-    events.push_back("speculative start " + stageId + " " + executor);
-  }
-  void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
-    events.push_back("speculative dropped " + stageId);
-  }
-  void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
-    events.push_back("shuffle " + executorId + " " + shuffleId);
-  }
-  void onShuffleReleased(const std::string& shuffleId) override {
-    events.push_back("shuffle released " + shuffleId);
-  }
-  void onBlocksCached(const std::string& executorId, const std::string& dataId) override {
-    events.push_back("cached " + executorId + " " + dataId);
-  }
-  void onBlocksUncached(const std::string& dataId) override {
-    events.push_back("uncached " + dataId);
-  }
-  std::vector<std::string> events;
-  std::map<std::string, std::string> messages;
-};
 
 rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions = {}) {
   rest::TaskStatusUpdate update;
@@ -121,6 +83,22 @@ class SchedulerDataTest : public ::testing::Test {
   }
   // Speculation on (a task running 1.5 times the median once half the tasks finished gets a
   // copy) and one stage of `tasks` tasks, all launched on e1.
+  // Of two tasks launched by launchOneStageWithSpeculation: task 1 finishes after 1 s, task 0
+  // is speculatable 1 s later, and e2 is offered a slot. What e2 gets (task 0's copy); nothing,
+  // with a test failure, when a step before goes otherwise.
+  std::vector<rest::TaskLaunch> speculateTask0(const std::vector<rest::TaskLaunch>& launches) {
+    clock.advance(1000);
+    if (!scheduler().statusUpdate(finished(launches[1].taskId), "e1")) {
+      ADD_FAILURE() << "task 1's success was refused";
+      return {};
+    }
+    clock.advance(1000);
+    const int speculatable = scheduler().checkSpeculatableTasks();
+    EXPECT_EQ(speculatable, 1);
+    if (speculatable != 1) return {};
+    return offer("e2", 1);
+  }
+
   std::vector<rest::TaskLaunch> launchOneStageWithSpeculation(int tasks) {
     config.speculation = true;
     config.speculationQuantile = 0.5;
@@ -139,7 +117,7 @@ class SchedulerDataTest : public ::testing::Test {
 
   SchedulerConfig config;
   ManualClock clock{1000};
-  DataListener listener;
+  testing::RecordingListener listener{{/*tasks=*/false, /*data=*/true}};
 
  private:
   std::unique_ptr<TaskScheduler> scheduler_;
@@ -397,11 +375,7 @@ TEST_F(SchedulerDataTest, ASlowTaskGetsASecondCopyAndTheLoserIsKilled) {
 TEST_F(SchedulerDataTest, TheFirstAttemptToAskCommitsAndASpeculativeLoserIsDenied) {
   auto launches = launchOneStageWithSpeculation(2);
   ASSERT_EQ(launches.size(), 2u);
-  clock.advance(1000);
-  ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
-  clock.advance(1000);
-  ASSERT_EQ(scheduler().checkSpeculatableTasks(), 1);
-  auto copies = offer("e2", 1);
+  auto copies = speculateTask0(launches);
   ASSERT_EQ(copies.size(), 1u);
   const int64_t original = launches[0].taskId;
   const int64_t copy = copies[0].taskId;
@@ -449,11 +423,7 @@ TEST_F(SchedulerDataTest, AnAuthorisedAttemptThatFailsFreesTheTaskForTheNext) {
 
 TEST_F(SchedulerDataTest, AttemptNumbersNeverRepeatWithinATask) {
   auto launches = launchOneStageWithSpeculation(2);
-  clock.advance(1000);
-  ASSERT_TRUE(scheduler().statusUpdate(finished(launches[1].taskId), "e1"));
-  clock.advance(1000);
-  ASSERT_EQ(scheduler().checkSpeculatableTasks(), 1);
-  auto copy = offer("e2", 1);
+  auto copy = speculateTask0(launches);
   ASSERT_EQ(copy.size(), 1u);
   EXPECT_EQ(copy[0].attempt, 1);
   // The copy fails (the original still runs: no retry), then the original fails: its retry

@@ -14,6 +14,7 @@
 
 #include "allocation/executor_allocation_manager.h"
 #include "am/allocation_listener.h"
+#include "tests/am/recording_listener.h"
 
 namespace tide::am {
 namespace {
@@ -22,37 +23,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-
-// Writes every event as one line, so a test can assert the exact sequence.
-class RecordingListener : public SchedulerListener {
- public:
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    events.push_back("submitted " + stageId + " " + std::to_string(numTasks));
-  }
-  void onStageCompleted(const std::string& stageId) override {
-    events.push_back("completed " + stageId);
-  }
-  void onTaskStart(const std::string& stageId, const std::string& executorId) override {
-    events.push_back("start " + stageId + " " + executorId);
-  }
-  void onTaskEnd(const std::string& stageId, const std::string& executorId,
-                 TaskOutcome outcome) override {
-    events.push_back("end " + stageId + " " + executorId + " " + taskOutcomeName(outcome));
-  }
-  void onJobEnd(const std::string& jobId, bool succeeded, const std::string& message) override {
-    events.push_back("job " + jobId + (succeeded ? " succeeded" : " failed"));
-    jobMessages[jobId] = message;
-  }
-
-  std::vector<std::string> take() {
-    std::vector<std::string> taken;
-    taken.swap(events);
-    return taken;
-  }
-
-  std::vector<std::string> events;
-  std::map<std::string, std::string> jobMessages;
-};
 
 rest::TaskStatusUpdate finished(int64_t taskId) {
   rest::TaskStatusUpdate update;
@@ -120,7 +90,7 @@ class TaskSchedulerTest : public ::testing::Test {
 
   SchedulerConfig config;
   ManualClock clock{1000};
-  RecordingListener listener;
+  testing::RecordingListener listener{{/*tasks=*/true, /*data=*/false}};
   uint64_t seed = 42;
 
  private:

@@ -44,6 +44,15 @@ class ContainerAllocatorTest : public ::testing::Test {
     return allocator.onHeartbeat(result);
   }
 
+  // After executor e1's launch in container_1 failed: e1 is lost (as registered or not), nothing
+  // is starting, and the container goes back in the next ask.
+  void expectLostWithItsContainer(const AllocatorActions& actions, bool wasRegistered) {
+    ASSERT_EQ(actions.lost.size(), 1u);
+    EXPECT_EQ(actions.lost[0].wasRegistered, wasRegistered);
+    EXPECT_EQ(allocator.snapshot().starting, 0);
+    EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
+  }
+
   ManualClock clock{0};
   ContainerAllocator allocator;
 };
@@ -165,11 +174,8 @@ TEST_F(ContainerAllocatorTest, ALaunchFailureReleasesTheContainerAndCounts) {
   allocator.setTarget(1);
   allocator.nextAsk();
   grant({1});
-  AllocatorActions actions = allocator.onLaunchFailed("e1", "node said 401");
-  ASSERT_EQ(actions.lost.size(), 1u);
-  EXPECT_FALSE(actions.lost[0].wasRegistered);
-  EXPECT_EQ(allocator.snapshot().starting, 0);
-  EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
+  expectLostWithItsContainer(allocator.onLaunchFailed("e1", "node said 401"),
+                             /*wasRegistered=*/false);
 }
 
 TEST_F(ContainerAllocatorTest, ALaunchThatFailsAfterItsExecutorRegisteredLosesTheExecutor) {
@@ -179,11 +185,8 @@ TEST_F(ContainerAllocatorTest, ALaunchThatFailsAfterItsExecutorRegisteredLosesTh
   allocator.nextAsk();
   grant({1});
   allocator.onExecutorRegistered("e1");
-  AllocatorActions actions = allocator.onLaunchFailed("e1", "connection reset by peer");
-  ASSERT_EQ(actions.lost.size(), 1u);
-  EXPECT_TRUE(actions.lost[0].wasRegistered);
-  EXPECT_EQ(allocator.snapshot().starting, 0);
-  EXPECT_EQ(allocator.nextAsk().releases, (std::vector<std::string>{"container_1"}));
+  expectLostWithItsContainer(allocator.onLaunchFailed("e1", "connection reset by peer"),
+                             /*wasRegistered=*/true);
 }
 
 TEST_F(ContainerAllocatorTest, TheWaitForContainersIsTimedFromTheRequest) {

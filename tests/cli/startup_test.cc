@@ -105,14 +105,13 @@ TEST_F(StartupTest, WithoutRetriesATakenPortFailsTheAmAndSubmitWaitSaysWhy) {
 class TideRunStartupTest : public ::testing::Test {
  protected:
   testing_support::CommandResult tideRun(const std::string& tide, std::vector<std::string> args) {
-    std::vector<std::string> argv = {tide, "run"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    for (const char* conf : {"nm.cores=2", "nm.memory=2g", "executor.memory=256m", "am.memory=256m",
-                             "am.maxAttempts=1"}) {
-      argv.push_back("--conf");
-      argv.push_back(conf);
-    }
-    return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 120s);
+    args.insert(args.begin(), {tide, "run"});
+    return testing_support::runCommand(deploy::withConf(args, {{"nm.cores", "2"},
+                                                               {"nm.memory", "2g"},
+                                                               {"executor.memory", "256m"},
+                                                               {"am.memory", "256m"},
+                                                               {"am.maxAttempts", "1"}}),
+                                       (dir.path() / "tide-run.log").string(), 120s);
   }
   const std::string tide = std::string(TIDE_BIN_DIR) + "/tide";
   testing_support::TempDir dir;

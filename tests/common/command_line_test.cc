@@ -23,6 +23,11 @@ CommandLine runCommandLine() {
   return cli;
 }
 
+// The message of the ConfigError parsing `args` throws; a test failure when it throws none.
+std::string parseError(CommandLine& cli, const std::vector<std::string>& args) {
+  return expectedMessageOf<ConfigError>([&] { cli.parse(args); });
+}
+
 TEST(CommandLine, PrecedenceIsDefaultsThenFileThenConfInOrder) {
   TempDir dir;
   const std::string file = dir.writeFile("tide.conf",
@@ -87,70 +92,31 @@ TEST(CommandLine, DoubleDashEndsOptions) {
 
 TEST(CommandLine, UsageErrorsNameTheCulprit) {
   CommandLine cli = runCommandLine();
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"--conf", "executor.cores", "job"});
-            }),
+  EXPECT_EQ(parseError(cli, {"--conf", "executor.cores", "job"}),
             "--conf 'executor.cores' is not of the form key=value");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"job", "--conf"});
-            }),
-            "option --conf needs a value (key=value)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"job", "-c"});
-            }),
-            "option -c needs a value (key=value)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"job", "--nodes"});
-            }),
-            "option --nodes needs a value (N)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"job", "--properties-file"});
-            }),
+  EXPECT_EQ(parseError(cli, {"job", "--conf"}), "option --conf needs a value (key=value)");
+  EXPECT_EQ(parseError(cli, {"job", "-c"}), "option -c needs a value (key=value)");
+  EXPECT_EQ(parseError(cli, {"job", "--nodes"}), "option --nodes needs a value (N)");
+  EXPECT_EQ(parseError(cli, {"job", "--properties-file"}),
             "option --properties-file needs a value (FILE)");
-  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
-                cli.parse({"job", "--conf", "=5"});
-              }),
-              HasSubstr("no key"));
-  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
-                cli.parse({"job", "--conf", "executor.cores="});
-              }),
-              HasSubstr("no value"));
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"--frobnicate", "job"});
-            }),
+  EXPECT_THAT(parseError(cli, {"job", "--conf", "=5"}), HasSubstr("no key"));
+  EXPECT_THAT(parseError(cli, {"job", "--conf", "executor.cores="}), HasSubstr("no value"));
+  EXPECT_EQ(parseError(cli, {"--frobnicate", "job"}), "unknown option '--frobnicate' (see --help)");
+  EXPECT_EQ(parseError(cli, {"--frobnicate=1", "job"}),
             "unknown option '--frobnicate' (see --help)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"--frobnicate=1", "job"});
-            }),
-            "unknown option '--frobnicate' (see --help)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"-x", "job"});
-            }),
-            "unknown option '-x' (see --help)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"--verbose=yes", "job"});
-            }),
-            "flag --verbose does not take a value");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { cli.parse({}); }),
-            "missing argument JOB (see --help)");
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"a", "b", "c"});
-            }),
-            "unexpected argument 'c' (see --help)");
+  EXPECT_EQ(parseError(cli, {"-x", "job"}), "unknown option '-x' (see --help)");
+  EXPECT_EQ(parseError(cli, {"--verbose=yes", "job"}), "flag --verbose does not take a value");
+  EXPECT_EQ(parseError(cli, {}), "missing argument JOB (see --help)");
+  EXPECT_EQ(parseError(cli, {"a", "b", "c"}), "unexpected argument 'c' (see --help)");
 }
 
 TEST(CommandLine, BadValuesAndFilesFailAtParse) {
   TempDir dir;
   CommandLine cli = runCommandLine();
-  EXPECT_EQ(expectedMessageOf<ConfigError>([&] {
-              cli.parse({"job", "--conf", "executor.cores=many"});
-            }),
+  EXPECT_EQ(parseError(cli, {"job", "--conf", "executor.cores=many"}),
             "invalid value 'many' for executor.cores (--conf): expected an integer");
   const std::string missing = (dir.path() / "nope.conf").string();
-  EXPECT_THAT(expectedMessageOf<ConfigError>([&] {
-                cli.parse({"job", "--properties-file", missing});
-              }),
-              HasSubstr(missing));
+  EXPECT_THAT(parseError(cli, {"job", "--properties-file", missing}), HasSubstr(missing));
   // Unknown keys are not errors: the binary logs unknownKeyWarnings().
   ASSERT_TRUE(cli.parse({"job", "--conf", "dynamicAllocation.maxExecutor=3"}));
   EXPECT_EQ(cli.properties().unknownKeyWarnings().size(), 1u);

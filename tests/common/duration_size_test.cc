@@ -10,59 +10,66 @@ namespace {
 constexpr int64_t kSeconds = 1000;
 constexpr int64_t kMs = 1;
 
+// A text, the unit a bare number in it has, and the milliseconds it means.
+struct DurationCase {
+  const char* text;
+  int64_t bareUnitMs;
+  DurationMs ms;
+};
+
+void expectDurations(std::initializer_list<DurationCase> cases) {
+  for (const DurationCase& c : cases) {
+    EXPECT_EQ(parseDuration(c.text, c.bareUnitMs), c.ms) << "'" << c.text << "'";
+  }
+}
+
 TEST(ParseDuration, AcceptsEveryUnit) {
-  EXPECT_EQ(parseDuration("250ms", kSeconds), 250);
-  EXPECT_EQ(parseDuration("3s", kMs), 3000);
-  EXPECT_EQ(parseDuration("3sec", kMs), 3000);
-  EXPECT_EQ(parseDuration("2min", kMs), 120000);
-  EXPECT_EQ(parseDuration("1h", kMs), 3600000);
-  EXPECT_EQ(parseDuration("1d", kMs), 86400000);
+  expectDurations({{"250ms", kSeconds, 250},
+                   {"3s", kMs, 3000},
+                   {"3sec", kMs, 3000},
+                   {"2min", kMs, 120000},
+                   {"1h", kMs, 3600000},
+                   {"1d", kMs, 86400000}});
 }
 
 // Spark's JavaUtils.timeStringAs: us, ms, s, m, min, h, d (tide also takes the long forms).
 TEST(ParseDuration, AcceptsSparksTimeStringUnits) {
-  EXPECT_EQ(parseDuration("5000us", kMs), 5);
-  EXPECT_EQ(parseDuration("5m", kMs), 300000);
-  EXPECT_EQ(parseDuration("5min", kMs), 300000);
-  EXPECT_EQ(parseDuration("5mins", kMs), 300000);
-  EXPECT_EQ(parseDuration("5 minutes", kMs), 300000);
-  EXPECT_EQ(parseDuration("1 minute", kMs), 60000);
-  EXPECT_EQ(parseDuration("2secs", kMs), 2000);
-  EXPECT_EQ(parseDuration("2 seconds", kMs), 2000);
-  EXPECT_EQ(parseDuration("1hour", kMs), 3600000);
-  EXPECT_EQ(parseDuration("2 hours", kMs), 7200000);
-  EXPECT_EQ(parseDuration("1 day", kMs), 86400000);
-  EXPECT_EQ(parseDuration("3days", kMs), 3 * 86400000);
-  EXPECT_EQ(parseDuration("7 millis", kSeconds), 7);
-  EXPECT_EQ(parseDuration("7 milliseconds", kSeconds), 7);
-  EXPECT_EQ(parseDuration("2000 micros", kMs), 2);
-  EXPECT_EQ(parseDuration("1.5h", kMs), 5400000);
+  expectDurations({{"5000us", kMs, 5},
+                   {"5m", kMs, 300000},
+                   {"5min", kMs, 300000},
+                   {"5mins", kMs, 300000},
+                   {"5 minutes", kMs, 300000},
+                   {"1 minute", kMs, 60000},
+                   {"2secs", kMs, 2000},
+                   {"2 seconds", kMs, 2000},
+                   {"1hour", kMs, 3600000},
+                   {"2 hours", kMs, 7200000},
+                   {"1 day", kMs, 86400000},
+                   {"3days", kMs, 3 * 86400000},
+                   {"7 millis", kSeconds, 7},
+                   {"7 milliseconds", kSeconds, 7},
+                   {"2000 micros", kMs, 2},
+                   {"1.5h", kMs, 5400000}});
 }
 
 TEST(ParseDuration, IgnoresCaseAndSurroundingBlanks) {
-  EXPECT_EQ(parseDuration("  60S ", kMs), 60000);
-  EXPECT_EQ(parseDuration("5 min", kMs), 300000);
-  EXPECT_EQ(parseDuration("100MS", kSeconds), 100);
+  expectDurations({{"  60S ", kMs, 60000}, {"5 min", kMs, 300000}, {"100MS", kSeconds, 100}});
 }
 
 TEST(ParseDuration, BareNumberTakesTheKeysUnit) {
-  EXPECT_EQ(parseDuration("60", kSeconds), 60000);
-  EXPECT_EQ(parseDuration("60", kMs), 60);
-  EXPECT_EQ(parseDuration("0", kSeconds), 0);
-  EXPECT_EQ(parseDuration("1.5", kSeconds), 1500);
+  expectDurations(
+      {{"60", kSeconds, 60000}, {"60", kMs, 60}, {"0", kSeconds, 0}, {"1.5", kSeconds, 1500}});
 }
 
 TEST(ParseDuration, AcceptsDecimals) {
-  EXPECT_EQ(parseDuration("1.5s", kMs), 1500);
-  EXPECT_EQ(parseDuration("0.25min", kMs), 15000);
-  EXPECT_EQ(parseDuration("2.0ms", kMs), 2);
-  EXPECT_EQ(parseDuration(".5s", kMs), 500);
+  expectDurations(
+      {{"1.5s", kMs, 1500}, {"0.25min", kMs, 15000}, {"2.0ms", kMs, 2}, {".5s", kMs, 500}});
 }
 
 TEST(ParseDuration, Infinity) {
-  EXPECT_EQ(parseDuration("infinity", kMs), kInfiniteMs);
-  EXPECT_EQ(parseDuration("Infinity", kSeconds), kInfiniteMs);
-  EXPECT_EQ(parseDuration("inf", kMs), kInfiniteMs);
+  expectDurations({{"infinity", kMs, kInfiniteMs},
+                   {"Infinity", kSeconds, kInfiniteMs},
+                   {"inf", kMs, kInfiniteMs}});
 }
 
 TEST(ParseDuration, RejectsNegativeGarbageAndUnknownUnits) {

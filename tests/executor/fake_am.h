@@ -17,6 +17,7 @@
 #include "rest/http_server.h"
 #include "rest/json.h"
 #include "rest/messages/executor.h"
+#include "tests/support/locked.h"
 
 namespace tide::executor::testing {
 
@@ -120,10 +121,7 @@ class FakeAm {
   std::chrono::steady_clock::time_point firstLaunchAt;
   std::chrono::steady_clock::time_point lastUpdateAt;
 
-  int refusedRequests() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return refusedRequests_;
-  }
+  int refusedRequests() { return testing_support::lockedCopy(mutex_, refusedRequests_); }
 
  private:
   void onRegister(const httplib::Request& req, httplib::Response& res) {

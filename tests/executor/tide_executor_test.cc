@@ -282,14 +282,34 @@ TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
   EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
 }
 
-TEST_F(TideExecutorTest, ShutdownExitsZero) {
+// How the AM ends a running executor: what it does, the exit status, a line in the log.
+struct AmEnding {
+  const char* name;
+  void (FakeAm::*end)();
+  int exitStatus;
+  const char* logged;
+};
+
+class TideExecutorEndTest : public TideExecutorTest,
+                            public ::testing::WithParamInterface<AmEnding> {};
+
+TEST_P(TideExecutorEndTest, ExitsAsTheAmSays) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);
   ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
-  am.shutdownExecutors();
-  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
-  EXPECT_NE(executor->log().find("released"), std::string::npos) << executor->log();
+  (am.*GetParam().end)();
+  EXPECT_EQ(executor->waitForExit(), GetParam().exitStatus) << executor->log();
+  EXPECT_NE(executor->log().find(GetParam().logged), std::string::npos) << executor->log();
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    AmEndings, TideExecutorEndTest,
+    ::testing::Values(
+        // A shutdown exits 0.
+        AmEnding{"Shutdown", &FakeAm::shutdownExecutors, 0, "released"},
+        // An AM that no longer knows the executor makes it exit 1.
+        AmEnding{"Forgotten", &FakeAm::forgetExecutors, 1, "does not know executor e1"}),
+    [](const ::testing::TestParamInfo<AmEnding>& info) { return std::string(info.param.name); });
 
 TEST_F(TideExecutorTest, ExitsWhenTheAmIsGoneForNetworkTimeout) {
   FakeAm am(FakeAm::Options{});
@@ -303,16 +323,6 @@ TEST_F(TideExecutorTest, ExitsWhenTheAmIsGoneForNetworkTimeout) {
   EXPECT_EQ(*status, 1) << executor->log();
   EXPECT_LT(steady_clock::now() - stoppedAt, milliseconds(2000 + 5000));
   EXPECT_NE(executor->log().find("unreachable"), std::string::npos) << executor->log();
-}
-
-TEST_F(TideExecutorTest, ExitsWhenTheAmForgetsIt) {
-  FakeAm am(FakeAm::Options{});
-  auto executor = startExecutor(am);
-  ASSERT_TRUE(amSees(am, *executor, [&] { return am.syncs >= 1; })) << executor->log();
-  am.forgetExecutors();
-  EXPECT_EQ(executor->waitForExit(), 1) << executor->log();
-  EXPECT_NE(executor->log().find("does not know executor e1"), std::string::npos)
-      << executor->log();
 }
 
 TEST_F(TideExecutorTest, AWrongSecretIsRefusedAndEndsTheExecutor) {

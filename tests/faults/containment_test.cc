@@ -35,6 +35,7 @@
 #include "tests/faults/outputs.h"
 #include "tests/faults/proc_walk.h"
 #include "tests/faults/tally.h"
+#include "tests/nm/nm_test_util.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::faults {
@@ -96,25 +97,16 @@ class ContainerContainmentTest : public ::testing::Test {
   ContainerContainmentTest() : marker_(uniqueMarker("CONTAINER")) {}
 
   nm::ContainerManagerOptions options(nm::MemoryEnforcement enforcement) {
-    nm::ContainerManagerOptions result;
-    result.workDir = (dir_.path() / "work").string();
-    result.nmAddress = "127.0.0.1:18042";
-    result.capacity = {4096, 4};
-    result.memoryEnforcement = enforcement;
-    result.stopGracePeriod = 1000;
-    result.reapInterval = 20;
-    result.memoryCheckInterval = 50;
+    nm::ContainerManagerOptions result =
+        nm::testing::managerOptions(dir_.path(), enforcement, /*stopGracePeriod=*/1000);
     result.supervisorPath = std::string(TIDE_BIN_DIR) + "/tide-container";
     return result;
   }
 
   rest::ContainerLaunchRequest request(const std::string& id, const std::string& command,
                                        int64_t memoryMb = 256) {
-    rest::ContainerLaunchRequest r;
-    r.containerId = id;
-    r.applicationId = "application_faults_0001";
-    r.command = command;
-    r.resource = {memoryMb, 1};
+    rest::ContainerLaunchRequest r =
+        nm::testing::launchRequest(id, command, memoryMb, "application_faults_0001");
     const size_t eq = marker_.find('=');
     r.environment[marker_.substr(0, eq)] = marker_.substr(eq + 1);
     return r;
@@ -298,6 +290,48 @@ class TideRunContainmentTest : public ::testing::Test {
     });
   }
 
+  // A run of kQuickOrLingeringTask, once tasks 0 and 1 committed and tasks 2 and 3 run, each
+  // with its child and its daemon (within 60 s).
+  bool twoCommittedAndTwoLingering() const {
+    return eventually(
+        [&] {
+          return std::filesystem::exists(outputDir() + "/part-0") &&
+                 std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
+        },
+        60s);
+  }
+
+  // The executor of the first task processes, once three run (a task, its child, its daemon),
+  // with those processes and its container's TIDE_CONTAINER_ID entry; pid 0 when none is found.
+  struct BusyExecutor {
+    std::vector<WalkedProcess> tasks;
+    pid_t pid = 0;
+    std::string containerEntry;
+  };
+  BusyExecutor busyExecutor() const {
+    BusyExecutor busy;
+    if (!eventually([&] { return tasksRunning().size() >= 3; }, 60s)) {
+      ADD_FAILURE() << describe(tasksRunning()) << runLog();
+      return busy;
+    }
+    busy.tasks = tasksRunning();
+    busy.pid = executorOf(busy.tasks.front().pid, &busy.containerEntry);
+    return busy;
+  }
+
+  // After a fault on an executor: the run succeeds with task 0's output committed once, and
+  // nothing of the run is left, `leftovers` (what the fault left of the executor) included.
+  void expectRightJobAndNothingLeft(const std::vector<WalkedProcess>& leftovers) {
+    ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
+    EXPECT_EQ(*run_->exitStatus(), 0) << runLog();
+    tally_.jobChecked(!HasFailure());
+    expectCommittedOnce({0});
+    auto rest = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
+    rest.insert(rest.end(), leftovers.begin(), leftovers.end());
+    recordFault(tally_, rest);
+    EXPECT_TRUE(rest.empty()) << describe(rest);
+  }
+
   void TearDown() override { tally_.flush(); }
 
   // The job's output: exactly the files of `tasks`, each committed once (outputs.h).
@@ -331,14 +365,7 @@ std::string firstAttemptLingers(const std::string& first) {
 
 TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
   startRun(4, kQuickOrLingeringTask);
-  // Tasks 0 and 1 committed, tasks 2 and 3 running, each with its child and its daemon.
-  ASSERT_TRUE(eventually(
-      [&] {
-        return std::filesystem::exists(outputDir() + "/part-0") &&
-               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
-      },
-      60s))
-      << describe(tasksRunning()) << runLog();
+  ASSERT_TRUE(twoCommittedAndTwoLingering()) << describe(tasksRunning()) << runLog();
   ASSERT_TRUE(run_->signal(SIGKILL));
   ASSERT_TRUE(run_->waitFor(10s).has_value());
   // Stopped, as it must be: only what was committed before is in the output.
@@ -350,28 +377,17 @@ TEST_F(TideRunContainmentTest, TideRunKilledBySigkillLeavesNothing) {
 
 TEST_F(TideRunContainmentTest, AnExecutorKilledBySigkillTakesItsTasksWithIt) {
   startRun(1, firstAttemptLingers((dir_.path() / "first").string()));
-  ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
-      << describe(tasksRunning()) << runLog();
-  const std::vector<WalkedProcess> firstTasks = tasksRunning();
-  std::string containerEntry;
-  const pid_t executor = executorOf(firstTasks.front().pid, &containerEntry);
-  ASSERT_GT(executor, 0) << describe(leftOfRun());
-  ASSERT_FALSE(containerEntry.empty());
-  ASSERT_EQ(::kill(executor, SIGKILL), 0);
+  const BusyExecutor busy = busyExecutor();
+  ASSERT_GT(busy.pid, 0) << describe(leftOfRun());
+  ASSERT_FALSE(busy.containerEntry.empty());
+  ASSERT_EQ(::kill(busy.pid, SIGKILL), 0);
   // Every process of that container (the tasks inherit its TIDE_CONTAINER_ID) is gone, and
   // each task process seen before the kill too.
   const auto leftovers =
-      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); });
+      waitUntilNoneLeft([&] { return leftOfContainer(busy.containerEntry, busy.tasks); });
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers);
   // The task ran again elsewhere and the job succeeded, its output committed once.
-  ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
-  EXPECT_EQ(*run_->exitStatus(), 0) << runLog();
-  tally_.jobChecked(!HasFailure());
-  expectCommittedOnce({0});
-  auto rest = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
-  rest.insert(rest.end(), leftovers.begin(), leftovers.end());
-  recordFault(tally_, rest);
-  EXPECT_TRUE(rest.empty()) << describe(rest);
+  expectRightJobAndNothingLeft(leftovers);
 }
 
 TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithItsTasks) {
@@ -380,36 +396,19 @@ TEST_F(TideRunContainmentTest, AnExecutorStoppedPastTheNetworkTimeoutGoesWithIts
   // SIGKILL too), so its tasks do not run on beside their re-runs.
   startRun(1, firstAttemptLingers((dir_.path() / "first").string()),
            {"--conf", "network.timeout=3s"});
-  ASSERT_TRUE(eventually([&] { return tasksRunning().size() >= 3; }, 60s))
-      << describe(tasksRunning()) << runLog();
-  const std::vector<WalkedProcess> firstTasks = tasksRunning();
-  std::string containerEntry;
-  const pid_t executor = executorOf(firstTasks.front().pid, &containerEntry);
-  ASSERT_GT(executor, 0) << describe(leftOfRun());
-  ASSERT_EQ(::kill(executor, SIGSTOP), 0);
+  const BusyExecutor busy = busyExecutor();
+  ASSERT_GT(busy.pid, 0) << describe(leftOfRun());
+  ASSERT_EQ(::kill(busy.pid, SIGSTOP), 0);
   const auto leftovers =
-      waitUntilNoneLeft([&] { return leftOfContainer(containerEntry, firstTasks); }, 40s);
+      waitUntilNoneLeft([&] { return leftOfContainer(busy.containerEntry, busy.tasks); }, 40s);
   EXPECT_TRUE(leftovers.empty()) << describe(leftovers) << runLog();
   for (const WalkedProcess& p : leftovers) ::kill(p.pid, SIGCONT);
-  ASSERT_TRUE(run_->waitFor(120s).has_value()) << runLog();
-  EXPECT_EQ(*run_->exitStatus(), 0) << runLog();
-  tally_.jobChecked(!HasFailure());
-  expectCommittedOnce({0});
-  auto rest = waitUntilNoneLeft([&] { return leftOfRun(); }, 30s);
-  rest.insert(rest.end(), leftovers.begin(), leftovers.end());
-  recordFault(tally_, rest);
-  EXPECT_TRUE(rest.empty()) << describe(rest);
+  expectRightJobAndNothingLeft(leftovers);
 }
 
 TEST_F(TideRunContainmentTest, AKilledApplicationLeavesNothing) {
   startRun(4, kQuickOrLingeringTask);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return std::filesystem::exists(outputDir() + "/part-0") &&
-               std::filesystem::exists(outputDir() + "/part-1") && tasksRunning().size() >= 6;
-      },
-      60s))
-      << describe(tasksRunning()) << runLog();
+  ASSERT_TRUE(twoCommittedAndTwoLingering()) << describe(tasksRunning()) << runLog();
   const std::string rmPort = readFile(workDir() + "/rm.port");
   const std::string log = runLog();
   const size_t at = log.find("submitted application_");

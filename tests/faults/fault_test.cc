@@ -245,10 +245,9 @@ TEST_F(FaultTest, AnExecutorKilledMidTaskLeavesEveryOutputCommittedOnce) {
       writingJob("killed", tasks, "sleep 1;"),
       {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
       /*session=*/false);
-  int64_t victim = 0;
-  std::string victimId;
-  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 60s));
-  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  const std::optional<Executor> victim = waitForBusyExecutor(60s);
+  ASSERT_TRUE(victim.has_value());
+  ASSERT_EQ(::kill(victim->pid, SIGKILL), 0);
   tally.injected();
 
   const rest::ApplicationReport report = waitForEnd(120s);
@@ -300,7 +299,7 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
       << "the two attempts of task 0 did not both open the FIFO";
   ::close(holder);  // the last writer: both readers get the end of file now
   tally.injected();
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  ASSERT_TRUE(jobEnds("job-1", 120s));
   const rapidjson::Document detail = job("job-1");
   tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
   ASSERT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
@@ -408,7 +407,7 @@ TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   tally.injected();
 
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  ASSERT_TRUE(jobEnds("job-1", 120s));
   const rapidjson::Document detail = job("job-1");
   tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
   EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
@@ -449,24 +448,23 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
           {"dynamicAllocation.executorIdleTimeout", "30s"},
           {"network.timeout", "3s"}},
          /*session=*/true);
-  int64_t victim = 0;
-  std::string victimId;
-  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 60s));
-  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGSTOP), 0);
+  const std::optional<Executor> victim = waitForBusyExecutor(60s);
+  ASSERT_TRUE(victim.has_value());
+  ASSERT_EQ(::kill(victim->pid, SIGSTOP), 0);
   tally.injected();
   // Past network.timeout the AM counts it lost (and releases its container).
   const bool lost = eventually(
       [&] {
         for (const auto& e : executors()["executors"].GetArray()) {
-          if (victimId == e["id"].GetString()) return false;
+          if (victim->id == e["id"].GetString()) return false;
         }
         return true;
       },
       60s);
-  ::kill(static_cast<pid_t>(victim), SIGCONT);
-  EXPECT_TRUE(lost) << victimId << " was not given up on";
+  ::kill(victim->pid, SIGCONT);
+  EXPECT_TRUE(lost) << victim->id << " was not given up on";
 
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  ASSERT_TRUE(jobEnds("job-1", 120s));
   const rapidjson::Document detail = job("job-1");
   tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
   EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
@@ -490,7 +488,7 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
           {"task.maxFailures", "1"}},
          /*session=*/true);
   tally.injected();
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 120s));
+  ASSERT_TRUE(jobEnds("job-1", 120s));
   const rapidjson::Document detail = job("job-1");
   tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
   EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();

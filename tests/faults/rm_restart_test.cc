@@ -34,19 +34,11 @@ namespace tide {
 namespace {
 
 using namespace std::chrono_literals;
+using deploy::withConf;
 using ::testing::HasSubstr;
 using testing_support::eventually;
 using testing_support::readFile;
 namespace fs = std::filesystem;
-
-std::vector<std::string> withConf(std::vector<std::string> argv,
-                                  const std::vector<std::pair<std::string, std::string>>& conf) {
-  for (const auto& [key, value] : conf) {
-    argv.push_back("--conf");
-    argv.push_back(key + "=" + value);
-  }
-  return argv;
-}
 
 class RmRestartTest : public ::testing::Test {
  protected:

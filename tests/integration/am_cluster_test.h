@@ -4,6 +4,7 @@
 // ApplicationMaster submitted to it, and the AM's status API to watch. Every wait is bounded.
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <filesystem>
 #include <memory>
@@ -118,6 +119,23 @@ class AmClusterTest : public ::testing::Test {
       }
     }
     return false;
+  }
+
+  struct Executor {
+    std::string id;
+    pid_t pid = 0;
+  };
+  // An executor running tasks, once there is one within `bound`; nothing when there is none.
+  std::optional<Executor> waitForBusyExecutor(std::chrono::milliseconds bound) {
+    std::string id;
+    int64_t pid = 0;
+    if (!eventually([&] { return busyExecutor(&id, &pid); }, bound)) return std::nullopt;
+    return Executor{id, static_cast<pid_t>(pid)};
+  }
+
+  // True once `jobId` is no longer RUNNING, within `bound`.
+  bool jobEnds(const std::string& jobId, std::chrono::milliseconds bound) {
+    return eventually([&] { return jobState(jobId) != "RUNNING"; }, bound);
   }
 
   rest::ApplicationReport waitForEnd(std::chrono::milliseconds timeout) {

@@ -47,7 +47,7 @@ TEST_F(AmIntegrationTest, RampsUpIdlesDownAndComesBackForASecondJob) {
           {"dynamicAllocation.executorIdleTimeout", "2s"}},
          /*session=*/true);
 
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   const auto jobDone = std::chrono::steady_clock::now();
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   auto s = status();
@@ -87,7 +87,7 @@ TEST_F(AmIntegrationTest, TheAdaptivePolicyAsksForAllAtOnceAndReleasesWhenTheWor
           {"dynamicAllocation.maxExecutors", "8"},
           {"dynamicAllocation.executorIdleTimeout", "60s"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   EXPECT_EQ(status()["tasks"]["succeeded"].GetInt64(), 200);
   const std::vector<int> raised = raisedTargets();
@@ -120,11 +120,10 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
           {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
           {"dynamicAllocation.executorIdleTimeout", "30s"}},
          /*session=*/false);
-  int64_t victim = 0;
-  std::string victimId;
-  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 30s));
+  const std::optional<Executor> victim = waitForBusyExecutor(30s);
+  ASSERT_TRUE(victim.has_value());
   const int launchedBefore = status()["allocation"]["launched"].GetInt();
-  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGKILL), 0);
+  ASSERT_EQ(::kill(victim->pid, SIGKILL), 0);
 
   // The loss is noticed and a replacement is started while the job runs.
   EXPECT_TRUE(eventually(
@@ -150,23 +149,22 @@ TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
           {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
           {"network.timeout", "3s"}},
          /*session=*/true);
-  int64_t victim = 0;
-  std::string victimId;
-  ASSERT_TRUE(eventually([&] { return busyExecutor(&victimId, &victim); }, 30s));
+  const std::optional<Executor> victim = waitForBusyExecutor(30s);
+  ASSERT_TRUE(victim.has_value());
   // Frozen, not dead: its container stays up, only its heartbeats stop.
-  ASSERT_EQ(::kill(static_cast<pid_t>(victim), SIGSTOP), 0);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
-  ::kill(static_cast<pid_t>(victim), SIGKILL);
+  ASSERT_EQ(::kill(victim->pid, SIGSTOP), 0);
+  ASSERT_TRUE(jobEnds("job-1", 60s));
+  ::kill(victim->pid, SIGKILL);
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   bool declaredLost = false;
   auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
   for (const auto& d : doc["decisions"].GetArray()) {
     const std::string why = d["why"].GetString();
-    if (why.find("executor " + victimId + " lost: no heartbeat") != std::string::npos) {
+    if (why.find("executor " + victim->id + " lost: no heartbeat") != std::string::npos) {
       declaredLost = true;
     }
   }
-  EXPECT_TRUE(declaredLost) << "the frozen executor " << victimId << " was never declared lost";
+  EXPECT_TRUE(declaredLost) << "the frozen executor " << victim->id << " was never declared lost";
   client->kill(appId);
 }
 
@@ -191,14 +189,14 @@ TEST_F(AmIntegrationTest, SigtermEndsTheApplicationAsKilledAndReleasesEverything
 class TideRunTest : public ::testing::Test {
  protected:
   testing_support::CommandResult tideRun(std::vector<std::string> args) {
-    std::vector<std::string> argv = {std::string(TIDE_BIN_DIR) + "/tide", "run"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    for (const char* conf : {"nm.cores=2", "nm.memory=2g", "executor.memory=256m", "am.memory=256m",
-                             "dynamicAllocation.schedulerBacklogTimeout=200ms"}) {
-      argv.push_back("--conf");
-      argv.push_back(conf);
-    }
-    return testing_support::runCommand(argv, (dir.path() / "tide-run.log").string(), 120s);
+    args.insert(args.begin(), {std::string(TIDE_BIN_DIR) + "/tide", "run"});
+    return testing_support::runCommand(
+        withConf(args, {{"nm.cores", "2"},
+                        {"nm.memory", "2g"},
+                        {"executor.memory", "256m"},
+                        {"am.memory", "256m"},
+                        {"dynamicAllocation.schedulerBacklogTimeout", "200ms"}}),
+        (dir.path() / "tide-run.log").string(), 120s);
   }
   testing_support::TempDir dir;
 };

@@ -141,7 +141,7 @@ TEST_F(DataIntegrationTest, WordcountSurvivesAnExecutorKilledDuringTheReduceStag
       << "no executor both ran a reduce task and held map output";
   ASSERT_EQ(::kill(static_cast<pid_t>(victimPid), SIGKILL), 0);
 
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 90s));
+  ASSERT_TRUE(jobEnds("job-1", 90s));
   auto doc = job("job-1");
   ASSERT_EQ(std::string(doc["state"].GetString()), "SUCCEEDED") << doc["message"].GetString();
   // The lost map outputs were made again, and nothing counted as a task failure.
@@ -169,7 +169,7 @@ TEST_F(DataIntegrationTest, PersistedStageKeepsExecutorsUntilCachedIdleTimeout) 
           {"dynamicAllocation.executorIdleTimeout", "1s"},
           {"dynamicAllocation.cachedExecutorIdleTimeout", "5s"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
   const auto jobEnded = std::chrono::steady_clock::now();
 
@@ -206,7 +206,7 @@ TEST_F(DataIntegrationTest, ALaterJobReadsAPersistedStageAndUnpersistLetsItsExec
           {"dynamicAllocation.executorIdleTimeout", "2s"},
           {"dynamicAllocation.cachedExecutorIdleTimeout", "infinity"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
 
   // A second job counts the persisted words again, without re-running the map stage.
@@ -272,7 +272,7 @@ TEST_F(DataIntegrationTest, ShuffleDataHoldsAnExecutorUntilItsJobEnds) {
       },
       30s))
       << "no idle executor held shuffle data for long";
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 30s));
+  ASSERT_TRUE(jobEnds("job-1", 30s));
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   // Once the job is over the shuffle data no longer counts: it idles out.
   EXPECT_TRUE(eventually([&] { return liveExecutors() == 0; }, 5s));
@@ -300,7 +300,7 @@ TEST_F(DataIntegrationTest, TasksRunWhereTheirInputIs) {
           {"executor.instances", "4"},
           {"locality.wait", "15s"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   auto doc = job("job-1");
   ASSERT_EQ(std::string(doc["state"].GetString()), "SUCCEEDED") << doc["message"].GetString();
   const rapidjson::Value& locality = (*stage(doc, "use"))["locality"];
@@ -325,7 +325,7 @@ TEST_F(DataIntegrationTest, ContainerAsksFollowTheData) {
           {"dynamicAllocation.executorIdleTimeout", "60s"},
           {"locality.wait", "15s"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   std::set<std::string> nodes;
   int live = 0;
@@ -398,8 +398,7 @@ TEST_F(DataIntegrationTest, AStragglerGetsASpeculativeCopyThatWins) {
           {"speculation.quantile", "0.5"},
           {"speculation.multiplier", "1.5"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 25s))
-      << "the straggler was not overtaken";
+  ASSERT_TRUE(jobEnds("job-1", 25s)) << "the straggler was not overtaken";
   auto doc = job("job-1");
   EXPECT_EQ(std::string(doc["state"].GetString()), "SUCCEEDED") << doc["message"].GetString();
   EXPECT_GE((*stage(doc, "s"))["speculativeLaunches"].GetInt64(), 1);

@@ -73,7 +73,7 @@ TEST_P(SlowClientsTest, TwoHundredSlowConnectionsCostNoNodeAndNoExecutor) {
           {"network.timeout", "3s"},
           {"dynamicAllocation.executorIdleTimeout", "120s"}},
          /*session=*/true);
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
 
   const auto [base, path] = target(GetParam());

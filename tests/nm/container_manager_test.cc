@@ -25,9 +25,15 @@
 namespace tide::nm {
 namespace {
 
+using testing::Descendants;
+using testing::expectEndedWhileTheNodeManagerWasDown;
 using testing::kBound;
+using testing::kCommandLeavingDescendants;
 using testing::launchRequest;
+using testing::managerOptions;
 using testing::readPidFile;
+using testing::waitForDescendants;
+using testing::waitForPidFile;
 using testing_support::eventually;
 using testing_support::readFile;
 
@@ -36,15 +42,7 @@ constexpr DurationMs kCompletionBound = 10000;
 class ContainerManagerTest : public ::testing::Test {
  protected:
   ContainerManagerOptions options(MemoryEnforcement enforcement = MemoryEnforcement::kOff) {
-    ContainerManagerOptions result;
-    result.workDir = (dir_.path() / "work").string();
-    result.nmAddress = "127.0.0.1:18042";
-    result.capacity = {4096, 4};
-    result.memoryEnforcement = enforcement;
-    result.stopGracePeriod = 2000;
-    result.reapInterval = 20;
-    result.memoryCheckInterval = 50;
-    return result;
+    return managerOptions(dir_.path(), enforcement);
   }
 
   std::unique_ptr<ContainerManager> startManager(ContainerManagerOptions opts) {
@@ -96,6 +94,23 @@ class ContainerManagerTest : public ::testing::Test {
     EXPECT_TRUE(info.has_value());
     EXPECT_EQ(records.write(recordFor(containerId, pid, info ? info->startTimeTicks : 0)), "");
     return pid;
+  }
+
+  // A recorded supervisor running kCommandLeavingDescendants, with its descendants once they
+  // wrote their pids; nothing when they did not within kBound.
+  struct RecordedTree {
+    pid_t supervisor = 0;
+    pid_t grandchild = 0;
+    pid_t daemon = 0;
+  };
+  std::optional<RecordedTree> startRecordedTree(const std::string& containerId) {
+    RecordedTree tree;
+    tree.supervisor = startRecordedSupervisor(containerId, kCommandLeavingDescendants);
+    const std::optional<Descendants> descendants = waitForDescendants(dir_.path());
+    if (!descendants) return std::nullopt;
+    tree.grandchild = descendants->grandchild;
+    tree.daemon = descendants->daemon;
+    return tree;
   }
 
   static void reap(pid_t pid) {
@@ -157,13 +172,8 @@ TEST_F(ContainerManagerTest, StopKillsTheWholeProcessGroupAndReportsKilledByAppM
   auto manager = startManager(options());
   const rest::ContainerReport started =
       manager->launch(launchRequest("stop1", "sleep 60 & echo $! > grandchild.pid; wait"));
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerDir("stop1") / "grandchild.pid");
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerDir("stop1") / "grandchild.pid");
+  ASSERT_NE(grandchild, 0);
   EXPECT_FALSE(processGone(grandchild));
 
   const auto stopped = manager->stop("stop1", StopReason::kAppMaster, /*wait=*/true);
@@ -182,13 +192,8 @@ TEST_F(ContainerManagerTest, StopEscalatesToSigkillWhenSigtermIsIgnored) {
   // An ignored SIGTERM stays ignored across fork and exec, so the sleep ignores it too.
   manager->launch(
       launchRequest("stubborn", "trap '' TERM; sleep 60 & echo $! > grandchild.pid; wait"));
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerDir("stubborn") / "grandchild.pid");
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerDir("stubborn") / "grandchild.pid");
+  ASSERT_NE(grandchild, 0);
   const auto before = std::chrono::steady_clock::now();
   const auto stopped = manager->stop("stubborn", StopReason::kAppMaster, /*wait=*/true);
   const auto took = std::chrono::steady_clock::now() - before;
@@ -314,11 +319,10 @@ TEST_F(ContainerManagerTest, CgroupModeJoinsTheContainersCgroupAndReportsAnOomKi
 TEST_F(ContainerManagerTest, WithRecoveryOffStartKillsTheContainersRecordedByAPreviousRun) {
   // A previous NM that died without cleaning up: its container is still running and its
   // record is on disk.
-  pid_t grandchild = 0;
   const pid_t orphan =
       startRecordedSupervisor("old_container", "sleep 60 & echo $! > gc.pid; wait");
-  ASSERT_TRUE(
-      eventually([&] { return (grandchild = readPidFile(dir_.path() / "gc.pid")) != 0; }, kBound));
+  const pid_t grandchild = waitForPidFile(dir_.path() / "gc.pid");
+  ASSERT_NE(grandchild, 0);
 
   ContainerManagerOptions opts = options();
   opts.recovery = false;
@@ -362,26 +366,15 @@ TEST_F(ContainerManagerTest, RunningContainersAreRecordedUntilTheRmAcknowledgedT
 // writes it; it is this test's child, not the manager's, as it would be init's after a crash.
 
 TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedAndStoppedWhole) {
-  const pid_t supervisor =
-      startRecordedSupervisor("kept",
-                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
-                              "exec sleep 60' & ); wait");
-  pid_t grandchild = 0;
-  pid_t daemon = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(dir_.path() / "gc.pid");
-        daemon = readPidFile(dir_.path() / "daemon.pid");
-        return grandchild != 0 && daemon != 0;
-      },
-      kBound));
+  const std::optional<RecordedTree> tree = startRecordedTree("kept");
+  ASSERT_TRUE(tree.has_value());
 
   auto manager = startManager(options());
   EXPECT_EQ(manager->recoverySummary().reattached, 1);
   const auto report = manager->report("kept");
   ASSERT_TRUE(report.has_value());
   EXPECT_EQ(report->state, "RUNNING");
-  EXPECT_EQ(report->pid, supervisor);
+  EXPECT_EQ(report->pid, tree->supervisor);
   EXPECT_EQ(report->applicationId, "application_test_0001");
   EXPECT_TRUE(manager->tokenMatches("kept", "token-kept"));
   EXPECT_FALSE(manager->tokenMatches("kept", "token-other"));
@@ -390,14 +383,15 @@ TEST_F(ContainerManagerTest, ARecordedContainerStillRunningIsReattachedReportedA
   ASSERT_EQ(beat.containers.size(), 1u);
   EXPECT_EQ(beat.containers[0].state, "RUNNING");
   EXPECT_THROW(manager->launch(launchRequest("kept", "true")), ContainerConflictError);
-  EXPECT_FALSE(processGone(grandchild));
+  EXPECT_FALSE(processGone(tree->grandchild));
 
   const auto stopped = manager->stop("kept", StopReason::kAppMaster, /*wait=*/true);
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ(stopped->state, "COMPLETE");
   EXPECT_EQ(stopped->exitStatus, rest::exit_status::kKilledByAppMaster);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
-  reap(supervisor);
+  EXPECT_TRUE(eventually([&] { return processGone(tree->grandchild) && processGone(tree->daemon); },
+                         kBound));
+  reap(tree->supervisor);
 }
 
 TEST_F(ContainerManagerTest, ARecordedContainerThatEndedMeanwhileIsReportedWithTheReason) {
@@ -408,12 +402,7 @@ TEST_F(ContainerManagerTest, ARecordedContainerThatEndedMeanwhileIsReportedWithT
   EXPECT_EQ(manager->recoverySummary().completed, 1);
   const auto report = manager->report("ended");
   ASSERT_TRUE(report.has_value());
-  EXPECT_EQ(report->state, "COMPLETE");
-  EXPECT_EQ(report->exitStatus, 5);
-  EXPECT_EQ(report->diagnostics.rfind("exited while the node manager was down", 0), 0u)
-      << report->diagnostics;
-  EXPECT_NE(report->diagnostics.find("exited with code 5"), std::string::npos)
-      << report->diagnostics;
+  expectEndedWhileTheNodeManagerWasDown(*report, 5);
   std::vector<std::string> completedIds;
   const rest::NodeHeartbeat beat = manager->heartbeat(&completedIds);
   ASSERT_EQ(beat.containers.size(), 1u);
@@ -479,26 +468,16 @@ TEST_F(ContainerManagerTest, AnAdoptedContainerOverItsMemoryIsKilledWhole) {
 
 TEST_F(ContainerManagerTest, WhatAnAdoptedSupervisorKilledBySigkillLeftIsKilled) {
   // Its processes go to init, not to the manager: the manager remembers its tree.
-  const pid_t supervisor =
-      startRecordedSupervisor("abandoned",
-                              "sleep 60 & echo $! > gc.pid; ( setsid sh -c 'echo $$ > daemon.pid; "
-                              "exec sleep 60' & ); wait");
-  pid_t grandchild = 0;
-  pid_t daemon = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(dir_.path() / "gc.pid");
-        daemon = readPidFile(dir_.path() / "daemon.pid");
-        return grandchild != 0 && daemon != 0;
-      },
-      kBound));
+  const std::optional<RecordedTree> tree = startRecordedTree("abandoned");
+  ASSERT_TRUE(tree.has_value());
   auto manager = startManager(options());
   ASSERT_EQ(manager->report("abandoned")->state, "RUNNING");
-  ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+  ASSERT_EQ(::kill(tree->supervisor, SIGKILL), 0);
   ASSERT_TRUE(manager->waitForCompletion("abandoned", kCompletionBound));
   EXPECT_EQ(manager->report("abandoned")->exitStatus, rest::exit_status::kAborted);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound));
-  reap(supervisor);
+  EXPECT_TRUE(eventually([&] { return processGone(tree->grandchild) && processGone(tree->daemon); },
+                         kBound));
+  reap(tree->supervisor);
 }
 
 TEST_F(ContainerManagerTest, ARecordOfANewerVersionStopsTheStartWithAClearError) {

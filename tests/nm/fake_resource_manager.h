@@ -14,6 +14,7 @@
 #include "rest/http_server.h"
 #include "rest/json.h"
 #include "rest/messages/node.h"
+#include "tests/support/locked.h"
 
 namespace tide::nm::testing {
 
@@ -81,12 +82,10 @@ class FakeResourceManager {
   const std::string& secret() const { return secret_; }
 
   std::vector<rest::NodeRegistration> registrations() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return registrations_;
+    return testing_support::lockedCopy(mutex_, registrations_);
   }
   std::vector<Heartbeat> heartbeats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return heartbeats_;
+    return testing_support::lockedCopy(mutex_, heartbeats_);
   }
   // The status of a container in the latest heartbeat that mentioned it, if any.
   std::optional<rest::ContainerStatus> lastStatusOf(const std::string& containerId) const {
@@ -113,8 +112,7 @@ class FakeResourceManager {
     requiredCredential_ = std::move(credential);
   }
   int refusedRegistrations() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return refusedRegistrations_;
+    return testing_support::lockedCopy(mutex_, refusedRegistrations_);
   }
   // As after an RM restart: heartbeats of every node get 404 until it registers again.
   void forgetNodes() {

@@ -21,12 +21,8 @@ constexpr char kSecret[] = "node-secret-for-tests";
 class NodeManagerServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ContainerManagerOptions options;
-    options.workDir = (dir_.path() / "work").string();
-    options.capacity = {4096, 4};
-    options.memoryEnforcement = MemoryEnforcement::kOff;
-    options.reapInterval = 20;
-    containers_ = std::make_unique<ContainerManager>(options);
+    containers_ = std::make_unique<ContainerManager>(
+        testing::managerOptions(dir_.path(), MemoryEnforcement::kOff));
     containers_->start();
     identity_.set("127.0.0.1:1", kSecret);
     rest::HttpServerOptions serverOptions;

@@ -28,12 +28,8 @@ using testing_support::eventually;
 class NodeStatusUpdaterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ContainerManagerOptions options;
-    options.workDir = (dir_.path() / "work").string();
+    ContainerManagerOptions options = testing::managerOptions(dir_.path(), MemoryEnforcement::kOff);
     options.capacity = {3072, 3};
-    options.memoryEnforcement = MemoryEnforcement::kOff;
-    options.reapInterval = 20;
-    options.stopGracePeriod = 2000;
     containers_ = std::make_unique<ContainerManager>(options);
     containers_->start();
   }
@@ -139,13 +135,7 @@ TEST_F(NodeStatusUpdaterTest, RegistersAgainWhenAskedOrWhenTheRmForgotTheNode) {
 
 TEST_F(NodeStatusUpdaterTest, AnUnreachableRmIsRetriedWithGrowingDelaysAndContainersKeepRunning) {
   // A port nothing listens on: bind one, note it, let it go.
-  int freePort = 0;
-  {
-    rest::HttpServerOptions options;
-    options.log = [](const std::string&) {};
-    rest::HttpServer probe(options);
-    freePort = probe.start();
-  }
+  const int freePort = testing::unusedPort();
   containers_->launch(launchRequest("survivor", "sleep 60"));
   auto loop = updater("http://127.0.0.1:" + std::to_string(freePort));
   std::vector<DurationMs> delays;

@@ -28,10 +28,16 @@ extern char** environ;
 namespace tide::nm {
 namespace {
 
+using testing::Descendants;
+using testing::expectEndedWhileTheNodeManagerWasDown;
 using testing::FakeResourceManager;
 using testing::kBound;
+using testing::kCommandLeavingDescendants;
 using testing::launchRequest;
 using testing::readPidFile;
+using testing::unusedPort;
+using testing::waitForDescendants;
+using testing::waitForPidFile;
 using testing_support::eventually;
 using testing_support::readFile;
 
@@ -123,8 +129,64 @@ class TideNmBinaryTest : public ::testing::Test {
          {NodeManagerServer::kTokenHeader, rest::containerToken(rm_.secret(), containerId)}});
   }
 
+  std::string containerDir(const std::string& containerId) const {
+    return workDir() + "/application_test_0001/" + containerId;
+  }
   std::string containerFile(const std::string& containerId, const std::string& name) const {
-    return workDir() + "/application_test_0001/" + containerId + "/" + name;
+    return containerDir(containerId) + "/" + name;
+  }
+
+  // A client of the NM that writes `portFile`, once it serves and says it registered with the
+  // RM; null, with a test failure showing its log `logFile`, when it does not (kBound each).
+  std::unique_ptr<rest::HttpClient> registeredClient(const std::string& portFile,
+                                                     const std::string& logFile,
+                                                     int* port = nullptr) const {
+    const int serving = waitForPort(portFile);
+    if (port != nullptr) *port = serving;
+    if (serving <= 0) {
+      ADD_FAILURE() << "no port in " << portFile << "\n" << readFile(logFile);
+      return nullptr;
+    }
+    auto client = clientFor(serving);
+    if (!becomesRegistered(*client)) {
+      ADD_FAILURE() << "not registered\n" << readFile(logFile);
+      return nullptr;
+    }
+    return client;
+  }
+
+  // True once the NM behind `client` says it registered with the RM, within `bound`.
+  static bool becomesRegistered(rest::HttpClient& client,
+                                std::chrono::milliseconds bound = kBound) {
+    return eventually(
+        [&] {
+          return client.request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
+                 std::string::npos;
+        },
+        bound);
+  }
+
+  // True once a heartbeat reported `containerId` COMPLETE to the fake RM, within kBound.
+  bool reportedComplete(const std::string& containerId) const {
+    return eventually(
+        [&] {
+          const auto status = rm_.lastStatusOf(containerId);
+          return status && status->state == "COMPLETE";
+        },
+        kBound);
+  }
+
+  // The supervisor pid in a launch's answer.
+  static pid_t pidOf(const rest::HttpResponse& launched) {
+    return static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(launched.body)).pid);
+  }
+
+  // SIGTERM: the NM stops its containers and exits with status 0.
+  static void expectStopsCleanly(NmProcess& nm) {
+    nm.signal(SIGTERM);
+    const std::optional<int> exit = nm.waitExit();
+    ASSERT_TRUE(exit.has_value());
+    EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
   }
 
   static std::unique_ptr<rest::HttpClient> clientFor(int port) {
@@ -155,83 +217,49 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
 
   auto client = clientFor(port);
   // The NM takes container calls once it registered; the fake RM has seen that by now.
-  ASSERT_TRUE(eventually(
-      [&] {
-        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-               std::string::npos;
-      },
-      kBound));
+  ASSERT_TRUE(becomesRegistered(*client));
   const auto quick = launch(*client, "quick", "echo hello; exit 7");
   ASSERT_EQ(quick.status, 201) << quick.body;
   const auto lasting = launch(*client, "lasting", "sleep 60 & echo $! > grandchild.pid; wait");
   ASSERT_EQ(lasting.status, 201) << lasting.body;
-  const pid_t lastingPid =
-      static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(lasting.body)).pid);
+  const pid_t lastingPid = pidOf(lasting);
 
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto status = rm_.lastStatusOf("quick");
-        return status && status->state == "COMPLETE";
-      },
-      kBound))
-      << readFile(path("nm.log"));
+  ASSERT_TRUE(reportedComplete("quick")) << readFile(path("nm.log"));
   EXPECT_EQ(rm_.lastStatusOf("quick")->exitStatus, 7);
   EXPECT_EQ(rm_.lastStatusOf("quick")->diagnostics, "exited with code 7");
   EXPECT_EQ(readFile(containerFile("quick", "stdout")), "hello\n");
   EXPECT_EQ(rm_.lastStatusOf("lasting")->state, "RUNNING");
   EXPECT_EQ(rm_.heartbeats().back().authorization, "Bearer e2e-node-secret");
 
-  pid_t grandchild = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
-        return grandchild != 0;
-      },
-      kBound));
+  const pid_t grandchild = waitForPidFile(containerFile("lasting", "grandchild.pid"));
+  ASSERT_NE(grandchild, 0);
   EXPECT_FALSE(processGone(grandchild));
 
-  nm.signal(SIGTERM);
-  const std::optional<int> exit = nm.waitExit();
-  ASSERT_TRUE(exit.has_value()) << readFile(path("nm.log"));
-  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << *exit;
+  expectStopsCleanly(nm);
   EXPECT_TRUE(
       eventually([&] { return processGone(lastingPid) && processGone(grandchild); }, kBound));
 }
 
 TEST_F(TideNmBinaryTest, WithRecoveryOffARestartedNodeManagerKillsWhatACrashedOneLeftBehind) {
   pid_t leader = 0;
-  pid_t grandchild = 0;
-  pid_t daemon = 0;  // setsid and a double fork: in no process group or session of the container
+  Descendants left;  // the daemon: in no process group or session of the container
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
-    const int port = waitForPort(path("port1"));
-    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
-    auto client = clientFor(port);
-    ASSERT_TRUE(eventually(
-        [&] {
-          return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-                 std::string::npos;
-        },
-        kBound));
-    const auto started = launch(*client, "orphan",
-                                "sleep 60 & echo $! > grandchild.pid; "
-                                "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+    auto client = registeredClient(path("port1"), path("nm1.log"));
+    ASSERT_TRUE(client);
+    const auto started = launch(*client, "orphan", kCommandLeavingDescendants);
     ASSERT_EQ(started.status, 201) << started.body;
-    leader = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
-    ASSERT_TRUE(eventually(
-        [&] {
-          grandchild = readPidFile(containerFile("orphan", "grandchild.pid"));
-          daemon = readPidFile(containerFile("orphan", "daemon.pid"));
-          return grandchild != 0 && daemon != 0;
-        },
-        kBound));
+    leader = pidOf(started);
+    const std::optional<Descendants> descendants = waitForDescendants(containerDir("orphan"));
+    ASSERT_TRUE(descendants.has_value());
+    left = *descendants;
     crashing.signal(SIGKILL);
     ASSERT_TRUE(crashing.waitExit().has_value());
   }
   // Nobody cleaned up: the container outlived its node manager.
   EXPECT_FALSE(processGone(leader));
-  EXPECT_FALSE(processGone(grandchild));
-  EXPECT_FALSE(processGone(daemon));
+  EXPECT_FALSE(processGone(left.grandchild));
+  EXPECT_FALSE(processGone(left.daemon));
 
   std::vector<std::string> args = nmArgs(path("port2"));
   args.insert(args.end(), {"--conf", "nm.recovery.enabled=false"});
@@ -239,14 +267,13 @@ TEST_F(TideNmBinaryTest, WithRecoveryOffARestartedNodeManagerKillsWhatACrashedOn
   ASSERT_GT(waitForPort(path("port2")), 0) << readFile(path("nm2.log"));
   // The port file is written after the cleanup, so the kill has been sent by now.
   EXPECT_TRUE(eventually(
-      [&] { return processGone(leader) && processGone(grandchild) && processGone(daemon); },
+      [&] {
+        return processGone(leader) && processGone(left.grandchild) && processGone(left.daemon);
+      },
       kBound));
   EXPECT_NE(readFile(path("nm2.log")).find("left behind by a previous node manager"),
             std::string::npos);
-  restarted.signal(SIGTERM);
-  const std::optional<int> exit = restarted.waitExit();
-  ASSERT_TRUE(exit.has_value());
-  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+  expectStopsCleanly(restarted);
 }
 
 TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
@@ -268,32 +295,16 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
   // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
   // to the NM, which kills it.
   NmProcess nm(nmArgs(path("port")), path("nm.log"));
-  const int port = waitForPort(path("port"));
-  ASSERT_GT(port, 0) << readFile(path("nm.log"));
-  auto client = clientFor(port);
-  ASSERT_TRUE(eventually(
-      [&] {
-        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-               std::string::npos;
-      },
-      kBound));
-  const auto started = launch(*client, "abandoned",
-                              "sleep 60 & echo $! > grandchild.pid; "
-                              "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+  auto client = registeredClient(path("port"), path("nm.log"));
+  ASSERT_TRUE(client);
+  const auto started = launch(*client, "abandoned", kCommandLeavingDescendants);
   ASSERT_EQ(started.status, 201) << started.body;
-  const pid_t supervisor =
-      static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(started.body)).pid);
-  pid_t grandchild = 0;
-  pid_t daemon = 0;
-  ASSERT_TRUE(eventually(
-      [&] {
-        grandchild = readPidFile(containerFile("abandoned", "grandchild.pid"));
-        daemon = readPidFile(containerFile("abandoned", "daemon.pid"));
-        return grandchild != 0 && daemon != 0;
-      },
-      kBound));
+  const pid_t supervisor = pidOf(started);
+  const std::optional<Descendants> left = waitForDescendants(containerDir("abandoned"));
+  ASSERT_TRUE(left.has_value());
   ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
-  EXPECT_TRUE(eventually([&] { return processGone(grandchild) && processGone(daemon); }, kBound))
+  EXPECT_TRUE(eventually([&] { return processGone(left->grandchild) && processGone(left->daemon); },
+                         kBound))
       << readFile(path("nm.log"));
   nm.signal(SIGTERM);
   ASSERT_TRUE(nm.waitExit().has_value());
@@ -317,32 +328,24 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReport
   int port = 0;
   {
     NmProcess crashing(nmArgs(path("port1")), path("nm1.log"));
-    port = waitForPort(path("port1"));
-    ASSERT_GT(port, 0) << readFile(path("nm1.log"));
-    auto client = clientFor(port);
-    ASSERT_TRUE(eventually(
-        [&] {
-          return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-                 std::string::npos;
-        },
-        kBound));
-    const auto lasting = launch(*client, "lasting",
-                                "sleep 60 & echo $! > grandchild.pid; "
-                                "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 60' & ) ; wait");
+    auto client = registeredClient(path("port1"), path("nm1.log"), &port);
+    ASSERT_TRUE(client);
+    const auto lasting = launch(*client, "lasting", kCommandLeavingDescendants);
     ASSERT_EQ(lasting.status, 201) << lasting.body;
-    lastingPid =
-        static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(lasting.body)).pid);
+    lastingPid = pidOf(lasting);
     const auto ender = launch(
         *client, "ender",
         "while [ ! -e '" + path("go") + "' ]; do sleep 0.05; done; echo leaving >&2; exit 5");
     ASSERT_EQ(ender.status, 201) << ender.body;
-    enderPid = static_cast<pid_t>(rest::containerReportFromJson(rest::parseJson(ender.body)).pid);
+    enderPid = pidOf(ender);
+    const std::optional<Descendants> descendants = waitForDescendants(containerDir("lasting"));
+    ASSERT_TRUE(descendants.has_value());
+    grandchild = descendants->grandchild;
+    daemon = descendants->daemon;
     ASSERT_TRUE(eventually(
         [&] {
-          grandchild = readPidFile(containerFile("lasting", "grandchild.pid"));
-          daemon = readPidFile(containerFile("lasting", "daemon.pid"));
           const auto status = rm_.lastStatusOf("ender");
-          return grandchild != 0 && daemon != 0 && status && status->state == "RUNNING";
+          return status && status->state == "RUNNING";
         },
         kBound));
     crashing.signal(SIGKILL);
@@ -373,12 +376,7 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReport
       << readFile(path("nm2.log"));
   EXPECT_EQ(rm_.registrations().size(), 2u);
   EXPECT_EQ(lastingStatus->state, "RUNNING");
-  EXPECT_EQ(enderStatus->state, "COMPLETE");
-  EXPECT_EQ(enderStatus->exitStatus, 5);
-  EXPECT_EQ(enderStatus->diagnostics.rfind("exited while the node manager was down", 0), 0u)
-      << enderStatus->diagnostics;
-  EXPECT_NE(enderStatus->diagnostics.find("exited with code 5"), std::string::npos)
-      << enderStatus->diagnostics;
+  expectEndedWhileTheNodeManagerWasDown(*enderStatus, 5);
   EXPECT_NE(enderStatus->diagnostics.find("leaving"), std::string::npos)
       << enderStatus->diagnostics;
   EXPECT_NE(readFile(path("nm2.log")).find("re-attached to container lasting"), std::string::npos);
@@ -397,23 +395,14 @@ TEST_F(TideNmBinaryTest, ARestartedNodeManagerReattachesToItsContainersAndReport
 
   // Stopped by the RM, it goes whole: its daemon in a session of its own included.
   rm_.stopInNextHeartbeat("lasting");
-  ASSERT_TRUE(eventually(
-      [&] {
-        const auto status = rm_.lastStatusOf("lasting");
-        return status && status->state == "COMPLETE";
-      },
-      kBound))
-      << readFile(path("nm2.log"));
+  ASSERT_TRUE(reportedComplete("lasting")) << readFile(path("nm2.log"));
   EXPECT_NE(rm_.lastStatusOf("lasting")->diagnostics.find("stopped by the resource manager"),
             std::string::npos);
   EXPECT_TRUE(eventually(
       [&] { return processGone(lastingPid) && processGone(grandchild) && processGone(daemon); },
       kBound));
 
-  restarted.signal(SIGTERM);
-  const std::optional<int> exit = restarted.waitExit();
-  ASSERT_TRUE(exit.has_value());
-  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0);
+  expectStopsCleanly(restarted);
 }
 
 TEST_F(TideNmBinaryTest, ARecordItCannotReadStopsTheStartWithAClearError) {
@@ -435,13 +424,7 @@ TEST_F(TideNmBinaryTest, ARecordItCannotReadStopsTheStartWithAClearError) {
 TEST_F(TideNmBinaryTest, ANodeStartedBeforeTheResourceManagerRegistersOnceItsSecretIsWritten) {
   // tide-nm first, pointed at a port where tide-rm is not yet, and at the secret file tide-rm
   // will create: no credential at all when it starts.
-  int rmPort = 0;
-  {
-    rest::HttpServerOptions options;
-    options.log = [](const std::string&) {};
-    rest::HttpServer probe(options);
-    rmPort = probe.start();
-  }
+  const int rmPort = unusedPort();
   const std::string secretFile = path("secret/rm.secret");
   NmProcess nm(
       {"--conf", "nm.rm=http://127.0.0.1:" + std::to_string(rmPort), "--conf", "nm.port=0",
@@ -464,12 +447,7 @@ TEST_F(TideNmBinaryTest, ANodeStartedBeforeTheResourceManagerRegistersOnceItsSec
                 "--conf", "rm.secretFile=" + secretFile},
                path("rm.log"), TIDE_BIN_DIR "/tide-rm");
   auto client = clientFor(port);
-  EXPECT_TRUE(eventually(
-      [&] {
-        return client->request("GET", "/ws/v1/node/info").body.find("\"registered\":true") !=
-               std::string::npos;
-      },
-      std::chrono::seconds(60)))
+  EXPECT_TRUE(becomesRegistered(*client, std::chrono::seconds(60)))
       << readFile(path("nm.log")) << readFile(path("rm.log"));
   EXPECT_NE(readFile(path("nm.log")).find("read a new credential from the cluster secret file"),
             std::string::npos)

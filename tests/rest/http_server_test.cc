@@ -44,6 +44,15 @@ class HttpServerTest : public ::testing::Test {
     options.log = log_.function();
     return options;
   }
+  // serverOptions() serving HTTPS with the certificate `certificates` made for 127.0.0.1 and
+  // the key file `keyFile` (one of theirs).
+  HttpServerOptions httpsOptions(const testing_support::TestCertificates& certificates,
+                                 const std::string& keyFile = "server.key") {
+    HttpServerOptions options = serverOptions();
+    options.tlsCertFile = certificates.certFile();
+    options.tlsKeyFile = certificates.file(keyFile);
+    return options;
+  }
   void startServer(std::unique_ptr<HttpServer> server) {
     server_ = std::move(server);
     int port = server_->start();
@@ -382,10 +391,7 @@ using testing_support::TestCertificates;
 TEST_F(HttpServerTest, ServesHttpsThatClientsVerifyAgainstTheCa) {
   testing_support::TempDir dir;
   TestCertificates certificates(dir.path());
-  HttpServerOptions options = serverOptions();
-  options.tlsCertFile = certificates.file("server.pem");
-  options.tlsKeyFile = certificates.file("server.key");
-  server_ = makeEchoServer(options);
+  server_ = makeEchoServer(httpsOptions(certificates));
   ASSERT_GT(server_->start(), 0);
   EXPECT_THAT(server_->baseUrl(), StartsWith("https://127.0.0.1:"));
 
@@ -416,10 +422,7 @@ TEST_F(HttpServerTest, ServesHttpsThatClientsVerifyAgainstTheCa) {
 TEST_F(HttpServerTest, PlainHttpToATlsServerGetsNoAnswer) {
   testing_support::TempDir dir;
   TestCertificates certificates(dir.path());
-  HttpServerOptions options = serverOptions();
-  options.tlsCertFile = certificates.certFile();
-  options.tlsKeyFile = certificates.keyFile();
-  server_ = makeEchoServer(options);
+  server_ = makeEchoServer(httpsOptions(certificates));
   ASSERT_GT(server_->start(), 0);
   const std::string plainUrl = "http://127.0.0.1:" + std::to_string(server_->port());
   HttpClientOptions once = clientOptions();
@@ -450,9 +453,7 @@ std::string messageOf(F&& action) {
 TEST_F(HttpServerTest, AMissingOrMismatchedKeyIsAClearError) {
   testing_support::TempDir dir;
   TestCertificates certificates(dir.path());
-  HttpServerOptions options = serverOptions();
-  options.tlsCertFile = certificates.file("server.pem");
-  options.tlsKeyFile = certificates.file("other.key");
+  HttpServerOptions options = httpsOptions(certificates, "other.key");
   EXPECT_THAT(messageOf([&] { HttpServer server(options); }),
               HasSubstr("cannot load the key " + certificates.file("other.key")));
   options.tlsKeyFile = certificates.file("absent.key");

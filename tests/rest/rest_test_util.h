@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rest/http_client.h"
+#include "tests/support/locked.h"
 
 namespace tide::rest::testing {
 
@@ -22,10 +23,7 @@ class LogCapture {
       lines_.push_back(line);
     };
   }
-  std::vector<std::string> lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
+  std::vector<std::string> lines() { return testing_support::lockedCopy(mutex_, lines_); }
 
  private:
   std::mutex mutex_;
@@ -47,10 +45,7 @@ class Gate {
     open_ = true;
     changed_.notify_all();
   }
-  int waiting() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return waiting_;
-  }
+  int waiting() { return testing_support::lockedCopy(mutex_, waiting_); }
 
  private:
   std::mutex mutex_;

@@ -99,6 +99,21 @@ class ClusterStateTest : public ::testing::Test {
     return attemptId;
   }
 
+  // One node h1 (4 cores, 8 GB) and one application whose AM registered on it.
+  struct OneApplication {
+    std::string node;
+    std::string app;
+    std::string attempt;
+  };
+  OneApplication startOneApplication(RmConfig config = RmConfig{}) {
+    create(config);
+    OneApplication one;
+    one.node = addNode("h1", 1, 4, 8192);
+    one.app = submit();
+    one.attempt = registerAm(one.app);
+    return one;
+  }
+
   rest::AllocateResponse allocate(const std::string& attemptId,
                                   std::vector<rest::ResourceRequest> asks = {},
                                   std::vector<std::string> releases = {}) {
@@ -428,18 +443,15 @@ TEST_F(ClusterStateTest, SeededRngGivesTheSamePlacementEveryRun) {
 }
 
 TEST_F(ClusterStateTest, FailedAmIsRetriedThenTheApplicationFails) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  const std::string firstAttempt = registerAm(app);
-  const std::string firstToken = state().amToken(firstAttempt);
-  const auto executors = allocate(firstAttempt, {ask(2)});
+  const OneApplication one = startOneApplication();
+  const std::string firstToken = state().amToken(one.attempt);
+  const auto executors = allocate(one.attempt, {ask(2)});
   ASSERT_EQ(executors.allocatedContainers.size(), 2u);
   const std::string amContainer = launches_.at(0).request.containerId;
 
   exitContainer(amContainer, 1);
-  heartbeat(node);
-  auto report = state().applicationReport(app);
+  heartbeat(one.node);
+  auto report = state().applicationReport(one.app);
   EXPECT_EQ(report.state, "ACCEPTED");
   EXPECT_EQ(report.currentAppAttemptId, "appattempt_1700000000000_0001_000002");
   EXPECT_THAT(report.diagnostics,
@@ -453,10 +465,10 @@ TEST_F(ClusterStateTest, FailedAmIsRetriedThenTheApplicationFails) {
     EXPECT_FALSE(outcomeOf(container.id).has_value()) << container.id << " was stopped";
   }
   // The old attempt is over for good.
-  EXPECT_THROW(allocate(firstAttempt), RmError);
+  EXPECT_THROW(allocate(one.attempt), RmError);
 
   // The next attempt gets them when it registers.
-  const AmLaunch* launch = startAm(app);
+  const AmLaunch* launch = startAm(one.app);
   ASSERT_NE(launch, nullptr);
   const std::string secondAttempt = launch->request.environment.at("TIDE_APP_ATTEMPT_ID");
   EXPECT_EQ(secondAttempt, "appattempt_1700000000000_0001_000002");
@@ -471,8 +483,8 @@ TEST_F(ClusterStateTest, FailedAmIsRetriedThenTheApplicationFails) {
   const AmLaunch& secondLaunch = launches_.back();
   EXPECT_EQ(secondLaunch.request.containerId, "container_1700000000000_0001_02_000001");
   exitContainer(secondLaunch.request.containerId, 1);
-  heartbeat(node);
-  report = state().applicationReport(app);
+  heartbeat(one.node);
+  report = state().applicationReport(one.app);
   EXPECT_EQ(report.state, "FAILED");
   EXPECT_EQ(report.finalStatus, "FAILED");
   EXPECT_THAT(report.diagnostics, HasSubstr("exited with code 1 without unregistering"));
@@ -531,26 +543,23 @@ TEST_F(ClusterStateTest, SilentAmFailsItsAttemptAfterTheLivenessExpiry) {
   RmConfig config;
   config.amLivenessExpiryMs = 5000;
   config.nodeExpiryMs = 100000;
-  create(config);
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
+  const OneApplication one = startOneApplication(config);
   clock_.advance(4000);
-  allocate(attempt);  // a heartbeat
+  allocate(one.attempt);  // a heartbeat
   clock_.advance(4000);
   state().checkExpiries();
-  EXPECT_EQ(state().applicationReport(app).currentAppAttemptId, attempt);
+  EXPECT_EQ(state().applicationReport(one.app).currentAppAttemptId, one.attempt);
   clock_.advance(1001);
   state().checkExpiries();
   collectOutbox();
-  const auto report = state().applicationReport(app);
-  EXPECT_NE(report.currentAppAttemptId, attempt);
+  const auto report = state().applicationReport(one.app);
+  EXPECT_NE(report.currentAppAttemptId, one.attempt);
   EXPECT_THAT(report.diagnostics, HasSubstr("sent no heartbeat"));
   // Its AM container is told to stop, promptly and through the heartbeat.
   const std::string amContainer = launches_.at(0).request.containerId;
   ASSERT_FALSE(stops_.empty());
   EXPECT_EQ(stops_.back().containerId, amContainer);
-  EXPECT_EQ(stops_.back().nodeSecret, state().nodeSecret(node));
+  EXPECT_EQ(stops_.back().nodeSecret, state().nodeSecret(one.node));
   heartbeatAll();
   EXPECT_EQ(outcomeOf(amContainer)->exitStatus, exit_status::kKilledByResourceManager);
 }
@@ -624,45 +633,40 @@ TEST_F(ClusterStateTest, AmLostWithItsNodeStartsANewAttempt) {
 }
 
 TEST_F(ClusterStateTest, KillStopsEveryContainerWithKilledByResourceManager) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
-  const auto response = allocate(attempt, {ask(2)});
-  heartbeat(node);  // the node reports them running
-  EXPECT_EQ(state().killApplication(app).state, "KILLED");
+  const OneApplication one = startOneApplication();
+  const auto response = allocate(one.attempt, {ask(2)});
+  heartbeat(one.node);  // the node reports them running
+  EXPECT_EQ(state().killApplication(one.app).state, "KILLED");
   collectOutbox();
   EXPECT_EQ(stops_.size(), 3u);  // AM and both executors, at once
-  auto report = state().applicationReport(app);
+  auto report = state().applicationReport(one.app);
   EXPECT_EQ(report.state, "KILLED");
   EXPECT_EQ(report.finalStatus, "KILLED");
   // Resources stay held until the node confirms.
   EXPECT_EQ(state().metrics().containersAllocated, 3);
-  const auto stopped = heartbeat(node);
+  const auto stopped = heartbeat(one.node);
   EXPECT_EQ(stopped.containersToStop.size(), 3u);
-  heartbeat(node);
+  heartbeat(one.node);
   EXPECT_EQ(state().metrics().containersAllocated, 0);
   for (const rest::Container& container : response.allocatedContainers) {
     EXPECT_EQ(outcomeOf(container.id)->exitStatus, exit_status::kKilledByResourceManager);
   }
-  EXPECT_EQ(state().killApplication(app).state, "KILLED");  // again: no-op
+  EXPECT_EQ(state().killApplication(one.app).state, "KILLED");  // again: no-op
   EXPECT_EQ(state().metrics().appsKilled, 1);
-  EXPECT_THROW(allocate(attempt), RmError);
+  EXPECT_THROW(allocate(one.attempt), RmError);
 }
 
 TEST_F(ClusterStateTest, ReleasedContainersCompleteAsAbortedWhateverTheNodeSays) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string attempt = registerAm(submit());
-  const auto response = allocate(attempt, {ask(2)});
-  heartbeat(node);
+  const OneApplication one = startOneApplication();
+  const auto response = allocate(one.attempt, {ask(2)});
+  heartbeat(one.node);
   const std::string released = response.allocatedContainers[0].id;
   const std::string exited = response.allocatedContainers[1].id;
-  allocate(attempt, {}, {released});
+  allocate(one.attempt, {}, {released});
   // The node stops it (exit 143 in the fake) and the other one dies of its memory use.
   exitContainer(exited, exit_status::kKilledExceededPmem, "exceeded 256 MB");
   heartbeatAll();
-  const auto after = allocate(attempt);
+  const auto after = allocate(one.attempt);
   std::map<std::string, int> statuses;
   for (const auto& completed : after.completedContainers) {
     statuses[completed.containerId] = completed.exitStatus;
@@ -673,17 +677,15 @@ TEST_F(ClusterStateTest, ReleasedContainersCompleteAsAbortedWhateverTheNodeSays)
 }
 
 TEST_F(ClusterStateTest, AReleasedContainerNeverStartedIsFreedAtTheNextHeartbeat) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string attempt = registerAm(submit());
-  const auto response = allocate(attempt, {ask(1)});
+  const OneApplication one = startOneApplication();
+  const auto response = allocate(one.attempt, {ask(1)});
   const std::string id = response.allocatedContainers[0].id;
-  running_[node].erase(id);  // the AM never started it
-  allocate(attempt, {}, {id});
+  running_[one.node].erase(id);  // the AM never started it
+  allocate(one.attempt, {}, {id});
   EXPECT_EQ(state().metrics().containersAllocated, 2);
-  heartbeat(node);
+  heartbeat(one.node);
   EXPECT_EQ(state().metrics().containersAllocated, 1);
-  EXPECT_EQ(allocate(attempt).completedContainers.at(0).exitStatus, exit_status::kAborted);
+  EXPECT_EQ(allocate(one.attempt).completedContainers.at(0).exitStatus, exit_status::kAborted);
 }
 
 TEST_F(ClusterStateTest, ProtocolStateErrors) {
@@ -736,21 +738,18 @@ TEST_F(ClusterStateTest, ProtocolStateErrors) {
 }
 
 TEST_F(ClusterStateTest, FinishWithFailedStatusIsFinishedAndStopsTheExecutors) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
-  const auto executors = allocate(attempt, {ask(2)});
-  heartbeat(node);
-  state().finishApplicationMaster(attempt, {"FAILED", "job failed"});
-  auto report = state().applicationReport(app);
+  const OneApplication one = startOneApplication();
+  const auto executors = allocate(one.attempt, {ask(2)});
+  heartbeat(one.node);
+  state().finishApplicationMaster(one.attempt, {"FAILED", "job failed"});
+  auto report = state().applicationReport(one.app);
   EXPECT_EQ(report.state, "FINISHED");  // as YARN: the AM unregistered
   EXPECT_EQ(report.finalStatus, "FAILED");
   // The AM process then exits 0: no new attempt.
   exitContainer(launches_.at(0).request.containerId, 0);
   heartbeatAll();
   EXPECT_EQ(state().metrics().containersAllocated, 0);
-  EXPECT_EQ(state().applicationReport(app).currentAppAttemptId, attempt);
+  EXPECT_EQ(state().applicationReport(one.app).currentAppAttemptId, one.attempt);
   EXPECT_EQ(state().metrics().appsCompleted, 1);
 }
 
@@ -790,41 +789,35 @@ TEST_F(ClusterStateTest, MetricsAndNodeReportsFollowEachStep) {
 }
 
 TEST_F(ClusterStateTest, ANodeThatRegistersAgainLosesWhatItNoLongerReports) {
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  registerAm(app);
-  const std::string firstAttempt = state().applicationReport(app).currentAppAttemptId;
-  running_[node].clear();     // the node manager restarted without recovery: nothing runs
-  addNode("h1", 1, 4, 8192);  // registers and heartbeats
-  const auto report = state().applicationReport(app);
+  const OneApplication one = startOneApplication();
+  const std::string firstAttempt = state().applicationReport(one.app).currentAppAttemptId;
+  running_[one.node].clear();  // the node manager restarted without recovery: nothing runs
+  addNode("h1", 1, 4, 8192);   // registers and heartbeats
+  const auto report = state().applicationReport(one.app);
   EXPECT_NE(report.currentAppAttemptId, firstAttempt);
   EXPECT_THAT(report.diagnostics,
-              HasSubstr("lost with node " + node + ": its node manager restarted without it"));
+              HasSubstr("lost with node " + one.node + ": its node manager restarted without it"));
   // The old AM process, if still running there, is told to stop.
-  setRunning(node, launches_.at(0).request.containerId);
-  const auto response = heartbeat(node);
+  setRunning(one.node, launches_.at(0).request.containerId);
+  const auto response = heartbeat(one.node);
   EXPECT_THAT(response.containersToStop, ::testing::Contains(launches_.at(0).request.containerId));
 }
 
 TEST_F(ClusterStateTest, ANodeThatRegistersAgainKeepsTheContainersItStillRuns) {
   // A tide-nm restarted with recovery re-attached to its containers and reports them.
-  create();
-  const std::string node = addNode("h1", 1, 4, 8192);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
-  allocate(attempt, {ask(2, 1024, 1)});
-  allocate(attempt);
+  const OneApplication one = startOneApplication();
+  allocate(one.attempt, {ask(2, 1024, 1)});
+  allocate(one.attempt);
   const int before = state().nodeReports().at(0).numContainers;
   ASSERT_EQ(before, 3);
   const int64_t usedBefore = state().nodeReports().at(0).usedMemoryMB;
   addNode("h1", 1, 4, 8192);  // registers and heartbeats every container still running
-  const auto report = state().applicationReport(app);
-  EXPECT_EQ(report.currentAppAttemptId, attempt);
+  const auto report = state().applicationReport(one.app);
+  EXPECT_EQ(report.currentAppAttemptId, one.attempt);
   EXPECT_EQ(report.state, "RUNNING");
   EXPECT_EQ(state().nodeReports().at(0).numContainers, before);
   EXPECT_EQ(state().nodeReports().at(0).usedMemoryMB, usedBefore);
-  EXPECT_TRUE(allocate(attempt).completedContainers.empty());
+  EXPECT_TRUE(allocate(one.attempt).completedContainers.empty());
 }
 
 TEST_F(ClusterStateTest, AmLaunchFailureFailsTheAttempt) {

@@ -15,6 +15,7 @@
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
 #include "rest/messages/node.h"
+#include "tests/support/locked.h"
 #include "tests/support/polling.h"
 
 namespace tide::rm {
@@ -61,21 +62,15 @@ class FakeNodeManager {
     std::lock_guard<std::mutex> lock(mutex_);
     refuseNext_ = count;
   }
-  int refused() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return refused_;
-  }
+  int refused() { return testing_support::lockedCopy(mutex_, refused_); }
   std::vector<rest::ContainerLaunchRequest> launches() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return launches_;
+    return testing_support::lockedCopy(mutex_, launches_);
   }
   std::vector<std::string> launchTokens() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return launchTokens_;
+    return testing_support::lockedCopy(mutex_, launchTokens_);
   }
   std::vector<std::pair<std::string, std::string>> deletes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return deletes_;
+    return testing_support::lockedCopy(mutex_, deletes_);
   }
 
  private:

@@ -14,6 +14,7 @@
 
 #include "deploy/rm/cluster_state.h"
 #include "deploy/rm/rm_error.h"
+#include "tests/support/errors.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::rm {
@@ -107,28 +108,25 @@ TEST(StateStoreCodecTest, ATornLastRecordIsDropped) {
   EXPECT_TRUE(replay(flipped, "state.log").tornTail);
 }
 
+// The message of the StateStoreError replaying `text` throws; a test failure when it throws none.
+std::string replayError(const std::string& text, const std::string& file) {
+  return testing_support::expectedMessageOf<StateStoreError>([&] { replay(text, file); });
+}
+
 TEST(StateStoreCodecTest, ACorruptRecordBeforeTheLastIsAnErrorNamingFileAndLine) {
   std::string text = sampleLog();
   const size_t third = text.find('\n', text.find('\n', text.find('\n') + 1) + 1);
   text[third + 20] = 'X';  // inside line 4
-  try {
-    replay(text, "/var/lib/tide/state.log");
-    FAIL() << "a corrupt record was accepted";
-  } catch (const StateStoreError& error) {
-    EXPECT_THAT(error.what(), HasSubstr("/var/lib/tide/state.log: line 4 is corrupt"));
-    EXPECT_THAT(error.what(), HasSubstr("checksum"));
-  }
+  const std::string error = replayError(text, "/var/lib/tide/state.log");
+  EXPECT_THAT(error, HasSubstr("/var/lib/tide/state.log: line 4 is corrupt"));
+  EXPECT_THAT(error, HasSubstr("checksum"));
 }
 
 TEST(StateStoreCodecTest, AFutureVersionIsAnError) {
   const std::string text = "tide-rm-state 2\n" + sampleLog().substr(encodeHeader().size());
-  try {
-    replay(text, "/x/state.log");
-    FAIL() << "a future version was accepted";
-  } catch (const StateStoreError& error) {
-    EXPECT_THAT(error.what(), HasSubstr("/x/state.log was written by a newer tide-rm"));
-    EXPECT_THAT(error.what(), HasSubstr("format version 2"));
-  }
+  const std::string error = replayError(text, "/x/state.log");
+  EXPECT_THAT(error, HasSubstr("/x/state.log was written by a newer tide-rm"));
+  EXPECT_THAT(error, HasSubstr("format version 2"));
 }
 
 TEST(StateStoreCodecTest, AFileThatIsNotAStoreIsAnError) {
@@ -251,6 +249,21 @@ class RecoveryTest : public ::testing::Test {
     return state;
   }
 
+  // A node manager on 127.0.0.1:9000 (4 GB, 4 cores), ready for containers.
+  static void addReadyNode(ClusterState& state) {
+    const auto node = state.registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
+    state.nodeHeartbeat(node.nodeId, {});
+  }
+
+  // The application `appId` with an AM of 512 MB and one core running "run-am".
+  static rest::ApplicationSubmission amSubmission(const std::string& appId) {
+    rest::ApplicationSubmission submission;
+    submission.applicationId = appId;
+    submission.command = "run-am";
+    submission.resource = Resource{512, 1};
+    return submission;
+  }
+
   // What the REST layer does after each call: write the queued records.
   void persist(ClusterState& state) {
     for (const StoreRecord& record : state.takeStoreRecords()) applyRecord(stored_, record);
@@ -267,15 +280,11 @@ TEST_F(RecoveryTest, ARestartedStateKeepsApplicationsAdoptsContainersAndAsksAmsT
   EXPECT_EQ(stored_.counters.clusterTimestamp, 1700000000001);
   EXPECT_EQ(stored_.counters.epoch, 0);
 
-  const auto node = first->registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
-  first->nodeHeartbeat(node.nodeId, {});
+  addReadyNode(*first);
   const std::string appId = first->newApplication().applicationId;
-  rest::ApplicationSubmission submission;
-  submission.applicationId = appId;
+  rest::ApplicationSubmission submission = amSubmission(appId);
   submission.applicationName = "demo";
-  submission.command = "run-am";
   submission.environment = {{"TIDE_APP_SECRET", "app-secret"}};
-  submission.resource = Resource{512, 1};
   first->submitApplication(submission);
   persist(*first);
   ASSERT_EQ(stored_.applications.count(appId), 1u);
@@ -361,13 +370,9 @@ TEST_F(RecoveryTest, ARestartedStateKeepsApplicationsAdoptsContainersAndAsksAmsT
 TEST_F(RecoveryTest, AnAmContainerThatEndedDuringTheOutageFailsItsAttempt) {
   auto first = makeState(3);
   first->recover(stored_);
-  const auto node = first->registerNode({"127.0.0.1", 9000, Resource{4096, 4}});
-  first->nodeHeartbeat(node.nodeId, {});
+  addReadyNode(*first);
   const std::string appId = first->newApplication().applicationId;
-  rest::ApplicationSubmission submission;
-  submission.applicationId = appId;
-  submission.command = "run-am";
-  submission.resource = Resource{512, 1};
+  rest::ApplicationSubmission submission = amSubmission(appId);
   submission.maxAppAttempts = 2;
   first->submitApplication(submission);
   const Outbox outbox = first->takeOutbox();

@@ -11,6 +11,7 @@
 
 #include "rest/http_server.h"
 #include "rest/json.h"
+#include "tests/support/locked.h"
 
 namespace tide::testing_support {
 
@@ -139,22 +140,10 @@ class FakeSlurmrestd {
     for (const auto& [id, job] : jobs_) all.push_back(job);
     return all;
   }
-  std::vector<int64_t> cancelled() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return cancelled_;
-  }
-  std::vector<std::string> tokens() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return tokens_;
-  }
-  std::vector<std::string> users() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return users_;
-  }
-  int listings() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return listings_;
-  }
+  std::vector<int64_t> cancelled() { return testing_support::lockedCopy(mu_, cancelled_); }
+  std::vector<std::string> tokens() { return testing_support::lockedCopy(mu_, tokens_); }
+  std::vector<std::string> users() { return testing_support::lockedCopy(mu_, users_); }
+  int listings() { return testing_support::lockedCopy(mu_, listings_); }
   void failSubmits(int count) {
     std::lock_guard<std::mutex> lock(mu_);
     unavailableSubmits_ = count;

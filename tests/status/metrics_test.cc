@@ -233,12 +233,21 @@ TEST(DecisionLogTest, IsBounded) {
   EXPECT_EQ(log.newest(1)[0].atMs, 99);
 }
 
-TEST(BoundsReloadTest, TheFileIsReadWithTheConfOverridesOnTop) {
+class BoundsReloadTest : public ::testing::Test {
+ protected:
+  // A properties file `name` in the test's directory setting the two bounds.
+  std::string boundsFile(const std::string& name, int minExecutors, int maxExecutors) {
+    return dir.writeFile(name, "dynamicAllocation.minExecutors " + std::to_string(minExecutors) +
+                                   "\ndynamicAllocation.maxExecutors " +
+                                   std::to_string(maxExecutors) + "\n");
+  }
+
   testing_support::TempDir dir;
-  const std::string file = dir.writeFile("tide.conf",
-                                         "dynamicAllocation.minExecutors 1\n"
-                                         "dynamicAllocation.maxExecutors 8\n");
   std::vector<std::string> warnings;
+};
+
+TEST_F(BoundsReloadTest, TheFileIsReadWithTheConfOverridesOnTop) {
+  const std::string file = boundsFile("tide.conf", 1, 8);
   allocation::Bounds bounds = loadBounds(file, {}, &warnings);
   EXPECT_EQ(bounds.minExecutors, 1);
   EXPECT_EQ(bounds.maxExecutors, 8);
@@ -246,12 +255,8 @@ TEST(BoundsReloadTest, TheFileIsReadWithTheConfOverridesOnTop) {
   EXPECT_EQ(bounds.maxExecutors, 3);  // --conf outranks the file, on reload as at start
 }
 
-TEST(BoundsReloadTest, AnInvalidFileIsAnErrorNamingTheKeyAndFile) {
-  testing_support::TempDir dir;
-  const std::string file = dir.writeFile("bad.conf",
-                                         "dynamicAllocation.minExecutors 5\n"
-                                         "dynamicAllocation.maxExecutors 2\n");
-  std::vector<std::string> warnings;
+TEST_F(BoundsReloadTest, AnInvalidFileIsAnErrorNamingTheKeyAndFile) {
+  const std::string file = boundsFile("bad.conf", 5, 2);
   try {
     loadBounds(file, {}, &warnings);
     FAIL() << "min > max was accepted";
@@ -264,7 +269,7 @@ TEST(BoundsReloadTest, AnInvalidFileIsAnErrorNamingTheKeyAndFile) {
   EXPECT_THROW(loadBounds((dir.path() / "missing.conf").string(), {}, &warnings), ConfigError);
 }
 
-TEST(BoundsReloadTest, OnlyTheFieldsThatChangedAreApplied) {
+TEST_F(BoundsReloadTest, OnlyTheFieldsThatChangedAreApplied) {
   allocation::Bounds before{1, 2, 8};
   EXPECT_TRUE(boundsChange(before, before).empty());
   const BoundsChange change = boundsChange(before, {1, 2, 3});

@@ -146,7 +146,7 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
   }
 
   // The job ends; the decision log explains the ramp and the cap at max.
-  ASSERT_TRUE(eventually([&] { return jobState("job-1") != "RUNNING"; }, 60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   EXPECT_TRUE(hasDecision("raise_target", "added 1 (backlog of"));
   EXPECT_TRUE(hasDecision("raise_target", "target 3 (maxExecutors)"));
