@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/config.h"
+#include "common/enum_names.h"
 
 namespace tide::allocation {
 namespace {
@@ -31,21 +32,9 @@ std::string elapsed(DurationMs ms) {
 }  // namespace
 
 const char* actionName(Decision::Action action) {
-  switch (action) {
-    case Decision::Action::kRaiseTarget:
-      return "raise_target";
-    case Decision::Action::kLowerTarget:
-      return "lower_target";
-    case Decision::Action::kNotAdding:
-      return "not_adding";
-    case Decision::Action::kRemove:
-      return "remove";
-    case Decision::Action::kKeep:
-      return "keep";
-    case Decision::Action::kBoundsChanged:
-      return "bounds_changed";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"raise_target", "lower_target", "not_adding",
+                                           "remove",       "keep",         "bounds_changed"};
+  return enumName(action, kNames, "unknown");
 }
 
 ExecutorAllocationManager::ExecutorAllocationManager(const AllocationConfig& config,

@@ -51,20 +51,6 @@ struct ExecutorRequest {
   TimeMs dueAt = 0;
 };
 
-// The counts an output line shows; a line is printed when they change (among other things).
-struct LineCounts {
-  int target = 0;
-  int live = 0;
-  int pending = 0;
-  int busy = 0;
-  int64_t tasksPending = 0;
-  int64_t tasksRunning = 0;
-  bool operator==(const LineCounts& o) const {
-    return target == o.target && live == o.live && pending == o.pending && busy == o.busy &&
-           tasksPending == o.tasksPending && tasksRunning == o.tasksRunning;
-  }
-};
-
 bool isNonAction(Decision::Action action) {
   return action == Decision::Action::kNotAdding || action == Decision::Action::kKeep;
 }
@@ -150,7 +136,7 @@ class Simulation {
   std::vector<StageTiming> stageTimings_;  // indexed like stages_
 
   // Output: what the previous line showed, and what happened since.
-  LineCounts printedCounts_;
+  SimulationCounts printedCounts_;
   std::string printedDecisionKey_;
   std::vector<std::string> addedSinceLine_;
   std::vector<std::string> removedSinceLine_;
@@ -473,7 +459,7 @@ void Simulation::reconcileRequests() {
 void Simulation::reportTick(const TickResult& result) {
   SimulationLine line;
   line.t = now_;
-  LineCounts counts;
+  SimulationCounts counts;
   counts.target = result.target;
   counts.live = static_cast<int>(liveExecutors_.size());
   counts.pending = static_cast<int>(requests_.size());
@@ -501,12 +487,7 @@ void Simulation::reportTick(const TickResult& result) {
                        (!decisionKey.empty() && decisionKey != printedDecisionKey_);
   if (!changed) return;
 
-  line.target = counts.target;
-  line.live = counts.live;
-  line.pending = counts.pending;
-  line.busy = counts.busy;
-  line.tasksPending = counts.tasksPending;
-  line.tasksRunning = counts.tasksRunning;
+  static_cast<SimulationCounts&>(line) = counts;
   line.added = std::move(addedSinceLine_);
   line.removed = std::move(removedSinceLine_);
   addedSinceLine_.clear();

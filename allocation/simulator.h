@@ -39,15 +39,23 @@ struct SimulationOptions {
   int64_t maxTicks = 20'000'000;
 };
 
-// One output line: the state after a tick instant where something changed.
-struct SimulationLine {
-  TimeMs t = 0;
+// The counts an output line shows; a line is printed when they change (among other things).
+struct SimulationCounts {
   int target = 0;
   int live = 0;     // executors granted and not yet released
   int pending = 0;  // executor requests the resource manager has not granted yet
   int busy = 0;     // live executors running at least one task
   int64_t tasksPending = 0;
   int64_t tasksRunning = 0;
+  bool operator==(const SimulationCounts& o) const {
+    return target == o.target && live == o.live && pending == o.pending && busy == o.busy &&
+           tasksPending == o.tasksPending && tasksRunning == o.tasksRunning;
+  }
+};
+
+// One output line: the state after a tick instant where something changed.
+struct SimulationLine : SimulationCounts {
+  TimeMs t = 0;
   std::vector<std::string> added;    // granted since the previous line
   std::vector<std::string> removed;  // released or lost since the previous line
   std::string why;                   // the tick's decisions, joined with "; "

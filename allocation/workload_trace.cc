@@ -8,25 +8,17 @@
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 
+#include "common/enum_names.h"
+
 namespace tide::allocation {
 namespace {
 
 using Value = rapidjson::Value;
 
 const char* typeName(TraceEvent::Type type) {
-  switch (type) {
-    case TraceEvent::Type::kStage:
-      return "stage";
-    case TraceEvent::Type::kUncache:
-      return "uncache";
-    case TraceEvent::Type::kJobEnd:
-      return "job_end";
-    case TraceEvent::Type::kSetBounds:
-      return "set_bounds";
-    case TraceEvent::Type::kExecutorLost:
-      return "executor_lost";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"stage", "uncache", "job_end", "set_bounds",
+                                           "executor_lost"};
+  return enumName(type, kNames, "unknown");
 }
 
 // What the lines read so far have declared, to check each new line against.

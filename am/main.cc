@@ -19,6 +19,7 @@
 #include "common/child_process.h"
 #include "common/command_line.h"
 #include "common/config.h"
+#include "common/daemon.h"
 #include "common/logging.h"
 
 namespace {
@@ -89,15 +90,13 @@ int main(int argc, char** argv) {
             cli.propertiesFile(), cli.properties(), config.allocation.bounds);
 
         // Signals are taken by one thread (sigwait), so the others never see them.
-        sigset_t stopSignals;
-        sigemptyset(&stopSignals);
-        sigaddset(&stopSignals, SIGTERM);
-        sigaddset(&stopSignals, SIGINT);
-        sigaddset(&stopSignals, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGHUP});
 
         if (!rm) {
-          rm = std::make_unique<am::TideRmClient>(am::TideRmAttempt::fromEnvironment(), config.tls);
+          rm = std::make_unique<am::TideRmClient>(
+              am::TideRmAttempt{environment("TIDE_RM_ADDRESS"), environment("TIDE_APP_ATTEMPT_ID"),
+                                environment("TIDE_AM_TOKEN")},
+              config.tls);
         }
         am::ApplicationMaster master(std::move(config), identity, std::move(rm));
         master.start();

@@ -376,6 +376,14 @@ int64_t sizeValue(const Resolved& r) {
   }
 }
 
+// A value converted by `convert`, or nullopt when the key is not set.
+template <typename Convert>
+auto optionalValue(const std::optional<Resolved>& resolved, Convert convert)
+    -> std::optional<decltype(convert(*resolved))> {
+  if (!resolved) return std::nullopt;
+  return convert(*resolved);
+}
+
 }  // namespace
 
 std::string Properties::getString(std::string_view key) const {
@@ -406,40 +414,36 @@ int64_t Properties::getSizeBytes(std::string_view key) const {
 }
 
 std::optional<std::string> Properties::getOptionalString(std::string_view key) const {
-  auto r = resolve(entries_, requireKnownKey(key, {}, "getOptionalString"));
-  if (!r) return std::nullopt;
-  return stringValue(*r);
+  return optionalValue(resolve(entries_, requireKnownKey(key, {}, "getOptionalString")),
+                       stringValue);
 }
 
 std::optional<bool> Properties::getOptionalBool(std::string_view key) const {
-  auto r = resolve(entries_, requireKnownKey(key, {ValueKind::kBool}, "getOptionalBool"));
-  if (!r) return std::nullopt;
-  return boolValue(*r);
+  return optionalValue(
+      resolve(entries_, requireKnownKey(key, {ValueKind::kBool}, "getOptionalBool")), boolValue);
 }
 
 std::optional<int64_t> Properties::getOptionalInt(std::string_view key) const {
-  auto r = resolve(entries_, requireKnownKey(key, {ValueKind::kInt}, "getOptionalInt"));
-  if (!r) return std::nullopt;
-  return intValue(*r);
+  return optionalValue(resolve(entries_, requireKnownKey(key, {ValueKind::kInt}, "getOptionalInt")),
+                       intValue);
 }
 
 std::optional<double> Properties::getOptionalDouble(std::string_view key) const {
-  auto r = resolve(
-      entries_, requireKnownKey(key, {ValueKind::kDouble, ValueKind::kInt}, "getOptionalDouble"));
-  if (!r) return std::nullopt;
-  return doubleValue(*r);
+  return optionalValue(resolve(entries_, requireKnownKey(key, {ValueKind::kDouble, ValueKind::kInt},
+                                                         "getOptionalDouble")),
+                       doubleValue);
 }
 
 std::optional<DurationMs> Properties::getOptionalDuration(std::string_view key) const {
-  auto r = resolve(entries_, requireKnownKey(key, {ValueKind::kDuration}, "getOptionalDuration"));
-  if (!r) return std::nullopt;
-  return durationValue(*r);
+  return optionalValue(
+      resolve(entries_, requireKnownKey(key, {ValueKind::kDuration}, "getOptionalDuration")),
+      durationValue);
 }
 
 std::optional<int64_t> Properties::getOptionalSizeBytes(std::string_view key) const {
-  auto r = resolve(entries_, requireKnownKey(key, {ValueKind::kSize}, "getOptionalSizeBytes"));
-  if (!r) return std::nullopt;
-  return sizeValue(*r);
+  return optionalValue(
+      resolve(entries_, requireKnownKey(key, {ValueKind::kSize}, "getOptionalSizeBytes")),
+      sizeValue);
 }
 
 void Properties::validate() const {

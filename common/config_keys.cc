@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/config.h"
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace tide {
@@ -241,21 +242,9 @@ std::string canonicalKey(std::string_view name) {
 }
 
 std::string_view kindName(ValueKind kind) {
-  switch (kind) {
-    case ValueKind::kString:
-      return "string";
-    case ValueKind::kBool:
-      return "boolean";
-    case ValueKind::kInt:
-      return "integer";
-    case ValueKind::kDouble:
-      return "number";
-    case ValueKind::kDuration:
-      return "duration";
-    case ValueKind::kSize:
-      return "size";
-  }
-  return "value";
+  static constexpr const char* kNames[] = {"string", "boolean",  "integer",
+                                           "number", "duration", "size"};
+  return enumName(kind, kNames, "value");
 }
 
 std::string formatKeyTable(const std::vector<std::string>& prefixes) {

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace tide {
@@ -130,30 +131,18 @@ size_t validUtf8Length(std::string_view text, size_t i, uint32_t* codePoint) {
 
 }  // namespace
 
+namespace {
+constexpr const char* kSeverityNames[] = {"trace", "debug", "info", "warn", "error"};
+}  // namespace
+
 std::string_view severityName(Severity severity) {
-  switch (severity) {
-    case Severity::kTrace:
-      return "trace";
-    case Severity::kDebug:
-      return "debug";
-    case Severity::kInfo:
-      return "info";
-    case Severity::kWarn:
-      return "warn";
-    case Severity::kError:
-      return "error";
-  }
-  return "info";
+  return enumName(severity, kSeverityNames, "info");
 }
 
 std::optional<Severity> parseSeverity(std::string_view text) {
   const std::string lowered = toLower(trim(text));
-  if (lowered == "trace") return Severity::kTrace;
-  if (lowered == "debug") return Severity::kDebug;
-  if (lowered == "info") return Severity::kInfo;
-  if (lowered == "warn" || lowered == "warning") return Severity::kWarn;
-  if (lowered == "error") return Severity::kError;
-  return std::nullopt;
+  if (lowered == "warning") return Severity::kWarn;
+  return enumFromName<Severity>(lowered, kSeverityNames);
 }
 
 LogOptions logOptionsFrom(const Properties& properties) {

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/enum_names.h"
+#include "common/strings.h"
+
 namespace tide::am::metrics {
 namespace {
 
@@ -27,30 +30,13 @@ bool validName(const std::string& name, bool allowColon) {
 }
 
 const char* typeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
+  static constexpr const char* kNames[] = {"counter", "gauge", "histogram"};
+  return enumName(type, kNames, "untyped");
 }
 
 // HELP text escapes only backslash and newline.
 std::string escapeHelp(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return replaceChars(text, {{'\\', "\\\\"}, {'\n', "\\n"}});
 }
 
 void appendSample(std::string& out, const std::string& name, const std::string& labels,
@@ -77,20 +63,7 @@ std::string formatMetricValue(double value) {
 }
 
 std::string escapeLabelValue(const std::string& value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return replaceChars(value, {{'\\', "\\\\"}, {'"', "\\\""}, {'\n', "\\n"}});
 }
 
 void Counter::inc(double by) {
@@ -235,33 +208,23 @@ CounterFamily& Registry::counter(const std::string& name, const std::string& hel
   if (name.size() < 6 || name.compare(name.size() - 6, 6, "_total") != 0) {
     throw std::invalid_argument("counter " + name + " should end in _total");
   }
-  auto family =
-      std::make_unique<CounterFamily>(name, help, std::move(labelNames), MetricType::kCounter);
-  CounterFamily& ref = *family;
-  add(std::move(family));
-  return ref;
+  return add(
+      std::make_unique<CounterFamily>(name, help, std::move(labelNames), MetricType::kCounter));
 }
 
 GaugeFamily& Registry::gauge(const std::string& name, const std::string& help,
                              std::vector<std::string> labelNames) {
-  auto family =
-      std::make_unique<GaugeFamily>(name, help, std::move(labelNames), MetricType::kGauge);
-  GaugeFamily& ref = *family;
-  add(std::move(family));
-  return ref;
+  return add(std::make_unique<GaugeFamily>(name, help, std::move(labelNames), MetricType::kGauge));
 }
 
 HistogramFamily& Registry::histogram(const std::string& name, const std::string& help,
                                      std::vector<double> upperBounds,
                                      std::vector<std::string> labelNames) {
-  auto family =
-      std::make_unique<HistogramFamily>(name, help, std::move(labelNames), std::move(upperBounds));
-  HistogramFamily& ref = *family;
-  add(std::move(family));
-  return ref;
+  return add(
+      std::make_unique<HistogramFamily>(name, help, std::move(labelNames), std::move(upperBounds)));
 }
 
-void Registry::add(std::unique_ptr<FamilyBase> family) {
+void Registry::addFamily(std::unique_ptr<FamilyBase> family) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& existing : families_) {
     if (existing->name() == family->name()) {

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tide::am::metrics {
@@ -182,7 +183,14 @@ class Registry {
   std::string render() const;
 
  private:
-  void add(std::unique_ptr<FamilyBase> family);
+  // Registers `family` (a name taken already is an error) and returns it.
+  template <typename F>
+  F& add(std::unique_ptr<F> family) {
+    F& added = *family;
+    addFamily(std::move(family));
+    return added;
+  }
+  void addFamily(std::unique_ptr<FamilyBase> family);
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<FamilyBase>> families_;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tide {
@@ -55,6 +57,25 @@ inline bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 
 inline bool startsWith(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
+}
+
+// `text` with each character that has a replacement in `replacements` replaced by it, the
+// rest kept: the escaping of a text format (Prometheus's HELP and label values, XML).
+inline std::string replaceChars(
+    std::string_view text, std::initializer_list<std::pair<char, std::string_view>> replacements) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto* found =
+        std::find_if(replacements.begin(), replacements.end(),
+                     [c](const auto& replacement) { return replacement.first == c; });
+    if (found == replacements.end()) {
+      out += c;
+    } else {
+      out += found->second;
+    }
+  }
+  return out;
 }
 
 // Levenshtein distance, ignoring case: how many single-character edits turn `a` into `b`.

@@ -156,15 +156,8 @@ rest::ApplicationReport followApplication(ClusterClient& cluster, const std::str
   bool pageShown = false;
   auto lastPoll = started - std::chrono::seconds(10);
   while (true) {
-    if (!killed && options.interrupted && options.interrupted()) {
-      killed = true;
-      std::cerr << "\ntide: interrupted; killing " << applicationId << "\n";
-      try {
-        cluster.kill(applicationId);
-      } catch (const std::exception& e) {
-        std::cerr << "tide: could not kill " << applicationId << ": " << e.what() << "\n";
-      }
-    }
+    stopOnInterrupt(options.interrupted, killed, applicationId, "killing", "kill",
+                    [&] { cluster.kill(applicationId); });
     rest::ApplicationReport report =
         applicationReportRidingOut(cluster, applicationId, [&](const std::string& line) {
           if (!lastLine.empty()) std::cerr << "\n";

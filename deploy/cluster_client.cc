@@ -1,6 +1,7 @@
 #include "deploy/cluster_client.h"
 
 #include <algorithm>
+#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -111,6 +112,19 @@ std::string pageUrlWithToken(const std::string& trackingUrl, const std::string& 
   std::string url = trackingUrl;
   if (url.empty() || url.back() != '/') url += '/';
   return url + "?token=" + controlToken;
+}
+
+void stopOnInterrupt(const std::function<bool()>& interrupted, bool& stopped,
+                     const std::string& applicationId, const std::string& doing,
+                     const std::string& verb, const std::function<void()>& stop) {
+  if (stopped || !interrupted || !interrupted()) return;
+  stopped = true;
+  std::cerr << "\ntide: interrupted; " << doing << " " << applicationId << "\n";
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    std::cerr << "tide: could not " << verb << " " << applicationId << ": " << e.what() << "\n";
+  }
 }
 
 bool isFinal(const rest::ApplicationReport& report) {

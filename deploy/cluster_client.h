@@ -58,6 +58,13 @@ rest::ApplicationReport applicationReportRidingOut(
 std::string shellQuote(const std::string& word);
 // Whether the application has ended: FINISHED (whatever its final status), FAILED or KILLED.
 bool isFinal(const rest::ApplicationReport& report);
+// While following an application: the first time `interrupted` holds (Ctrl-C), says
+// "interrupted; <doing> <applicationId>" and calls `stop` (kill or cancel it), reporting what
+// that throws as "could not <verb> <applicationId>" instead of throwing. `stopped` remembers
+// that it did (the caller then follows the application to its end).
+void stopOnInterrupt(const std::function<bool()>& interrupted, bool& stopped,
+                     const std::string& applicationId, const std::string& doing,
+                     const std::string& verb, const std::function<void()>& stop);
 // The AM's page with its control token, as Jupyter prints it: "http://host:port/?token=T".
 std::string pageUrlWithToken(const std::string& trackingUrl, const std::string& controlToken);
 

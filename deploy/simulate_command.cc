@@ -12,6 +12,7 @@
 #include "common/command_line.h"
 #include "common/config.h"
 #include "deploy/commands.h"
+#include "deploy/replay_command.h"
 
 namespace tide::deploy {
 namespace {
@@ -44,36 +45,22 @@ DurationMs parseDurationOption(const CommandLine& cli, const std::string& name,
 int runSimulateCommand(int argc, char** argv) {
   return runMain(
       [&] {
-        CommandLine cli("tide simulate", kSynopsis);
-        cli.addOption("trace", "FILE", "The workload trace to replay (JSON Lines)");
+        CommandLine cli = replayCommandLine("tide simulate", kSynopsis);
         cli.addOption("grant-delay", "DURATION",
                       "Time from an executor request to its grant (default 0; bare number: ms)");
         cli.addOption("until", "DURATION",
                       "Stop at this virtual time instead of when the work is done and the "
                       "executor set has settled");
-        cli.showConfigKeys(
-            {"dynamicAllocation.", "executor.cores", "executor.instances", "task.cpus"});
         if (!cli.parse(argc, argv)) return 0;
 
-        const std::optional<std::string> tracePath = cli.option("trace");
-        if (!tracePath) throw ConfigError("missing --trace FILE (see --help)");
-
-        std::vector<std::string> warnings = cli.properties().unknownKeyWarnings();
-        const allocation::AllocationConfig config =
-            allocation::AllocationConfig::fromProperties(cli.properties(), &warnings);
-        for (const auto& warning : warnings)
-          std::cerr << "tide simulate: warning: " << warning << "\n";
+        const std::string tracePath = requireTracePath(cli);
+        const allocation::AllocationConfig config = replayAllocationConfig(cli, "tide simulate");
 
         allocation::SimulationOptions options;
         options.grantDelay = parseDurationOption(cli, "grant-delay", 0);
         if (cli.option("until")) options.until = parseDurationOption(cli, "until", 0);
 
-        allocation::Trace trace;
-        try {
-          trace = allocation::loadTrace(*tracePath);
-        } catch (const allocation::TraceError& e) {
-          throw ConfigError(e.what());
-        }
+        const allocation::Trace trace = loadReplayTrace(tracePath);
 
         std::ios::sync_with_stdio(false);
         allocation::simulateToStream(config, trace, options, std::cout, std::cerr);

@@ -118,16 +118,9 @@ int followSlurmApplicationMaster(am::SlurmRestClient& slurm, int64_t jobId,
   std::string lastComment;
   int missing = 0;
   while (true) {
-    if (!cancelled && options.interrupted && options.interrupted()) {
-      cancelled = true;
-      // Slurm sends the AM SIGTERM: it ends KILLED and cancels its executors itself.
-      std::cerr << "\ntide: interrupted; cancelling " << appId << "\n";
-      try {
-        slurm.cancel(jobId);
-      } catch (const std::exception& e) {
-        std::cerr << "tide: could not cancel " << appId << ": " << e.what() << "\n";
-      }
-    }
+    // Slurm sends the AM SIGTERM: it ends KILLED and cancels its executors itself.
+    stopOnInterrupt(options.interrupted, cancelled, appId, "cancelling", "cancel",
+                    [&] { slurm.cancel(jobId); });
     std::optional<am::SlurmJob> job;
     try {
       job = slurm.job(jobId);

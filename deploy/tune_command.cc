@@ -19,7 +19,9 @@
 #include "allocation/workload_trace.h"
 #include "common/command_line.h"
 #include "common/config.h"
+#include "common/strings.h"
 #include "deploy/commands.h"
+#include "deploy/replay_command.h"
 
 namespace tide::deploy {
 namespace {
@@ -124,19 +126,7 @@ void markFrontier(std::vector<Outcome>& outcomes) {
 }
 
 std::string escapeXml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return replaceChars(s, {{'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}});
 }
 
 // A scatter of every setting (grey), the frontier (blue: spark, orange: adaptive) joined by a
@@ -227,8 +217,7 @@ double parseWeight(const std::string& text) {
 int runTuneCommand(int argc, char** argv) {
   return runMain(
       [&] {
-        CommandLine cli("tide tune", kSynopsis);
-        cli.addOption("trace", "FILE", "The workload trace to replay (JSON Lines)");
+        CommandLine cli = replayCommandLine("tide tune", kSynopsis);
         cli.addOption(
             "grant-delay", "DURATION",
             "Time from an executor request to its grant (default 500ms; bare number: ms)");
@@ -236,12 +225,9 @@ int runTuneCommand(int argc, char** argv) {
                       "Weight of job time against executor-seconds, 0 to 1 (default 0.5)");
         cli.addOption("svg", "FILE", "Write a plot of the settings and the frontier");
         cli.addFlag("all", "Print every setting, not only the frontier");
-        cli.showConfigKeys(
-            {"dynamicAllocation.", "executor.cores", "executor.instances", "task.cpus"});
         if (!cli.parse(argc, argv)) return 0;
 
-        const std::optional<std::string> tracePath = cli.option("trace");
-        if (!tracePath) throw ConfigError("missing --trace FILE (see --help)");
+        const std::string tracePath = requireTracePath(cli);
         const double weight = parseWeight(cli.option("weight-time").value_or("0.5"));
         DurationMs grantDelay = 500;
         if (auto text = cli.option("grant-delay")) {
@@ -255,18 +241,10 @@ int runTuneCommand(int argc, char** argv) {
           }
         }
 
-        std::vector<std::string> warnings = cli.properties().unknownKeyWarnings();
-        const allocation::AllocationConfig base =
-            allocation::AllocationConfig::fromProperties(cli.properties(), &warnings);
-        for (const auto& warning : warnings) std::cerr << "tide tune: warning: " << warning << "\n";
+        const allocation::AllocationConfig base = replayAllocationConfig(cli, "tide tune");
         if (!base.enabled) throw ConfigError("dynamicAllocation.enabled is false: nothing to tune");
 
-        allocation::Trace trace;
-        try {
-          trace = allocation::loadTrace(*tracePath);
-        } catch (const allocation::TraceError& e) {
-          throw ConfigError(e.what());
-        }
+        const allocation::Trace trace = loadReplayTrace(tracePath);
 
         allocation::SimulationOptions options;
         options.grantDelay = grantDelay;
@@ -309,7 +287,7 @@ int runTuneCommand(int argc, char** argv) {
         }
         std::stable_sort(shown.begin(), shown.end(),
                          [](const Outcome* a, const Outcome* b) { return a->timeS < b->timeS; });
-        std::cout << outcomes.size() << " settings replayed on " << *tracePath << " (grant delay "
+        std::cout << outcomes.size() << " settings replayed on " << tracePath << " (grant delay "
                   << grantDelay << "ms); " << (cli.flag("all") ? "all" : "the Pareto frontier")
                   << ", fastest first:\n";
         std::cout << "job_time_s  executor_s  makespan_s  frontier  setting\n";
@@ -347,7 +325,7 @@ int runTuneCommand(int argc, char** argv) {
           std::ofstream out(*svgPath);
           out << svgPlot(
               outcomes, *chosen,
-              "tide tune: " + *tracePath + " (grant delay " + std::to_string(grantDelay) + "ms)");
+              "tide tune: " + tracePath + " (grant delay " + std::to_string(grantDelay) + "ms)");
           if (!out) throw std::runtime_error("cannot write " + *svgPath);
           std::cout << "plot written to " << *svgPath << "\n";
         }

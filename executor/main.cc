@@ -13,6 +13,7 @@
 
 #include "common/child_process.h"  // selfDirectory
 #include "common/command_line.h"
+#include "common/daemon.h"
 #include "common/logging.h"
 #include "executor/block_fetcher.h"
 #include "executor/block_server.h"
@@ -23,31 +24,13 @@
 
 namespace {
 
-// SIGTERM and SIGINT are taken by one thread with sigwait() instead of a handler, so that
-// stopping may lock and log. SIGUSR1 is how main tells that thread to end.
-sigset_t stopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGUSR1);
-  return signals;
-}
-
-// Called before any other thread exists, so every thread inherits the mask and only the
-// watcher's sigwait() sees these signals. Tasks get an empty mask from posix_spawn.
-void blockStopSignals() {
-  const sigset_t signals = stopSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-}
-
 // Turns SIGTERM/SIGINT into backend.requestStop() for as long as it exists; declared after
-// the backend so that it is gone before the backend is.
+// the backend so that it is gone before the backend is. `signals`: SIGTERM, SIGINT and
+// SIGUSR1 (how the destructor tells the thread to end), blocked with tide::blockSignals.
 class StopSignalWatcher {
  public:
-  explicit StopSignalWatcher(tide::executor::ExecutorBackend& backend)
-      : thread_([&backend] {
-          const sigset_t signals = stopSignals();
+  StopSignalWatcher(tide::executor::ExecutorBackend& backend, const sigset_t& signals)
+      : thread_([&backend, signals] {
           int signal = 0;
           while (sigwait(&signals, &signal) == 0) {
             if (signal == SIGUSR1) return;
@@ -87,7 +70,9 @@ int main(int argc, char** argv) {
         ::unsetenv(executor::kAppSecretEnv);
         // A task's or the AM's closed pipe must be an error code, not the end of the executor.
         ::signal(SIGPIPE, SIG_IGN);
-        blockStopSignals();
+        // SIGTERM and SIGINT are taken by one thread with sigwait() instead of a handler, so
+        // that stopping may lock and log (tasks get an empty mask from posix_spawn).
+        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGUSR1});
 
         // Blocks live in the container's directory, so the node manager's cleanup of the
         // container takes them too.
@@ -135,7 +120,7 @@ int main(int argc, char** argv) {
         executor::TaskRunner runner(std::move(runnerOptions));
         executor::ExecutorBackend backend(std::move(settings), runner, &blocks);
         backendForCommits = &backend;
-        StopSignalWatcher stopSignalWatcher(backend);
+        StopSignalWatcher stopSignalWatcher(backend, stopSignals);
         const int status = backend.run();
         flushLogs();
         return status;

@@ -96,6 +96,12 @@ TaskRunner::~TaskRunner() {
   ::close(wakeFd_);
 }
 
+bool TaskRunner::alreadyRunningLocked(int64_t taskId) {
+  if (tasks_.count(taskId) == 0) return false;
+  log_.warn() << "task " << taskId << " is already running; ignoring its relaunch";
+  return true;
+}
+
 void TaskRunner::launch(const rest::TaskLaunch& launch) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
@@ -107,10 +113,7 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
   }
   if (launch.kind == "sleep") {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (tasks_.count(launch.taskId) != 0) {
-      log_.warn() << "task " << launch.taskId << " is already running; ignoring its relaunch";
-      return;
-    }
+    if (alreadyRunningLocked(launch.taskId)) return;
     RunningTask task;
     task.kind = TaskKind::kSleep;
     task.startedAt = now;
@@ -125,10 +128,7 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
   if (launch.kind == "command") {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (tasks_.count(launch.taskId) != 0) {
-        log_.warn() << "task " << launch.taskId << " is already running; ignoring its relaunch";
-        return;
-      }
+      if (alreadyRunningLocked(launch.taskId)) return;
       if (!launch.inputs.empty()) {
         // Running (for the AM and the slot count) from now on, though it has no process yet.
         RunningTask task;

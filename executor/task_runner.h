@@ -192,6 +192,8 @@ class TaskRunner {
   void prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt);
   std::vector<std::string> taskEnvironment(const rest::TaskLaunch& launch) const;
   // Callers hold mutex_.
+  // True (and logged) when `taskId` is already running: a relaunch is ignored.
+  bool alreadyRunningLocked(int64_t taskId);
   void addTimerLocked(TimeMs at, TimerKind kind, int64_t taskId);
   void killLocked(int64_t taskId, RunningTask& task, TimeMs now);
   void fireDueTimersLocked(TimeMs now);

@@ -257,6 +257,33 @@ class JsonFields {
         });
   }
 
+  // A nested object whose members are fields of T itself (`fields` is a table over T): a
+  // message that groups some of its fields on the wire. When not `required`, a missing or
+  // null one leaves those fields as they were.
+  JsonFields& group(std::string name, const JsonFields<T>& fields, bool required = true) {
+    return add(
+        name,
+        [name, &fields, required](const JsonObjectReader& reader, T& value) {
+          if (required) {
+            fields.readInto(reader.requireObject(name), value);
+          } else if (std::optional<JsonObjectReader> nested = reader.optionalObject(name)) {
+            fields.readInto(*nested, value);
+          }
+        },
+        [name, &fields](JsonWriter& out, const T& value) {
+          out.key(name);
+          fields.write(out, value);
+        });
+  }
+
+  // The fields of T's base class B, from B's own table, read and written as T's own members.
+  template <typename B>
+  JsonFields& inherit(const JsonFields<B>& fields) {
+    return add(
+        "", [&fields](const JsonObjectReader& reader, T& value) { fields.readInto(reader, value); },
+        [&fields](JsonWriter& out, const T& value) { fields.writeMembers(out, value); });
+  }
+
   // A field with hand-written reading and writing (`write` writes the key too, or nothing).
   JsonFields& custom(std::string name, Reader read, Writer write) {
     return add(std::move(name), std::move(read), std::move(write));

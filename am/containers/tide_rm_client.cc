@@ -12,15 +12,6 @@
 namespace tide::am {
 namespace {
 
-std::string requireEnv(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') {
-    throw std::runtime_error(std::string("environment variable ") + name +
-                             " is not set (tide-am is started by a resource manager)");
-  }
-  return value;
-}
-
 rest::HttpClientOptions rmOptions(const std::string& token, const rest::TlsSettings& tls) {
   rest::HttpClientOptions options;
   tls.applyTo(options);
@@ -30,11 +21,6 @@ rest::HttpClientOptions rmOptions(const std::string& token, const rest::TlsSetti
 }
 
 }  // namespace
-
-TideRmAttempt TideRmAttempt::fromEnvironment() {
-  return {requireEnv("TIDE_RM_ADDRESS"), requireEnv("TIDE_APP_ATTEMPT_ID"),
-          requireEnv("TIDE_AM_TOKEN")};
-}
 
 TideRmClient::TideRmClient(TideRmAttempt attempt, rest::TlsSettings tls)
     : attempt_(std::move(attempt)),

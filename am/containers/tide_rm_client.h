@@ -18,8 +18,6 @@ struct TideRmAttempt {
   std::string rmAddress;  // TIDE_RM_ADDRESS, e.g. http://127.0.0.1:8088
   std::string attemptId;  // TIDE_APP_ATTEMPT_ID
   std::string amToken;    // TIDE_AM_TOKEN
-  // Reads the three variables; throws std::runtime_error naming the missing one.
-  static TideRmAttempt fromEnvironment();
 };
 
 // ResourceManagerClient over tide-rm's YARN-shaped REST API; starts executors through the

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <map>
 
+#include "common/append_log.h"
+#include "common/enum_names.h"
 #include "rest/json.h"
 
 namespace tide::am {
@@ -16,34 +18,12 @@ namespace {
 
 using Kind = JournalRecord::Kind;
 
-const char* kindName(Kind kind) {
-  switch (kind) {
-    case Kind::kAttempt:
-      return "attempt";
-    case Kind::kJob:
-      return "job";
-    case Kind::kExecutor:
-      return "executor";
-    case Kind::kLaunch:
-      return "launch";
-    case Kind::kCommit:
-      return "commit";
-    case Kind::kStageDone:
-      return "stage";
-    case Kind::kBounds:
-      return "bounds";
-    case Kind::kUnpersist:
-      return "unpersist";
-  }
-  return "?";
-}
+// Each kind's "t" on the wire, in Kind's order.
+constexpr const char* kKindNames[] = {"attempt", "job",   "executor", "launch",
+                                      "commit",  "stage", "bounds",   "unpersist"};
 
-std::optional<Kind> kindFromName(const std::string& name) {
-  for (Kind kind : {Kind::kAttempt, Kind::kJob, Kind::kExecutor, Kind::kLaunch, Kind::kCommit,
-                    Kind::kStageDone, Kind::kBounds, Kind::kUnpersist}) {
-    if (name == kindName(kind)) return kind;
-  }
-  return std::nullopt;
+const char* kindName(Kind kind) {
+  return enumName(kind, kKindNames, "?");
 }
 
 void writeTask(rest::JsonWriter& out, const JournalRecord& r) {
@@ -68,7 +48,7 @@ JournalRecord decodeRecord(std::string_view line) {
   const rapidjson::Document doc = rest::parseJson(line);
   const rest::JsonObjectReader in(doc);
   const std::string type = in.requireString("t");
-  const std::optional<Kind> kind = kindFromName(type);
+  const std::optional<Kind> kind = enumFromName<Kind>(type, kKindNames);
   if (!kind) throw rest::JsonFieldError("t", "unknown record type '" + type + "'");
   JournalRecord r;
   r.kind = *kind;
@@ -204,7 +184,7 @@ JournalRecord JournalRecord::unpersisted(std::string stageId) {
 }
 
 std::string encodeJournalHeader() {
-  return std::string(kJournalMagic) + " " + std::to_string(kJournalVersion) + "\n";
+  return logHeader(kJournalMagic, kJournalVersion);
 }
 
 std::string encodeJournalRecord(const JournalRecord& r) {
@@ -254,58 +234,32 @@ std::string encodeJournalRecord(const JournalRecord& r) {
 
 JournalContents decodeJournal(std::string_view text, const std::string& source) {
   JournalContents contents;
-  if (text.empty()) return contents;
-  size_t pos = 0;
-  int lineNumber = 0;
-  while (pos < text.size()) {
-    contents.validLength = pos;
-    const size_t end = text.find('\n', pos);
-    const bool last = end == std::string_view::npos || end + 1 == text.size();
-    const bool terminated = end != std::string_view::npos;
-    const std::string_view line = text.substr(pos, terminated ? end - pos : std::string_view::npos);
-    pos = terminated ? end + 1 : text.size();
-    ++lineNumber;
-    const std::string where = source + ":" + std::to_string(lineNumber);
-    if (lineNumber == 1) {
-      const std::string magic = std::string(kJournalMagic) + " ";
-      if (line.substr(0, magic.size()) != magic) {
-        if (last && !terminated && std::string_view(magic).substr(0, line.size()) == line) {
-          contents.tornTail = true;  // the header itself was torn: nothing was recorded
-          return contents;
+  const LogReplay replay = replayLog(
+      text, kJournalMagic, kJournalVersion,
+      [&](std::string_view line) { contents.records.push_back(decodeRecord(line)); },
+      [&](LogDefect defect, size_t lineNumber, const std::string& detail) {
+        const std::string where = source + ":" + std::to_string(lineNumber);
+        switch (defect) {
+          case LogDefect::kNotThisFormat:
+            throw JournalError(where + ": not a tide AM journal (expected the header '" +
+                               std::string(kJournalMagic) + " " + std::to_string(kJournalVersion) +
+                               "')");
+          case LogDefect::kUnreadableVersion:
+            throw JournalError(where + ": unreadable journal version '" + detail + "'");
+          case LogDefect::kNewerVersion:
+            throw JournalError(where + ": journal version " + detail +
+                               " was written by a newer tide; this tide-am reads version " +
+                               std::to_string(kJournalVersion) +
+                               " and will not start over silently");
+          case LogDefect::kBadVersion:
+            throw JournalError(where + ": bad journal version " + detail);
+          case LogDefect::kCorruptRecord:
+            throw JournalError(where + ": corrupt record: " + detail);
         }
-        throw JournalError(where + ": not a tide AM journal (expected the header '" + magic +
-                           std::to_string(kJournalVersion) + "')");
-      }
-      int version = 0;
-      try {
-        version = std::stoi(std::string(line.substr(magic.size())));
-      } catch (const std::exception&) {
-        throw JournalError(where + ": unreadable journal version '" +
-                           std::string(line.substr(magic.size())) + "'");
-      }
-      if (version > kJournalVersion) {
-        throw JournalError(where + ": journal version " + std::to_string(version) +
-                           " was written by a newer tide; this tide-am reads version " +
-                           std::to_string(kJournalVersion) + " and will not start over silently");
-      }
-      if (version < 1)
-        throw JournalError(where + ": bad journal version " + std::to_string(version));
-      contents.version = version;
-      contents.validLength = pos;
-      continue;
-    }
-    try {
-      if (!terminated) throw rest::JsonFieldError("", "no end of line");
-      contents.records.push_back(decodeRecord(line));
-      contents.validLength = pos;
-    } catch (const std::exception& e) {
-      if (last) {
-        contents.tornTail = true;  // the write a crash interrupted
-        break;
-      }
-      throw JournalError(where + ": corrupt record: " + e.what());
-    }
-  }
+      });
+  if (replay.version > 0) contents.version = replay.version;
+  contents.tornTail = replay.tornTail;
+  contents.validLength = replay.validLength;
   return contents;
 }
 
@@ -402,14 +356,8 @@ RecoveryJournal::~RecoveryJournal() {
 }
 
 void RecoveryJournal::writeAll(const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw JournalError(systemError("cannot append to the AM journal", path_));
-    }
-    done += static_cast<size_t>(n);
+  if (!writeFully(fd_, bytes)) {
+    throw JournalError(systemError("cannot append to the AM journal", path_));
   }
   dirty_ = true;
 }

@@ -44,6 +44,22 @@ PoolConfig& poolNamed(std::vector<PoolConfig>& pools, const std::string& name) {
   return pools.back();
 }
 
+// Sets the pool setting `field` (schedulingMode, weight or minShare, the same in both file
+// formats) from `value`; false when there is no such setting.
+bool setPoolField(PoolConfig& pool, const std::string& field, const std::string& value,
+                  const std::string& where) {
+  if (field == "schedulingMode") {
+    pool.mode = parseMode(value, where);
+  } else if (field == "weight") {
+    pool.weight = parseNonNegative(value, where, 1);
+  } else if (field == "minShare") {
+    pool.minShare = parseNonNegative(value, where, 0);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const char* schedulingModeName(SchedulingMode mode) {
@@ -70,13 +86,7 @@ std::vector<PoolConfig> parsePoolsXml(std::string_view xml, const std::string& s
       const std::string key = (*field)[1];
       const std::string value = (*field)[2];
       const std::string where = source + ": pool '" + name + "' " + key;
-      if (key == "schedulingMode") {
-        pool.mode = parseMode(value, where);
-      } else if (key == "weight") {
-        pool.weight = parseNonNegative(value, where, 1);
-      } else if (key == "minShare") {
-        pool.minShare = parseNonNegative(value, where, 0);
-      } else {
+      if (!setPoolField(pool, key, value, where)) {
         throw ConfigError(source + ": pool '" + name + "': unknown element <" + key + ">");
       }
     }
@@ -106,13 +116,7 @@ std::vector<PoolConfig> parsePoolsProperties(std::string_view text, const std::s
     const std::string name = key.substr(5, last - 5);
     const std::string field = key.substr(last + 1);
     PoolConfig& pool = poolNamed(pools, name);
-    if (field == "schedulingMode") {
-      pool.mode = parseMode(value, where);
-    } else if (field == "weight") {
-      pool.weight = parseNonNegative(value, where, 1);
-    } else if (field == "minShare") {
-      pool.minShare = parseNonNegative(value, where, 0);
-    } else {
+    if (!setPoolField(pool, field, value, where)) {
       throw ConfigError(where + ": unknown pool setting '" + field + "'");
     }
   }

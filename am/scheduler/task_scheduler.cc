@@ -37,20 +37,14 @@ struct TaskScheduler::StageRun {
   std::unordered_map<int64_t, int64_t> commitAuthorized;
 };
 
-struct TaskScheduler::JobRun {
+struct TaskScheduler::JobRun : JobProgress {
   std::string id;
   int64_t number = 0;
   Job job;
-  JobState state = JobState::kRunning;
-  std::string message;
-  TimeMs submittedMs = 0;
-  TimeMs completedMs = -1;
   std::vector<StageRun> stages;  // parallel to job.stages
   size_t stagesSucceeded = 0;
-  int64_t failedAttempts = 0;
   std::deque<FailedAttempt> recentFailures;
   std::set<std::string> executorsUsed;  // where its tasks ran, so where its blocks may be
-  int64_t launched = 0;
 };
 
 namespace {
@@ -1193,12 +1187,7 @@ JobSummary TaskScheduler::summarizeJob(const JobRun& job) const {
   summary.jobId = job.id;
   summary.name = job.job.name;
   summary.pool = job.job.pool;
-  summary.state = job.state;
-  summary.message = job.message;
-  summary.submittedMs = job.submittedMs;
-  summary.completedMs = job.completedMs;
-  summary.failedAttempts = job.failedAttempts;
-  summary.launched = job.launched;
+  static_cast<JobProgress&>(summary) = job;
   for (size_t i = 0; i < job.stages.size(); ++i) {
     StageSummary stage = summarizeStage(job, i);
     summary.numTasks += stage.numTasks;

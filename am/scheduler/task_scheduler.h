@@ -134,22 +134,26 @@ struct StageSummary {
   int64_t speculativeLaunches = 0;
 };
 
-struct JobSummary {
-  std::string jobId;
-  std::string name;
-  std::string pool;
+// Where a job is in its life: kept by the scheduler for each job, and shown in its summary.
+struct JobProgress {
   JobState state = JobState::kRunning;
   std::string message;  // why it ended; empty while running
   TimeMs submittedMs = 0;
   TimeMs completedMs = -1;
+  int64_t failedAttempts = 0;
+  int64_t launched = 0;  // attempts launched, speculative ones included
+};
+
+struct JobSummary : JobProgress {
+  std::string jobId;
+  std::string name;
+  std::string pool;
   int64_t numTasks = 0;
   int64_t pending = 0;
   int64_t running = 0;
   int64_t succeeded = 0;
-  int64_t failedAttempts = 0;
   std::vector<StageSummary> stages;           // in job file order
   std::vector<FailedAttempt> recentFailures;  // oldest first, at most failedAttemptsKeptPerJob
-  int64_t launched = 0;                       // attempts launched, speculative ones included
 };
 
 // Where a persisted stage's blocks are, for the status API.

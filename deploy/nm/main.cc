@@ -8,10 +8,9 @@
 #include <iostream>
 #include <optional>
 
-#include "common/atomic_file.h"
 #include "common/command_line.h"
+#include "common/daemon.h"
 #include "common/logging.h"
-#include "common/spawn.h"
 #include "deploy/nm/container_manager.h"
 #include "deploy/nm/nm_config.h"
 #include "deploy/nm/node_identity.h"
@@ -24,12 +23,6 @@ namespace {
 
 using namespace tide;
 using namespace tide::nm;
-
-// Written atomically, so a reader never sees a partial number.
-void writePortFile(const std::string& path, int port) {
-  const Status written = writeFileAtomically(path, std::to_string(port) + "\n");
-  if (!written.ok()) throw std::runtime_error("port file: " + written.message());
-}
 
 void warnUnknownKeysExceptOurs(const Properties& properties) {
   Logger log("config");
@@ -60,11 +53,7 @@ int run(CommandLine& cli) {
 
   // Every thread started from here on inherits this mask, so the signals reach only the
   // sigwait below and shutdown runs in one ordinary thread. Containers get a clean mask.
-  sigset_t shutdownSignals;
-  sigemptyset(&shutdownSignals);
-  sigaddset(&shutdownSignals, SIGTERM);
-  sigaddset(&shutdownSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &shutdownSignals, nullptr);
+  const sigset_t shutdownSignals = blockSignals({SIGTERM, SIGINT});
   signal(SIGPIPE, SIG_IGN);
 
   if (config.workDir.empty()) config.workDir = defaultWorkDir(config.port);
@@ -117,7 +106,7 @@ int run(CommandLine& cli) {
   log.info() << "offering " << config.capability.memoryMb << " MiB and " << config.capability.vCores
              << " vCores; work dir " << config.workDir;
   log.info() << "tide-nm listening on " << address;
-  if (auto portFile = cli.option("port-file")) writePortFile(*portFile, port);
+  writePortFile(cli, port);
 
   NodeStatusUpdaterOptions updaterOptions;
   updaterOptions.rmUrl = config.rmUrl;
@@ -157,9 +146,7 @@ int run(CommandLine& cli) {
   NodeStatusUpdater updater(updaterOptions, containers, identity);
   updater.start();
 
-  int received = 0;
-  while (sigwait(&shutdownSignals, &received) != 0) {
-  }
+  const int received = waitForSignal(shutdownSignals);
   log.info() << "received signal " << received << " (SIG" << sigabbrev_np(received)
              << "); stopping containers and exiting";
   updater.stop();
@@ -173,12 +160,10 @@ int run(CommandLine& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Started by `tide run`: dies with it, even when it is SIGKILLed (SIGTERM: a clean stop).
-  tide::applyParentDeathSignal();
-  tide::CommandLine cli("tide-nm",
-                        "Runs a node manager: starts containers for tide-rm and reports them in "
-                        "heartbeats.");
-  cli.addOption("port-file", "FILE", "Write the bound REST port to FILE once serving");
+  tide::CommandLine cli = tide::daemonCommandLine(
+      "tide-nm",
+      "Runs a node manager: starts containers for tide-rm and reports them in heartbeats.",
+      "Write the bound REST port to FILE once serving");
   cli.addOption("memory-enforcement", "MODE",
                 "auto, cgroup, watchdog or off (overrides nm.memoryEnforcement)");
   cli.showConfigKeys({"nm.", "tls.", "log."});

@@ -1,29 +1,20 @@
 #include "deploy/nm/memory_enforcement.h"
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 
 namespace tide::nm {
 
+namespace {
+constexpr const char* kModeNames[] = {"auto", "cgroup", "watchdog", "off"};
+}  // namespace
+
 std::string_view memoryEnforcementName(MemoryEnforcement mode) {
-  switch (mode) {
-    case MemoryEnforcement::kAuto:
-      return "auto";
-    case MemoryEnforcement::kCgroup:
-      return "cgroup";
-    case MemoryEnforcement::kWatchdog:
-      return "watchdog";
-    case MemoryEnforcement::kOff:
-      return "off";
-  }
-  return "auto";
+  return enumName(mode, kModeNames, "auto");
 }
 
 std::optional<MemoryEnforcement> parseMemoryEnforcement(std::string_view text) {
-  for (MemoryEnforcement mode : {MemoryEnforcement::kAuto, MemoryEnforcement::kCgroup,
-                                 MemoryEnforcement::kWatchdog, MemoryEnforcement::kOff}) {
-    if (equalsIgnoreCase(trim(text), memoryEnforcementName(mode))) return mode;
-  }
-  return std::nullopt;
+  return enumFromName<MemoryEnforcement>(trim(text), kModeNames, equalsIgnoreCase);
 }
 
 }  // namespace tide::nm

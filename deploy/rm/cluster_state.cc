@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/enum_names.h"
 #include "common/strings.h"
 #include "deploy/rm/placement.h"
 #include "deploy/rm/rm_error.h"
@@ -123,35 +124,20 @@ struct ClusterState::Attempt {
            state == State::kRegistered;
   }
   const char* stateName() const {
-    switch (state) {
-      case State::kWaitingForAmContainer:
-        return "waiting for its AM container";
-      case State::kLaunched:
-        return "LAUNCHED";
-      case State::kRegistered:
-        return "RUNNING";
-      case State::kFinished:
-        return "FINISHED";
-      case State::kFailed:
-        return "FAILED";
-      case State::kKilled:
-        return "KILLED";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {
+        "waiting for its AM container", "LAUNCHED", "RUNNING", "FINISHED", "FAILED", "KILLED"};
+    return enumName(state, kNames, "?");
   }
 };
 
-struct ClusterState::Application {
-  int number = 0;
-  std::string id;
+// Its id, number, submission, state, finalStatus, diagnostics, trackingUrl, startedTime and
+// finishedTime are the fields the state store keeps.
+struct ClusterState::Application : ApplicationRecord {
+  Application() {
+    state = app_state::kNew;
+    finalStatus = final_status::kUndefined;
+  }
   bool submitted = false;
-  rest::ApplicationSubmission submission;
-  std::string state = app_state::kNew;
-  std::string finalStatus = final_status::kUndefined;
-  std::string diagnostics;
-  std::string trackingUrl;
-  int64_t startedTime = 0;
-  int64_t finishedTime = 0;
   std::vector<std::unique_ptr<Attempt>> attempts;
   Resource allocated;
   int liveContainers = 0;
@@ -218,7 +204,7 @@ const ClusterState::Attempt& ClusterState::requireAttempt(const std::string& att
 
 rest::NewApplicationResponse ClusterState::newApplication() {
   auto app = std::make_unique<Application>();
-  app->number = nextApplicationNumber_++;
+  app->number = counters_.nextApplicationNumber++;
   app->id =
       "application_" + std::to_string(options_.clusterTimestamp) + "_" + padded(app->number, 4);
   rest::NewApplicationResponse response{app->id, maximumCapability()};
@@ -253,9 +239,9 @@ void ClusterState::forgetOldApplications() {
     Application& app = *it->second;
     for (const auto& attempt : app.attempts) attempts_.erase(attempt->id);
     queue_.erase(std::remove(queue_.begin(), queue_.end(), &app), queue_.end());
-    if (app.state == app_state::kFinished) ++forgottenFinished_;
-    if (app.state == app_state::kFailed) ++forgottenFailed_;
-    if (app.state == app_state::kKilled) ++forgottenKilled_;
+    if (app.state == app_state::kFinished) ++counters_.forgottenFinished;
+    if (app.state == app_state::kFailed) ++counters_.forgottenFailed;
+    if (app.state == app_state::kKilled) ++counters_.forgottenKilled;
     if (app.submitted) forgottenToStore_.push_back(app.id);
     countersDirty_ = true;
     applications_.erase(it);
@@ -287,7 +273,7 @@ void ClusterState::submitApplication(const rest::ApplicationSubmission& submissi
   app.submitted = true;
   app.state = app_state::kAccepted;
   app.startedTime = epochNowMs();
-  ++appsSubmitted_;
+  ++counters_.appsSubmitted;
   countersDirty_ = true;
   queue_.push_back(&app);
   log_.info() << "application " << app.id << " ('" << submission.applicationName
@@ -369,10 +355,10 @@ rest::AppStateMessage ClusterState::killApplication(const std::string& applicati
 
 rest::ClusterMetrics ClusterState::metrics() const {
   rest::ClusterMetrics metrics;
-  metrics.appsSubmitted = appsSubmitted_;
-  metrics.appsCompleted = forgottenFinished_;
-  metrics.appsFailed = forgottenFailed_;
-  metrics.appsKilled = forgottenKilled_;
+  metrics.appsSubmitted = counters_.appsSubmitted;
+  metrics.appsCompleted = counters_.forgottenFinished;
+  metrics.appsFailed = counters_.forgottenFailed;
+  metrics.appsKilled = counters_.forgottenKilled;
   for (const auto& [id, app] : applications_) {
     if (app->state == app_state::kAccepted) ++metrics.appsPending;
     if (app->state == app_state::kRunning) ++metrics.appsRunning;
@@ -1261,15 +1247,7 @@ void ClusterState::markDirty(const Application& app) {
 
 StoredApplication ClusterState::storedOf(const Application& app) const {
   StoredApplication stored;
-  stored.id = app.id;
-  stored.number = app.number;
-  stored.submission = app.submission;
-  stored.state = app.state;
-  stored.finalStatus = app.finalStatus;
-  stored.diagnostics = app.diagnostics;
-  stored.trackingUrl = app.trackingUrl;
-  stored.startedTime = app.startedTime;
-  stored.finishedTime = app.finishedTime;
+  static_cast<ApplicationRecord&>(stored) = app;
   for (const auto& attempt : app.attempts) {
     stored.attempts.push_back({attempt->number, attempt->id, attempt->token,
                                storedAttemptState(static_cast<int>(attempt->state)),
@@ -1283,13 +1261,9 @@ std::vector<StoreRecord> ClusterState::takeStoreRecords() {
   if (!options_.stateStore) return records;
   if (countersDirty_) {
     StoredCounters counters;
+    static_cast<ApplicationCounters&>(counters) = counters_;
     counters.clusterTimestamp = options_.clusterTimestamp;
     counters.epoch = epoch_;
-    counters.nextApplicationNumber = nextApplicationNumber_;
-    counters.appsSubmitted = appsSubmitted_;
-    counters.forgottenFinished = forgottenFinished_;
-    counters.forgottenFailed = forgottenFailed_;
-    counters.forgottenKilled = forgottenKilled_;
     records.push_back(StoreRecord::ofCounters(counters));
     countersDirty_ = false;
   }
@@ -1312,26 +1286,14 @@ void ClusterState::recover(const StoredState& stored) {
   const StoredCounters& counters = stored.counters;
   options_.clusterTimestamp = counters.clusterTimestamp;
   epoch_ = counters.epoch + 1;
-  nextApplicationNumber_ = counters.nextApplicationNumber;
-  appsSubmitted_ = counters.appsSubmitted;
-  forgottenFinished_ = counters.forgottenFinished;
-  forgottenFailed_ = counters.forgottenFailed;
-  forgottenKilled_ = counters.forgottenKilled;
+  counters_ = counters;
   const TimeMs now = clock_.nowMs();
   std::vector<Application*> active;
   int running = 0;
   for (const auto& [id, storedApp] : stored.applications) {
     auto app = std::make_unique<Application>();
-    app->number = storedApp.number;
-    app->id = storedApp.id;
+    static_cast<ApplicationRecord&>(*app) = storedApp;
     app->submitted = true;
-    app->submission = storedApp.submission;
-    app->state = storedApp.state;
-    app->finalStatus = storedApp.finalStatus;
-    app->diagnostics = storedApp.diagnostics;
-    app->trackingUrl = storedApp.trackingUrl;
-    app->startedTime = storedApp.startedTime;
-    app->finishedTime = storedApp.finishedTime;
     for (const StoredAttempt& storedAttempt : storedApp.attempts) {
       auto attempt = std::make_unique<Attempt>();
       attempt->app = app.get();
@@ -1354,7 +1316,7 @@ void ClusterState::recover(const StoredState& stored) {
         running += app->current()->state != Attempt::State::kWaitingForAmContainer ? 1 : 0;
       }
     }
-    nextApplicationNumber_ = std::max(nextApplicationNumber_, app->number + 1);
+    counters_.nextApplicationNumber = std::max(counters_.nextApplicationNumber, app->number + 1);
     applications_.emplace(app->id, std::move(app));
   }
   std::sort(active.begin(), active.end(),

@@ -258,12 +258,9 @@ class ClusterState {
   std::unordered_map<std::string, std::unique_ptr<ContainerRecord>> containers_;  // live ones
   // Submitted applications not yet final, in submission order: the FIFO queue.
   std::vector<Application*> queue_;
-  int nextApplicationNumber_ = 1;
-  int appsSubmitted_ = 0;
-  // Finished applications forgotten by forgetOldApplications, by final state (for metrics).
-  int forgottenFinished_ = 0;
-  int forgottenFailed_ = 0;
-  int forgottenKilled_ = 0;
+  // The next application number, and the applications submitted and forgotten by
+  // forgetOldApplications (for metrics): kept in the state store.
+  ApplicationCounters counters_;
   // Epoch ms at this start: the origin of the times in reports (clusterTimestamp stays the
   // first start's after a restart).
   int64_t startedOnMs_ = 0;

@@ -9,33 +9,21 @@
 #include <memory>
 #include <random>
 
-#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/config.h"
+#include "common/daemon.h"
 #include "common/logging.h"
-#include "common/spawn.h"
 #include "deploy/rm/rm_config.h"
 #include "deploy/rm/rm_server.h"
 #include "deploy/rm/state_store.h"
 #include "rest/messages/credentials.h"
 
-namespace {
-
-// Written atomically, so that whoever polls for the file never reads a partial port number.
-void writePortFile(const std::string& path, int port) {
-  const tide::Status written = tide::writeFileAtomically(path, std::to_string(port) + "\n");
-  if (!written.ok()) throw std::runtime_error("port file: " + written.message());
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  // Started by `tide run`: dies with it, even when it is SIGKILLed (SIGTERM: a clean stop).
-  tide::applyParentDeathSignal();
-  tide::CommandLine cli("tide-rm",
-                        "Runs tide's resource manager: node managers offer it their resources, "
-                        "applications ask it for containers.");
-  cli.addOption("port-file", "FILE", "Write the bound port to FILE once listening");
+  tide::CommandLine cli = tide::daemonCommandLine(
+      "tide-rm",
+      "Runs tide's resource manager: node managers offer it their resources, applications ask it "
+      "for containers.",
+      "Write the bound port to FILE once listening");
   cli.showConfigKeys({"rm.", "tls.", "log."});
   return tide::runMain(
       [&] {
@@ -70,11 +58,7 @@ int main(int argc, char** argv) {
 
         // SIGINT and SIGTERM are taken synchronously below; blocked before any thread starts,
         // so every thread inherits the mask and none of them gets the signal instead.
-        sigset_t stopSignals;
-        sigemptyset(&stopSignals);
-        sigaddset(&stopSignals, SIGINT);
-        sigaddset(&stopSignals, SIGTERM);
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+        const sigset_t stopSignals = tide::blockSignals({SIGINT, SIGTERM});
 
         std::unique_ptr<tide::rm::ResourceManagerServer> serverHolder;
         try {
@@ -85,7 +69,7 @@ int main(int argc, char** argv) {
         }
         tide::rm::ResourceManagerServer& server = *serverHolder;
         const int port = server.start();
-        if (auto portFile = cli.option("port-file")) writePortFile(*portFile, port);
+        tide::writePortFile(cli, port);
         log.info() << "tide-rm listening on " << options.config.host << ":" << port
                    << " (spreadOut=" << (options.config.spreadOut ? "true" : "false")
                    << ", nodeExpiry=" << tide::formatDuration(options.config.nodeExpiryMs)
@@ -96,8 +80,7 @@ int main(int argc, char** argv) {
                                                             : options.config.stateStoreDir)
                    << ")";
 
-        int received = 0;
-        sigwait(&stopSignals, &received);
+        const int received = tide::waitForSignal(stopSignals);
         log.info() << "tide-rm stopping on signal " << received;
         server.stop();
         tide::flushLogs();

@@ -268,39 +268,27 @@ void ResourceManagerServer::addRoutes() {
     });
   });
 
-  // ---- ApplicationMaster protocol: the attempt's token first, then the body, then the state.
-  server_.post(R"(/ws/v1/am/([^/]+)/register)", [this](const Request& req, Response& res) {
-    const std::string attemptId = req.matches[1];
-    translatingErrors([&] {
-      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
-      const rapidjson::Document body = rest::parseJson(req.body);
-      const auto request = rest::registerApplicationMasterRequestFromJson(body);
-      rest::replyJson(res, toJson(withState([&](ClusterState& s) {
-                        return s.registerApplicationMaster(attemptId, request);
-                      })));
-    });
-  });
-  server_.post(R"(/ws/v1/am/([^/]+)/allocate)", [this](const Request& req, Response& res) {
-    const std::string attemptId = req.matches[1];
-    translatingErrors([&] {
-      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
-      const rapidjson::Document body = rest::parseJson(req.body);
-      const rest::AllocateRequest request = rest::allocateRequestFromJson(body);
-      rest::replyJson(
-          res, toJson(withState([&](ClusterState& s) { return s.allocate(attemptId, request); })));
-    });
-  });
-  server_.post(R"(/ws/v1/am/([^/]+)/finish)", [this](const Request& req, Response& res) {
-    const std::string attemptId = req.matches[1];
-    translatingErrors([&] {
-      withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
-      const rapidjson::Document body = rest::parseJson(req.body);
-      const auto request = rest::finishApplicationMasterRequestFromJson(body);
-      rest::replyJson(res, toJson(withState([&](ClusterState& s) {
-                        return s.finishApplicationMaster(attemptId, request);
-                      })));
-    });
-  });
+  // ---- ApplicationMaster protocol: POST /ws/v1/am/<attempt id>/<call>, each the same way: the
+  // attempt's token first, then the body (decoded with `decode`), then the state's `method`.
+  const auto amCall = [this](const std::string& call, auto decode, auto method) {
+    server_.post(
+        "/ws/v1/am/([^/]+)/" + call, [this, decode, method](const Request& req, Response& res) {
+          const std::string attemptId = req.matches[1];
+          translatingErrors([&] {
+            withState([&](ClusterState& s) { s.authenticateAttempt(attemptId, bearerToken(req)); });
+            const rapidjson::Document body = rest::parseJson(req.body);
+            const auto request = decode(body);
+            rest::replyJson(res, toJson(withState([&](ClusterState& s) {
+                              return (s.*method)(attemptId, request);
+                            })));
+          });
+        });
+  };
+  amCall("register", rest::registerApplicationMasterRequestFromJson,
+         &ClusterState::registerApplicationMaster);
+  amCall("allocate", rest::allocateRequestFromJson, &ClusterState::allocate);
+  amCall("finish", rest::finishApplicationMasterRequestFromJson,
+         &ClusterState::finishApplicationMaster);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/append_log.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::rm {
 namespace {
@@ -34,54 +36,91 @@ std::array<uint32_t, 256> makeCrcTable() {
   return table;
 }
 
-void writeAttempt(rest::JsonWriter& w, const StoredAttempt& attempt) {
-  w.startObject()
-      .field("number", attempt.number)
-      .field("id", attempt.id)
-      .field("token", attempt.token)
-      .field("state", attempt.state)
-      .field("amContainerId", attempt.amContainerId)
-      .endObject();
+// Each record's JSON as one table that drives both its writer and its reader.
+const rest::JsonFields<StoredAttempt>& attemptFields() {
+  using A = StoredAttempt;
+  static const rest::JsonFields<A> fields = rest::JsonFields<A>()
+                                                .required("number", &A::number)
+                                                .required("id", &A::id)
+                                                .required("token", &A::token)
+                                                .required("state", &A::state)
+                                                .optional("amContainerId", &A::amContainerId, "");
+  return fields;
+}
+
+const rest::JsonFields<ApplicationCounters>& forgottenFields() {
+  using C = ApplicationCounters;
+  static const rest::JsonFields<C> fields = rest::JsonFields<C>()
+                                                .optional("finished", &C::forgottenFinished, 0)
+                                                .optional("failed", &C::forgottenFailed, 0)
+                                                .optional("killed", &C::forgottenKilled, 0);
+  return fields;
+}
+
+const rest::JsonFields<ApplicationCounters>& applicationCountersFields() {
+  using C = ApplicationCounters;
+  static const rest::JsonFields<C> fields =
+      rest::JsonFields<C>()
+          .required("nextApplicationNumber", &C::nextApplicationNumber)
+          .optional("appsSubmitted", &C::appsSubmitted, 0)
+          .group("forgotten", forgottenFields(), /*required=*/false);
+  return fields;
+}
+
+const rest::JsonFields<StoredCounters>& countersFields() {
+  using C = StoredCounters;
+  static const rest::JsonFields<C> fields = rest::JsonFields<C>()
+                                                .required("clusterTimestamp", &C::clusterTimestamp)
+                                                .required("epoch", &C::epoch)
+                                                .inherit(applicationCountersFields());
+  return fields;
+}
+
+// The submission with its own codec (rest/messages/cluster.h), nested as JSON.
+void readSubmission(const rest::JsonObjectReader& reader, ApplicationRecord& record) {
+  record.submission = rest::applicationSubmissionFromJson(reader.require("submission"));
+}
+void writeSubmission(rest::JsonWriter& out, const ApplicationRecord& record) {
+  const rapidjson::Document submission = rest::parseJson(rest::toJson(record.submission));
+  out.key("submission").value(submission);
+}
+
+const rest::JsonFields<ApplicationRecord>& applicationRecordFields() {
+  using R = ApplicationRecord;
+  static const rest::JsonFields<R> fields =
+      rest::JsonFields<R>()
+          .required("id", &R::id)
+          .required("number", &R::number)
+          .custom("submission", readSubmission, writeSubmission)
+          .required("state", &R::state)
+          .optional("finalStatus", &R::finalStatus, "")
+          .optional("diagnostics", &R::diagnostics, "")
+          .optional("trackingUrl", &R::trackingUrl, "")
+          .optional("startedTime", &R::startedTime, 0)
+          .optional("finishedTime", &R::finishedTime, 0);
+  return fields;
+}
+
+const rest::JsonFields<StoredApplication>& applicationFields() {
+  static const rest::JsonFields<StoredApplication> fields =
+      rest::JsonFields<StoredApplication>()
+          .inherit(applicationRecordFields())
+          .objects("attempts", &StoredApplication::attempts, attemptFields());
+  return fields;
 }
 
 std::string recordJson(const StoreRecord& record) {
   rest::JsonWriter w;
   w.startObject();
   switch (record.kind) {
-    case StoreRecord::Kind::kCounters: {
-      const StoredCounters& c = record.counters;
-      w.field("type", "cluster")
-          .field("clusterTimestamp", c.clusterTimestamp)
-          .field("epoch", c.epoch)
-          .field("nextApplicationNumber", c.nextApplicationNumber)
-          .field("appsSubmitted", c.appsSubmitted);
-      w.key("forgotten")
-          .startObject()
-          .field("finished", c.forgottenFinished)
-          .field("failed", c.forgottenFailed)
-          .field("killed", c.forgottenKilled)
-          .endObject();
+    case StoreRecord::Kind::kCounters:
+      w.field("type", "cluster");
+      countersFields().writeMembers(w, record.counters);
       break;
-    }
-    case StoreRecord::Kind::kApplication: {
-      const StoredApplication& a = record.application;
-      const rapidjson::Document submission = rest::parseJson(rest::toJson(a.submission));
-      w.field("type", "application")
-          .field("id", a.id)
-          .field("number", a.number)
-          .key("submission")
-          .value(submission)
-          .field("state", a.state)
-          .field("finalStatus", a.finalStatus)
-          .field("diagnostics", a.diagnostics)
-          .field("trackingUrl", a.trackingUrl)
-          .field("startedTime", a.startedTime)
-          .field("finishedTime", a.finishedTime);
-      w.key("attempts").startArray();
-      for (const StoredAttempt& attempt : a.attempts) writeAttempt(w, attempt);
-      w.endArray();
+    case StoreRecord::Kind::kApplication:
+      w.field("type", "application");
+      applicationFields().writeMembers(w, record.application);
       break;
-    }
     case StoreRecord::Kind::kForget:
       w.field("type", "forget").field("id", record.forgetId);
       break;
@@ -94,43 +133,8 @@ StoreRecord recordFromJson(const std::string& json) {
   const rapidjson::Document document = rest::parseJson(json);
   const rest::JsonObjectReader r(document);
   const std::string type = r.requireString("type");
-  if (type == "cluster") {
-    StoredCounters c;
-    c.clusterTimestamp = r.requireInt64("clusterTimestamp");
-    c.epoch = r.requireInt64("epoch");
-    c.nextApplicationNumber = r.requireInt("nextApplicationNumber");
-    c.appsSubmitted = r.optionalInt("appsSubmitted", 0);
-    if (auto forgotten = r.optionalObject("forgotten")) {
-      c.forgottenFinished = forgotten->optionalInt("finished", 0);
-      c.forgottenFailed = forgotten->optionalInt("failed", 0);
-      c.forgottenKilled = forgotten->optionalInt("killed", 0);
-    }
-    return StoreRecord::ofCounters(c);
-  }
-  if (type == "application") {
-    StoredApplication a;
-    a.id = r.requireString("id");
-    a.number = r.requireInt("number");
-    a.submission = rest::applicationSubmissionFromJson(r.require("submission"));
-    a.state = r.requireString("state");
-    a.finalStatus = r.optionalString("finalStatus");
-    a.diagnostics = r.optionalString("diagnostics");
-    a.trackingUrl = r.optionalString("trackingUrl");
-    a.startedTime = r.optionalInt64("startedTime", 0);
-    a.finishedTime = r.optionalInt64("finishedTime", 0);
-    const rest::JsonArrayReader attempts = r.requireArray("attempts");
-    for (size_t i = 0; i < attempts.size(); ++i) {
-      const rest::JsonObjectReader item = attempts.objectAt(i);
-      StoredAttempt attempt;
-      attempt.number = item.requireInt("number");
-      attempt.id = item.requireString("id");
-      attempt.token = item.requireString("token");
-      attempt.state = item.requireString("state");
-      attempt.amContainerId = item.optionalString("amContainerId");
-      a.attempts.push_back(std::move(attempt));
-    }
-    return StoreRecord::ofApplication(std::move(a));
-  }
+  if (type == "cluster") return StoreRecord::ofCounters(countersFields().read(r));
+  if (type == "application") return StoreRecord::ofApplication(applicationFields().read(r));
   if (type == "forget") return StoreRecord::forget(r.requireString("id"));
   throw rest::JsonFieldError("type", "unknown record type '" + type + "'");
 }
@@ -170,15 +174,7 @@ void fsyncDir(const std::string& dir) {
 }
 
 void writeAll(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw StateStoreError("cannot write " + path + ": " + errnoText());
-    }
-    done += static_cast<size_t>(n);
-  }
+  if (!writeFully(fd, data)) throw StateStoreError("cannot write " + path + ": " + errnoText());
 }
 
 }  // namespace
@@ -232,7 +228,7 @@ uint32_t crc32(const std::string& data) {
 }
 
 std::string encodeHeader() {
-  return std::string(kStateStoreMagic) + " " + std::to_string(kStateStoreVersion) + "\n";
+  return logHeader(kStateStoreMagic, kStateStoreVersion);
 }
 
 std::string encodeRecord(const StoreRecord& record) {
@@ -259,68 +255,37 @@ void applyRecord(StoredState& state, const StoreRecord& record) {
 
 ReplayResult replay(const std::string& text, const std::string& fileName) {
   ReplayResult result;
-  if (text.empty()) return result;
-  const size_t headerEnd = text.find('\n');
-  const std::string header = text.substr(0, headerEnd);
-  const std::string magic = std::string(kStateStoreMagic) + " ";
-  if (header.rfind(magic, 0) != 0) {
-    if (headerEnd == std::string::npos && magic.rfind(header, 0) == 0) {
-      // A crash while the very first line was written: nothing was ever stored.
-      result.tornTail = true;
-      return result;
-    }
-    throw StateStoreError(fileName + " is not a tide-rm state store (its first line is not '" +
-                          std::string(kStateStoreMagic) + " <version>')");
-  }
-  int version = 0;
-  try {
-    size_t used = 0;
-    version = std::stoi(header.substr(magic.size()), &used);
-    if (used != header.size() - magic.size()) throw std::invalid_argument("version");
-  } catch (const std::exception&) {
-    throw StateStoreError(fileName + ": unreadable format version '" + header.substr(magic.size()) +
-                          "' on line 1");
-  }
-  if (version > kStateStoreVersion) {
-    throw StateStoreError(fileName + " was written by a newer tide-rm (format version " +
-                          std::to_string(version) + "; this tide-rm reads up to version " +
-                          std::to_string(kStateStoreVersion) +
-                          "): refusing to start rather than lose its applications");
-  }
-  if (version < 1) {
-    throw StateStoreError(fileName + ": invalid format version " + std::to_string(version));
-  }
-  if (headerEnd == std::string::npos) {
-    result.tornTail = true;
-    return result;
-  }
-  result.validBytes = headerEnd + 1;
-  result.state.empty = false;
-  size_t position = headerEnd + 1;
-  size_t lineNumber = 1;
-  while (position < text.size()) {
-    ++lineNumber;
-    const size_t end = text.find('\n', position);
-    const bool last = end == std::string::npos || end + 1 == text.size();
-    const std::string line =
-        text.substr(position, end == std::string::npos ? std::string::npos : end - position);
-    try {
-      if (end == std::string::npos) throw std::runtime_error("cut short (no newline)");
-      applyRecord(result.state, decodeLine(line));
-      ++result.records;
-      result.validBytes = end + 1;
-    } catch (const std::exception& error) {
-      if (last) {
-        result.tornTail = true;  // a crash while appending it
-        return result;
-      }
-      throw StateStoreError(fileName + ": line " + std::to_string(lineNumber) + " is corrupt (" +
-                            error.what() +
-                            "); refusing to start rather than lose its applications (move the "
-                            "file away to start with an empty store)");
-    }
-    position = end + 1;
-  }
+  const LogReplay replayed = replayLog(
+      text, kStateStoreMagic, kStateStoreVersion,
+      [&](std::string_view line) { applyRecord(result.state, decodeLine(std::string(line))); },
+      [&](LogDefect defect, size_t lineNumber, const std::string& detail) {
+        switch (defect) {
+          case LogDefect::kNotThisFormat:
+            throw StateStoreError(fileName +
+                                  " is not a tide-rm state store (its first line is not '" +
+                                  std::string(kStateStoreMagic) + " <version>')");
+          case LogDefect::kUnreadableVersion:
+            throw StateStoreError(fileName + ": unreadable format version '" + detail +
+                                  "' on line 1");
+          case LogDefect::kNewerVersion:
+            throw StateStoreError(fileName + " was written by a newer tide-rm (format version " +
+                                  detail + "; this tide-rm reads up to version " +
+                                  std::to_string(kStateStoreVersion) +
+                                  "): refusing to start rather than lose its applications");
+          case LogDefect::kBadVersion:
+            throw StateStoreError(fileName + ": invalid format version " + detail);
+          case LogDefect::kCorruptRecord:
+            throw StateStoreError(fileName + ": line " + std::to_string(lineNumber) +
+                                  " is corrupt (" + detail +
+                                  "); refusing to start rather than lose its applications "
+                                  "(move the file away to start with an empty store)");
+        }
+      });
+  // A log with its header is a store, even with no record yet.
+  if (replayed.version > 0) result.state.empty = false;
+  result.records = replayed.records;
+  result.validBytes = replayed.validLength;
+  result.tornTail = replayed.tornTail;
   return result;
 }
 

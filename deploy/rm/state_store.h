@@ -57,7 +57,9 @@ struct StoredAttempt {
   bool operator==(const StoredAttempt& other) const;
 };
 
-struct StoredApplication {
+// An application's durable fields: what the store keeps of it besides its attempts, and what
+// tide-rm's ClusterState holds of it (ClusterState::Application is one, with its live state).
+struct ApplicationRecord {
   std::string id;
   int number = 0;
   rest::ApplicationSubmission submission;  // as submitted, with its environment (secrets)
@@ -67,20 +69,28 @@ struct StoredApplication {
   std::string trackingUrl;
   int64_t startedTime = 0;
   int64_t finishedTime = 0;
+};
+
+struct StoredApplication : ApplicationRecord {
   std::vector<StoredAttempt> attempts;
   bool operator==(const StoredApplication& other) const;
 };
 
-struct StoredCounters {
+// The application number and counts, as stored and as tide-rm's ClusterState keeps them.
+struct ApplicationCounters {
+  int nextApplicationNumber = 1;
+  int appsSubmitted = 0;
+  // Finished applications forgotten (rm.maxCompletedApplications), by final state.
+  int forgottenFinished = 0;
+  int forgottenFailed = 0;
+  int forgottenKilled = 0;
+};
+
+struct StoredCounters : ApplicationCounters {
   int64_t clusterTimestamp = 0;  // epoch ms of the first start: in every id
   // How many times tide-rm started on this store before (0 on the first start); container ids
   // allocated after a restart carry it (container_e<epoch>_...), as YARN's do.
   int64_t epoch = 0;
-  int nextApplicationNumber = 1;
-  int appsSubmitted = 0;
-  int forgottenFinished = 0;
-  int forgottenFailed = 0;
-  int forgottenKilled = 0;
   bool operator==(const StoredCounters& other) const;
 };
 

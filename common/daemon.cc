@@ -1,0 +1,42 @@
+#include "common/daemon.h"
+
+#include <pthread.h>
+
+#include <stdexcept>
+#include <utility>
+
+#include "common/atomic_file.h"
+#include "common/spawn.h"
+
+namespace tide {
+
+CommandLine daemonCommandLine(std::string program, std::string synopsis, std::string portFileHelp) {
+  applyParentDeathSignal();
+  CommandLine cli(std::move(program), std::move(synopsis));
+  cli.addOption("port-file", "FILE", std::move(portFileHelp));
+  return cli;
+}
+
+void writePortFile(const CommandLine& cli, int port) {
+  const std::optional<std::string> path = cli.option("port-file");
+  if (!path) return;
+  const Status written = writeFileAtomically(*path, std::to_string(port) + "\n");
+  if (!written.ok()) throw std::runtime_error("port file: " + written.message());
+}
+
+sigset_t blockSignals(std::initializer_list<int> signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : signals) sigaddset(&set, signal);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int waitForSignal(const sigset_t& signals) {
+  int received = 0;
+  while (sigwait(&signals, &received) != 0) {
+  }
+  return received;
+}
+
+}  // namespace tide
