@@ -160,7 +160,11 @@ class TideExecutorTest : public ::testing::Test {
     EXPECT_TRUE(amSees(am, *executor, [&] { return !am.registrations.empty(); }))
         << executor->log();
     am.addTasks(noopTasks(count));
-    EXPECT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= static_cast<size_t>(count); }))
+    // A volume check, not a speed check (bench/executor measures the rate): the bound only keeps
+    // a lost update from hanging the test, and is wide enough for a sanitizer build on a busy
+    // machine.
+    EXPECT_TRUE(amSees(
+        am, *executor, [&] { return am.updateCount >= static_cast<size_t>(count); }, 6 * kBound))
         << am.updateCount << " of " << count << " updates\n"
         << executor->log();
     am.shutdownExecutors();

@@ -68,7 +68,8 @@ class AmRestartTest : public testing_support::AmClusterTest {
   // executor id -> container id, as the AM shows them.
   std::map<std::string, std::string> executorContainers() {
     std::map<std::string, std::string> found;
-    for (const auto& e : executors()["executors"].GetArray()) {
+    const rapidjson::Document listed = executors();  // outlives the loop
+    for (const auto& e : listed["executors"].GetArray()) {
       found[e["id"].GetString()] = e["container"].GetString();
     }
     return found;

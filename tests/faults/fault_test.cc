@@ -215,7 +215,8 @@ class FaultTest : public testing_support::AmClusterTest {
 
   // An executor running tasks on `node`, with its pid.
   bool busyExecutorOn(int node, int64_t* pid) {
-    for (const auto& e : executors()["executors"].GetArray()) {
+    const rapidjson::Document listed = executors();  // outlives the loop
+    for (const auto& e : listed["executors"].GetArray()) {
       const int64_t candidate = e["pid"].GetInt64();
       if (e["runningTasks"].GetInt() > 0 && candidate > 0 &&
           nodeOf(static_cast<pid_t>(candidate)) == node) {
@@ -455,7 +456,8 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
   // Past network.timeout the AM counts it lost (and releases its container).
   const bool lost = eventually(
       [&] {
-        for (const auto& e : executors()["executors"].GetArray()) {
+        const rapidjson::Document listed = executors();  // outlives the loop
+        for (const auto& e : listed["executors"].GetArray()) {
           if (victim->id == e["id"].GetString()) return false;
         }
         return true;

@@ -56,7 +56,8 @@ class NmRecoveryTest : public testing_support::AmClusterTest {
   // Executor id -> "container pid".
   std::map<std::string, std::string> executorIdentities() {
     std::map<std::string, std::string> identities;
-    for (const auto& e : executors()["executors"].GetArray()) {
+    const rapidjson::Document listed = executors();  // outlives the loop
+    for (const auto& e : listed["executors"].GetArray()) {
       identities[e["id"].GetString()] =
           std::string(e["container"].GetString()) + " " + std::to_string(e["pid"].GetInt64());
     }

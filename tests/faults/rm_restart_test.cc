@@ -215,7 +215,8 @@ TEST_F(RmRestartTest, AJobRidesOutATenSecondRmOutageWithItsContainers) {
   ASSERT_TRUE(eventually(
       [&] {
         executorsBefore.clear();
-        for (const auto& e : am.getJson("api/v1/executors")["executors"].GetArray()) {
+        const rapidjson::Document listed = am.getJson("api/v1/executors");  // outlives the loop
+        for (const auto& e : listed["executors"].GetArray()) {
           executorsBefore.insert(e["id"].GetString());
         }
         return executorsBefore.size() == 2 && !markers().empty();

@@ -111,7 +111,8 @@ class AmClusterTest : public ::testing::Test {
 
   // An executor running tasks right now, with its process id.
   bool busyExecutor(std::string* id, int64_t* pid) {
-    for (const auto& e : executors()["executors"].GetArray()) {
+    const rapidjson::Document listed = executors();  // outlives the loop
+    for (const auto& e : listed["executors"].GetArray()) {
       if (e["runningTasks"].GetInt() > 0 && e["pid"].GetInt64() > 0) {
         *id = e["id"].GetString();
         *pid = e["pid"].GetInt64();

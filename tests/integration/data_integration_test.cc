@@ -309,7 +309,8 @@ TEST_F(DataIntegrationTest, TasksRunWhereTheirInputIs) {
   EXPECT_EQ(locality["ANY"].GetInt64(), 0);
   // Executors ran on both nodes, so the other node was there to be used and was not.
   std::set<std::string> nodes;
-  for (const auto& e : executors()["executors"].GetArray()) nodes.insert(e["node"].GetString());
+  const rapidjson::Document listed = executors();  // outlives the loop
+  for (const auto& e : listed["executors"].GetArray()) nodes.insert(e["node"].GetString());
   EXPECT_EQ(nodes.size(), 2u) << "the test needs executors on both nodes";
   client->kill(appId);
   waitForEnd(30s);
@@ -329,7 +330,8 @@ TEST_F(DataIntegrationTest, ContainerAsksFollowTheData) {
   EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
   std::set<std::string> nodes;
   int live = 0;
-  for (const auto& e : executors()["executors"].GetArray()) {
+  const rapidjson::Document listed = executors();  // outlives the loop
+  for (const auto& e : listed["executors"].GetArray()) {
     nodes.insert(e["node"].GetString());
     ++live;
   }

@@ -58,7 +58,8 @@ class StatusIntegrationTest : public testing_support::AmClusterTest {
   }
   std::set<std::string> liveExecutorIds() {
     std::set<std::string> ids;
-    for (const auto& e : am->getJson("api/v1/executors")["executors"].GetArray()) {
+    const rapidjson::Document listed = am->getJson("api/v1/executors");  // outlives the loop
+    for (const auto& e : listed["executors"].GetArray()) {
       ids.insert(e["id"].GetString());
     }
     return ids;
