@@ -135,6 +135,7 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     allocation_.onExecutorAdded(id);
     adopted.insert(id);
   }
+  peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
 
   // What the previous attempts did, in order.
   std::set<std::string> holders;
@@ -236,9 +237,26 @@ void ApplicationMaster::resumeExecutor(Executor& executor,
   for (int64_t taskId : registration.running) {
     if (knownSet.count(taskId) == 0) executor.kills.push_back(taskId);
   }
+  // The blocks it holds: an output journaled on it that is not all there (its files removed
+  // while no AM ran) is made again now, before a reader fails to fetch it.
+  std::string blocks;
+  if (registration.blocksReported) {
+    const std::set<std::string> held(registration.blocks.begin(), registration.blocks.end());
+    const int64_t lost = scheduler_->keepOnlyHeldOutputs(
+        executor.id, held, executor.id + " no longer holds them after the AM restarted");
+    blocks = " and " + std::to_string(held.size()) + " blocks" +
+             (lost > 0 ? " (" + std::to_string(lost) + " recorded task outputs missing: made again)"
+                       : "");
+    if (lost > 0) {
+      recordDecision("recovery", "outputs_lost", allocator_.target(),
+                     executor.id + " registered again without the blocks of " +
+                         std::to_string(lost) + " committed task outputs; they are made again",
+                     "");
+    }
+  }
   log_.info() << "executor " << executor.id << " (" << executor.containerId
               << ") of the previous attempt registered again with " << known.size()
-              << " running tasks";
+              << " running tasks" << blocks;
 }
 
 }  // namespace tide::am

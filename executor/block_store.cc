@@ -71,6 +71,19 @@ std::vector<rest::BlockOutput> BlockStore::commit(std::string_view jobId, std::s
   return blocks;
 }
 
+std::vector<std::string> BlockStore::heldBlocks() const {
+  std::vector<std::string> held;
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(root_, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    if (it.depth() != 3 || !partitionOf(it->path().filename().string())) continue;
+    if (!it->is_regular_file(error)) continue;
+    held.push_back(fs::relative(it->path(), root_).string());
+  }
+  std::sort(held.begin(), held.end());
+  return held;
+}
+
 void BlockStore::collect(std::string_view jobId, std::string_view stageId, int64_t taskIndex,
                          const std::vector<rest::BlockOutput>& blocks,
                          const fs::path& collectDir) const {

@@ -39,6 +39,9 @@ class BlockStore {
   // The file of a block path "<jobId>/<stageId>/<index>/part-<n>"; nullopt when the path is not
   // one (so no request can read outside the store) or the block is not here.
   std::optional<std::filesystem::path> find(std::string_view blockPath) const;
+  // Every block held, as block paths "<jobId>/<stageId>/<index>/part-<n>", sorted: what a
+  // resumed executor reports to a new attempt of the AM (issue 12).
+  std::vector<std::string> heldBlocks() const;
   // Deletes every block under "<jobId>/<stageId>" (or "<jobId>"); false for a prefix that is
   // not a plain relative path.
   bool drop(std::string_view prefix);

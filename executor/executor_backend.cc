@@ -259,6 +259,10 @@ bool ExecutorBackend::registerWithAm(bool resumed) {
   rest::ExecutorRegistration registration;
   registration.resumed = resumed;
   if (resumed) registration.running = inFlight_;
+  if (resumed && blocks_ != nullptr) {
+    registration.blocksReported = true;
+    registration.blocks = blocks_->heldBlocks();
+  }
   registration.executorId = settings_.executorId;
   registration.containerId = settings_.containerId;
   registration.host = settings_.host;

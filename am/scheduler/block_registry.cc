@@ -69,6 +69,26 @@ std::map<std::string, std::vector<int64_t>> BlockRegistry::removeExecutor(
   return lost;
 }
 
+std::map<std::string, std::vector<int64_t>> BlockRegistry::removeMissingOn(
+    const std::string& executorId, const std::set<std::string>& held) {
+  std::map<std::string, std::vector<int64_t>> lost;
+  for (auto& [stageId, outputs] : stages_) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i] || outputs[i]->executorId != executorId) continue;
+      const std::string task = stageId + "/" + std::to_string(i) + "/part-";
+      const bool whole = std::all_of(outputs[i]->blocks.begin(), outputs[i]->blocks.end(),
+                                     [&](const rest::BlockOutput& b) {
+                                       return held.count(task + std::to_string(b.partition)) != 0;
+                                     });
+      if (!whole) {
+        outputs[i].reset();
+        lost[stageId].push_back(static_cast<int64_t>(i));
+      }
+    }
+  }
+  return lost;
+}
+
 std::set<std::string> BlockRegistry::dropStage(const std::string& stageId) {
   std::set<std::string> holders;
   auto it = stages_.find(stageId);

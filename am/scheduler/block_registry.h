@@ -42,6 +42,11 @@ class BlockRegistry {
 
   // Forgets every output with blocks on the executor; returns the lost task indices by stage.
   std::map<std::string, std::vector<int64_t>> removeExecutor(const std::string& executorId);
+  // Forgets every output on the executor of which a block is not in `held` (block paths
+  // "<stageId>/<index>/part-<n>", what the executor reports it holds); returns the lost task
+  // indices by stage.
+  std::map<std::string, std::vector<int64_t>> removeMissingOn(const std::string& executorId,
+                                                              const std::set<std::string>& held);
   // Forgets a stage; returns the executors that held any of its outputs.
   std::set<std::string> dropStage(const std::string& stageId);
 

@@ -1030,6 +1030,16 @@ std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode() cons
   return counts;
 }
 
+int64_t TaskScheduler::keepOnlyHeldOutputs(const std::string& executorId,
+                                           const std::set<std::string>& held,
+                                           const std::string& why) {
+  const auto lost = blocks_.removeMissingOn(executorId, held);
+  int64_t count = 0;
+  for (const auto& [stageId, indices] : lost) count += static_cast<int64_t>(indices.size());
+  handleLostOutputs(lost, why);
+  return count;
+}
+
 std::vector<std::string> TaskScheduler::stagesHeldBy(const std::string& executorId) const {
   return blocks_.stagesOn(executorId);
 }

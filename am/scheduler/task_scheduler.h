@@ -248,6 +248,10 @@ class TaskScheduler {
   std::string restoreRunning(int64_t taskId, const std::string& jobId, const std::string& stageId,
                              int64_t index, int attempt, const std::string& executorId,
                              const std::string& node);
+  //   - an adopted executor reported the blocks it holds: the outputs recorded on it with a
+  //     block missing are lost (made again where still needed). Returns how many were lost.
+  int64_t keepOnlyHeldOutputs(const std::string& executorId, const std::set<std::string>& held,
+                              const std::string& why);
   // Task ids continue above `highest` (ids of the earlier attempt's tasks are never reused).
   void continueTaskIdsAfter(int64_t highest) { nextTaskId_ = std::max(nextTaskId_, highest + 1); }
 

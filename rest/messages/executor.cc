@@ -206,7 +206,19 @@ const JsonFields<ExecutorRegistration>& registrationFields() {
           .required("cores", &R::cores, atLeast(1))
           .optional("pid", &R::pid, 0, atLeast<int64_t>(0))
           .optional("resumed", &R::resumed, false)
-          .custom("running", readIds("running", &R::running), writeIds("running", &R::running));
+          .custom("running", readIds("running", &R::running), writeIds("running", &R::running))
+          .custom(
+              "blocks",
+              [](const JsonObjectReader& reader, R& value) {
+                value.blocksReported = reader.has("blocks");
+                value.blocks =
+                    JsonValueCodec<std::vector<std::string>>::optional(reader, "blocks", {});
+              },
+              [](JsonWriter& out, const R& value) {
+                if (!value.blocksReported) return;
+                out.key("blocks");
+                JsonValueCodec<std::vector<std::string>>::write(out, value.blocks);
+              });
   return fields;
 }
 

@@ -35,6 +35,11 @@ struct ExecutorRegistration {
   // is still running, or has finished and not yet reported, which the new attempt adopts.
   bool resumed = false;
   std::vector<int64_t> running;
+  // With `resumed`: the blocks it holds ("<jobId>/<stageId>/<index>/part-<n>"). The new
+  // attempt keeps the outputs it journaled on this executor only where they are all there,
+  // and makes the others again. `blocksReported` false: the field was absent (nothing known).
+  bool blocksReported = false;
+  std::vector<std::string> blocks;
 };
 
 struct ExecutorRegistered {

@@ -93,6 +93,27 @@ TEST(ExecutorMessagesTest, RegistrationRoundTrips) {
   EXPECT_EQ(back.pid, 123456);
 }
 
+TEST(ExecutorMessagesTest, AResumedRegistrationCarriesItsRunningTasksAndBlocks) {
+  ExecutorRegistration registration;
+  registration.executorId = "e3";
+  registration.cores = 2;
+  EXPECT_FALSE(executorRegistrationFromJson(parseJson(toJson(registration))).blocksReported)
+      << "a first registration reports no blocks";
+  EXPECT_EQ(toJson(registration).find("blocks"), std::string::npos);
+  registration.resumed = true;
+  registration.running = {17, 18};
+  registration.blocksReported = true;
+  ExecutorRegistration back = executorRegistrationFromJson(parseJson(toJson(registration)));
+  EXPECT_TRUE(back.blocksReported) << "holding no block is a report too";
+  EXPECT_TRUE(back.blocks.empty());
+  registration.blocks = {"job-1/map/0/part-0", "job-1/map/3/part-1"};
+  back = executorRegistrationFromJson(parseJson(toJson(registration)));
+  EXPECT_TRUE(back.resumed);
+  EXPECT_EQ(back.running, (std::vector<int64_t>{17, 18}));
+  EXPECT_TRUE(back.blocksReported);
+  EXPECT_EQ(back.blocks, registration.blocks);
+}
+
 TEST(ExecutorMessagesTest, RegisteredRoundTrips) {
   ExecutorRegistered registered;
   registered.heartbeatIntervalMs = 250;

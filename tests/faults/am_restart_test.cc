@@ -18,7 +18,7 @@
 #include <set>
 #include <string>
 
-#include "../integration/am_cluster_test.h"
+#include "tests/faults/am_restart_fixture.h"
 
 namespace tide::deploy {
 namespace {
@@ -26,120 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing_support::eventually;
-namespace fs = std::filesystem;
-
-class AmRestartTest : public testing_support::AmClusterTest {
- protected:
-  // Map tasks append a line to runs/<task> when they start, sleep, and write one line; the
-  // reduce task reads every map output (the blocks held by the executors) into the job output.
-  std::string twoStageJob(int tasks, const std::string& sleep) {
-    fs::create_directories(dir.path() / "runs");
-    const std::string runs = (dir.path() / "runs").string();
-    return R"({"name": "restart", "output": ")" + (dir.path() / "out").string() +
-           R"(", "stages": [{"id": "map", "tasks": )" + std::to_string(tasks) +
-           R"(, "command": ["sh", "-c", "echo {attempt} >> )" + runs + R"(/{task}; sleep )" +
-           sleep + R"(; echo map {task} > \"$TIDE_OUTPUT_DIR/part-0\""]},)" +
-           R"( {"id": "reduce", "depends_on": ["map"], "tasks": 1, "command": ["sh", "-c",)" +
-           R"( "cat \"$TIDE_INPUT_DIR\"/map/part-* | sort > \"$TIDE_OUTPUT_DIR/part-0\""]}]})";
-  }
-
-  // Runs of each map task so far (lines in runs/<task>).
-  std::map<int, int> runsByTask() {
-    std::map<int, int> runs;
-    for (const auto& entry : fs::directory_iterator(dir.path() / "runs")) {
-      std::ifstream in(entry.path());
-      std::string line;
-      int count = 0;
-      while (std::getline(in, line)) ++count;
-      runs[std::stoi(entry.path().filename().string())] = count;
-    }
-    return runs;
-  }
-
-  int64_t mapTasksSucceeded(const std::string& jobId) {
-    try {
-      const auto doc = job(jobId);
-      return (*stage(doc, "map"))["succeeded"].GetInt64();
-    } catch (const std::exception&) {
-      return -1;
-    }
-  }
-
-  // executor id -> container id, as the AM shows them.
-  std::map<std::string, std::string> executorContainers() {
-    std::map<std::string, std::string> found;
-    const rapidjson::Document listed = executors();  // outlives the loop
-    for (const auto& e : listed["executors"].GetArray()) {
-      found[e["id"].GetString()] = e["container"].GetString();
-    }
-    return found;
-  }
-
-  // Waits for the attempt after `attemptId` to serve its status; points `am` at it.
-  bool waitForNextAttempt(const std::string& attemptId, std::chrono::milliseconds timeout) {
-    return eventually(
-        [&] {
-          const rest::ApplicationReport report = client->application(appId);
-          if (report.currentAppAttemptId == attemptId || report.state != "RUNNING" ||
-              report.trackingUrl.empty()) {
-            return false;
-          }
-          rest::HttpClientOptions withToken;
-          withToken.defaultHeaders = {{"Authorization", "Bearer " + controlToken}};
-          withToken.retry.maxAttempts = 1;
-          am = std::make_unique<rest::HttpClient>(report.trackingUrl, withToken);
-          try {
-            return std::string(status()["attemptId"].GetString()) != attemptId;
-          } catch (const std::exception&) {
-            return false;
-          }
-        },
-        timeout);
-  }
-
-  // Processes whose working directory is inside the test's directory.
-  std::vector<pid_t> processesLeft() {
-    std::vector<pid_t> found;
-    const std::string prefix = fs::weakly_canonical(dir.path()).string();
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::error_code linkError;
-      const fs::path cwd = fs::read_symlink(entry.path() / "cwd", linkError);
-      if (!linkError && cwd.string().compare(0, prefix.size(), prefix) == 0) {
-        found.push_back(std::stoi(name));
-      }
-    }
-    return found;
-  }
-
-  void expectNothingLeft() {
-    if (cluster) cluster->stop();
-    std::vector<pid_t> left;
-    eventually(
-        [&] {
-          left = processesLeft();
-          return left.empty();
-        },
-        15s);
-    for (pid_t pid : left) {
-      ADD_FAILURE() << "process " << pid << " ("
-                    << testing_support::readFile("/proc/" + std::to_string(pid) + "/cmdline")
-                    << ") is left";
-      ::kill(pid, SIGKILL);
-    }
-  }
-
-  Conf restartConf() {
-    return {{"am.stagingDir", (dir.path() / "staging").string()},
-            {"am.maxAttempts", "2"},
-            {"executor.cores", "2"},
-            {"dynamicAllocation.minExecutors", "2"},
-            {"dynamicAllocation.maxExecutors", "2"},
-            {"dynamicAllocation.executorIdleTimeout", "60s"}};
-  }
-};
 
 TEST_F(AmRestartTest, AnAmKilledMidJobResumesWithTheSameExecutorsAndRerunsNoCommittedTask) {
   startCluster(2, 5);
@@ -221,8 +107,8 @@ TEST_F(AmRestartTest, TheNewAttemptAdoptsTheExecutorsOfTheOldOne) {
       << " starting)";
   EXPECT_EQ(status()["containers"]["requested"].GetInt(), 0);
   bool recovered = false;
-  for (const auto& d :
-       am->getJson("api/v1/allocation/decisions?limit=100")["decisions"].GetArray()) {
+  const rapidjson::Document decisions = am->getJson("api/v1/allocation/decisions?limit=100");
+  for (const auto& d : decisions["decisions"].GetArray()) {
     if (std::string(d["why"].GetString()).find("recovered from attempt 1") != std::string::npos) {
       recovered = true;
     }
