@@ -37,7 +37,7 @@ void ApplicationMaster::openJournal() {
   attemptNumber_ = attemptNumberOf(identity_.attemptId);
   if (config_.stagingDir.empty()) return;
   stagingDir_ = config_.stagingDir + "/" + identity_.applicationId;
-  journal_ = std::make_unique<RecoveryJournal>(stagingDir_);  // throws JournalError
+  journal_ = std::make_shared<RecoveryJournal>(stagingDir_);  // throws JournalError
   const JournalContents& contents = journal_->replayed();
   if (contents.tornTail) {
     log_.warn() << "the recovery journal " << journal_->path()

@@ -577,7 +577,14 @@ rest::CommitDecision ApplicationMaster::decideCommit(const std::string& executor
 Status ApplicationMaster::syncExecutor(const std::string& executorId,
                                        const rest::ExecutorSync& sync,
                                        rest::ExecutorSyncReply* reply) {
-  return withState([&](StateLock& lock) {
+  // The commits this reply acknowledges, and those the launches it hands out may read, must be
+  // fsync'd before the executor hears of it (launch records are written, not fsync'd). The fsync is
+  // taken after the AM's mutex is released, and shared by the replies waiting at the same time
+  // (group commit): many executors' commits cost one fdatasync, and nobody waits for it holding
+  // the mutex.
+  std::shared_ptr<RecoveryJournal> durable;
+  uint64_t position = 0;
+  const Status status = withState([&](StateLock& lock) {
     if (executors_.count(executorId) == 0) {
       if (releasedExecutors_.count(executorId) == 0) {
         return Status::notFound("executor " + executorId + " is not registered");
@@ -601,10 +608,10 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
         if (committed->stageCompleted) {
           journal(JournalRecord::stageDone(committed->jobId, committed->stageId));
         }
+        if (journal_) journaledCommits_ = journal_->position();
         committedAny = true;
       }
     }
-    if (committedAny) journalSync();
     if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
     if (changed) workAvailable_.notify_all();  // finished stages may have released others
 
@@ -620,8 +627,20 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
         break;
       }
     }
+    if (journal_ && (committedAny || !reply->launches.empty())) {
+      durable = journal_;
+      position = journaledCommits_;  // launch records themselves need no fsync
+    }
     return Status();
   });
+  if (!durable || !status.ok()) return status;
+  try {
+    durable->syncTo(position);
+  } catch (const JournalError& e) {
+    withState([&] { journalFailed(e.what()); });
+    return Status::unavailable(std::string("the AM cannot write its journal: ") + e.what());
+  }
+  return status;
 }
 
 bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,

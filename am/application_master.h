@@ -251,7 +251,8 @@ class ApplicationMaster : public MasterControl {
 
   // Recovery. Set by start(), then only read, except journal_ (guarded by mu_).
   std::string stagingDir_;  // <am.stagingDir>/<application id>; "" without a journal
-  std::unique_ptr<RecoveryJournal> journal_;
+  std::shared_ptr<RecoveryJournal> journal_;  // shared: syncExecutor fsyncs it unlocked
+  uint64_t journaledCommits_ = 0;             // journal position after the last commit record (mu_)
   int attemptNumber_ = 1;
   int recoveredFrom_ = 0;  // the attempt this one took over from (0: none)
   int recoveredJobs_ = 0;

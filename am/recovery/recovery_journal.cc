@@ -1,5 +1,7 @@
 #include "am/recovery/recovery_journal.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -359,7 +361,7 @@ void RecoveryJournal::writeAll(const std::string& bytes) {
   if (!writeFully(fd_, bytes)) {
     throw JournalError(systemError("cannot append to the AM journal", path_));
   }
-  dirty_ = true;
+  appended_ += bytes.size();
 }
 
 void RecoveryJournal::append(const JournalRecord& record) {
@@ -368,12 +370,20 @@ void RecoveryJournal::append(const JournalRecord& record) {
 }
 
 void RecoveryJournal::sync() {
-  if (fd_ < 0 || !dirty_) return;
+  syncTo(appended_.load());
+}
+
+void RecoveryJournal::syncTo(uint64_t position) {
+  if (durable_.load() >= position) return;
+  std::lock_guard<std::mutex> lock(syncMutex_);
+  if (fd_ < 0 || durable_.load() >= position) return;  // another caller's fsync covered it
+  const uint64_t covered = appended_.load();
   if (::fdatasync(fd_) != 0) throw JournalError(systemError("cannot fsync the AM journal", path_));
-  dirty_ = false;
+  durable_ = std::max(durable_.load(), covered);
 }
 
 void RecoveryJournal::remove() {
+  std::lock_guard<std::mutex> lock(syncMutex_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   std::error_code ec;

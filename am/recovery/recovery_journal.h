@@ -19,14 +19,17 @@
 // Unknown record types of the same version are an error (a reader cannot know what it skips).
 //
 // Durability: records are written (write(2), O_APPEND) before the AM acts on them, and the file
-// is fsync'd at commit points (task commits, jobs, bounds). A crash can tear only the last line:
-// a last line without its '\n', or one that does not parse, is dropped on replay (torn tail).
-// Anything else that does not parse, a missing header, or a version above kJournalVersion is a
-// JournalError: never a silent fresh start.
+// is fsync'd at commit points (task commits, jobs, bounds); task commits and the launches after
+// them are fsync'd together (group commit, syncTo) before the executors hear of them. A crash can
+// tear only the last line: a last line without its '\n', or one that does not parse, is dropped on
+// replay (torn tail). Anything else that does not parse, a missing header, or a version above
+// kJournalVersion is a JournalError: never a silent fresh start.
 //
 // Encoding and decoding are pure (strings in, records out); RecoveryJournal only adds the file.
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -136,6 +139,12 @@ class RecoveryJournal {
   void append(const JournalRecord& record);
   // fsync: everything appended so far survives a crash of the machine too.
   void sync();
+  // Bytes appended so far (a position to pass to syncTo).
+  uint64_t position() const { return appended_.load(); }
+  // Group commit: returns once everything appended up to `position` is fsync'd. Safe to call
+  // without the AM's mutex, from many threads at once: one fdatasync covers every record
+  // appended before it started, so callers waiting together share it.
+  void syncTo(uint64_t position);
   // Deletes the journal and its directory (the application ended for good).
   void remove();
 
@@ -145,8 +154,10 @@ class RecoveryJournal {
   std::string directory_;
   std::string path_;
   int fd_ = -1;
-  bool dirty_ = false;
   JournalContents replayed_;
+  std::atomic<uint64_t> appended_{0};  // bytes written (append: under the AM's mutex)
+  std::atomic<uint64_t> durable_{0};   // bytes known fsync'd
+  std::mutex syncMutex_;               // one fdatasync at a time; guards fd_ against remove()
 };
 
 }  // namespace tide::am
