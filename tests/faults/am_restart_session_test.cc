@@ -188,7 +188,7 @@ TEST_F(AmRestartSessionTest, BoundsChangedAtRuntimeAreTheNextAttemptsBounds) {
   const auto second = status();
   EXPECT_EQ(second["allocation"]["min"].GetInt(), 2);
   EXPECT_EQ(second["allocation"]["max"].GetInt(), 2);
-  EXPECT_GE(decisionsSaying("recovered from attempt 1"), 1);
+  EXPECT_TRUE(eventually([&] { return decisionsSaying("recovered from attempt 1") >= 1; }, 10s));
   ASSERT_TRUE(jobEnded(posted, 120s));
   EXPECT_EQ(jobState(posted), "SUCCEEDED");
   // With its backlog the new attempt would have started more executors under the configured
@@ -296,7 +296,9 @@ TEST_F(AmRestartSessionTest, AnAdoptedExecutorReportsItsBlocksAndOnlyAMissingOut
   ASSERT_TRUE(eventually([&] { return runsOf("map")[1] == 2; }, 60s))
       << "map task 1 was not run again after its executor registered without its blocks\n"
       << executorLogs();
-  EXPECT_GE(decisionsSaying("without the blocks of 1 committed task outputs"), 1);
+  // (The decision log is served from the status snapshot, published a moment later.)
+  EXPECT_TRUE(eventually(
+      [&] { return decisionsSaying("without the blocks of 1 committed task outputs") >= 1; }, 10s));
   std::ofstream(gate.string()) << "open\n";
   ASSERT_TRUE(jobEnded("job-1", 60s));
   ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
