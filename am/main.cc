@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
         am::BoundsReloader reloader = am::BoundsReloader::fromCommandLine(
             cli.propertiesFile(), cli.properties(), config.allocation.bounds);
 
-        // Signals are taken by one thread (sigwait), so the others never see them.
-        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGHUP});
+        // Signals are taken by one thread (sigwait), so the others never see them; SIGUSR2
+        // ends that thread.
+        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGHUP, SIGUSR2});
 
         if (!rm) {
           rm = std::make_unique<am::TideRmClient>(
@@ -104,20 +105,15 @@ int main(int argc, char** argv) {
         // from the recovery journal, with what was done of it.
         if (job && master.recoveredJobs() == 0) master.submitJob(std::move(*job));
 
-        std::thread signals([&] {
-          int sig = 0;
-          while (sigwait(&stopSignals, &sig) == 0) {
-            if (sig == SIGHUP) {
-              (void)reloader.reload(master);  // it logs what happened
-              continue;
-            }
-            if (sig != SIGUSR2) {
-              master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(sig));
-            }
-            break;
+        // Declared after the master, so that it is gone (joined) before the master is.
+        const SignalThread stopOnSignal(stopSignals, SIGUSR2, [&](int signal) {
+          if (signal == SIGHUP) {
+            (void)reloader.reload(master);  // it logs what happened
+            return true;
           }
+          master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(signal));
+          return false;
         });
-        signals.detach();
 
         const am::AmOutcome outcome = master.run();
         if (auto report = cli.option("report")) {

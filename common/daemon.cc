@@ -39,4 +39,18 @@ int waitForSignal(const sigset_t& signals) {
   return received;
 }
 
+SignalThread::SignalThread(const sigset_t& signals, int wakeUp, std::function<bool(int)> onSignal)
+    : wakeUp_(wakeUp), thread_([signals, wakeUp, onSignal = std::move(onSignal)] {
+        int received = 0;
+        while (sigwait(&signals, &received) == 0) {
+          if (received == wakeUp || !onSignal(received)) return;
+        }
+      }) {}
+
+SignalThread::~SignalThread() {
+  // The thread may have ended already (onSignal said so): then there is no one to wake.
+  pthread_kill(thread_.native_handle(), wakeUp_);
+  thread_.join();
+}
+
 }  // namespace tide

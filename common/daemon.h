@@ -7,8 +7,10 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <initializer_list>
 #include <string>
+#include <thread>
 
 #include "common/command_line.h"
 
@@ -30,5 +32,22 @@ sigset_t blockSignals(std::initializer_list<int> signals);
 
 // Waits for one of `signals` (blocked with blockSignals) and returns it.
 int waitForSignal(const sigset_t& signals);
+
+// Takes `signals` (blocked with blockSignals; they must include `wakeUp`) in a thread of its own
+// for as long as it exists, and hands each but `wakeUp` to `onSignal`, which returns whether to
+// go on waiting. The destructor sends `wakeUp` to the thread and joins it, so `onSignal` never
+// runs once it is gone: declare it after everything `onSignal` uses. (A detached thread would
+// outlive them: a SIGTERM after main's work was done called into a destroyed object.)
+class SignalThread {
+ public:
+  SignalThread(const sigset_t& signals, int wakeUp, std::function<bool(int)> onSignal);
+  ~SignalThread();
+  SignalThread(const SignalThread&) = delete;
+  SignalThread& operator=(const SignalThread&) = delete;
+
+ private:
+  int wakeUp_;
+  std::thread thread_;
+};
 
 }  // namespace tide

@@ -2,14 +2,12 @@
 // container whose environment says where the AM is (TIDE_AM_ADDRESS) and who this executor is
 // (TIDE_EXECUTOR_ID, TIDE_CONTAINER_ID, TIDE_APP_SECRET).
 
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "common/child_process.h"  // selfDirectory
 #include "common/command_line.h"
@@ -21,35 +19,6 @@
 #include "executor/executor_backend.h"
 #include "executor/executor_settings.h"
 #include "executor/task_runner.h"
-
-namespace {
-
-// Turns SIGTERM/SIGINT into backend.requestStop() for as long as it exists; declared after
-// the backend so that it is gone before the backend is. `signals`: SIGTERM, SIGINT and
-// SIGUSR1 (how the destructor tells the thread to end), blocked with tide::blockSignals.
-class StopSignalWatcher {
- public:
-  StopSignalWatcher(tide::executor::ExecutorBackend& backend, const sigset_t& signals)
-      : thread_([&backend, signals] {
-          int signal = 0;
-          while (sigwait(&signals, &signal) == 0) {
-            if (signal == SIGUSR1) return;
-            backend.requestStop(std::string("stopped by ") +
-                                (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
-          }
-        }) {}
-  ~StopSignalWatcher() {
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
-  }
-  StopSignalWatcher(const StopSignalWatcher&) = delete;
-  StopSignalWatcher& operator=(const StopSignalWatcher&) = delete;
-
- private:
-  std::thread thread_;
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace tide;
@@ -71,7 +40,8 @@ int main(int argc, char** argv) {
         // A task's or the AM's closed pipe must be an error code, not the end of the executor.
         ::signal(SIGPIPE, SIG_IGN);
         // SIGTERM and SIGINT are taken by one thread with sigwait() instead of a handler, so
-        // that stopping may lock and log (tasks get an empty mask from posix_spawn).
+        // that stopping may lock and log (tasks get an empty mask from posix_spawn); SIGUSR1
+        // ends that thread.
         const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGUSR1});
 
         // Blocks live in the container's directory, so the node manager's cleanup of the
@@ -120,7 +90,12 @@ int main(int argc, char** argv) {
         executor::TaskRunner runner(std::move(runnerOptions));
         executor::ExecutorBackend backend(std::move(settings), runner, &blocks);
         backendForCommits = &backend;
-        StopSignalWatcher stopSignalWatcher(backend, stopSignals);
+        // Declared after the backend, so that it is gone (joined) before the backend is.
+        const SignalThread stopOnSignal(stopSignals, SIGUSR1, [&backend](int signal) {
+          backend.requestStop(std::string("stopped by ") +
+                              (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
+          return true;
+        });
         const int status = backend.run();
         flushLogs();
         return status;
