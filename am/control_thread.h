@@ -8,9 +8,10 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
-#include <future>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 namespace tide::am {
@@ -31,33 +32,53 @@ class ControlThread {
 
   // Runs `work` on the control thread and waits; its exception, if any, is rethrown here.
   void run(const std::function<void()>& work) {
-    std::packaged_task<void()> task(work);
-    std::future<void> done = task.get_future();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(task));
-    }
-    wake_.notify_one();
-    done.get();
+    Call call{work, nullptr, false};
+    std::unique_lock<std::mutex> lock(mu_);
+    // The loop serves what is queued before it stops, and nothing after.
+    if (stopping_) throw std::runtime_error("the AM is stopping");
+    queue_.push_back(&call);
+    wake_.notify_all();
+    ended_.wait(lock, [&] { return call.done; });
+    lock.unlock();
+    if (call.error) std::rethrow_exception(call.error);
   }
 
  private:
+  // A call waiting on its caller's stack. Not std::packaged_task: a future's completion is
+  // signalled inside libstdc++, where ThreadSanitizer cannot see it, so it reported the caller
+  // reading the exception while this thread freed the task's state. Here the caller learns of
+  // the end through mu_, after which this thread touches nothing of the call.
+  struct Call {
+    const std::function<void()>& work;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
   void loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
-      std::packaged_task<void()> task = std::move(queue_.front());
+      Call* call = queue_.front();
       queue_.pop_front();
       lock.unlock();
-      task();
+      std::exception_ptr error;
+      try {
+        call->work();
+      } catch (...) {
+        error = std::current_exception();
+      }
       lock.lock();
+      call->error = std::move(error);
+      call->done = true;
+      ended_.notify_all();
     }
   }
 
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::packaged_task<void()>> queue_;
+  std::condition_variable ended_;
+  std::deque<Call*> queue_;
   bool stopping_ = false;
   std::thread thread_;  // last: starts once the rest is built
 };
