@@ -253,7 +253,9 @@ const std::vector<Codec>& codecs() {
                                             2,
                                             4242,
                                             true,
-                                            {7, 8}});
+                                            {7, 8},
+                                            true,
+                                            {"job-1/0/3/part-0"}});
        }},
       {"executor_registered", checkCodec<ExecutorRegistered, executorRegisteredFromJson>,
        [] {
