@@ -40,9 +40,14 @@ class AmRestartTest : public testing_support::AmClusterTest {
   }
 
   // Runs of each map task so far (lines in runs/<task>).
-  std::map<int, int> runsByTask() {
+  std::map<int, int> runsByTask() { return runsIn(dir.path() / "runs"); }
+
+  // Runs of each task counting its runs in `folder` (lines in <folder>/<index>); none yet when
+  // the folder is not there yet.
+  static std::map<int, int> runsIn(const fs::path& folder) {
     std::map<int, int> runs;
-    for (const auto& entry : fs::directory_iterator(dir.path() / "runs")) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder, ec)) {
       std::ifstream in(entry.path());
       std::string line;
       int count = 0;

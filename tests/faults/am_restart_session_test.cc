@@ -32,18 +32,7 @@ using testing_support::eventually;
 class AmRestartSessionTest : public AmRestartTest {
  protected:
   // Runs of each task of one stage, counted by lines in runs-<tag>/<index>.
-  std::map<int, int> runsOf(const std::string& tag) {
-    std::map<int, int> runs;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir.path() / ("runs-" + tag), ec)) {
-      std::ifstream in(entry.path());
-      std::string line;
-      int count = 0;
-      while (std::getline(in, line)) ++count;
-      runs[std::stoi(entry.path().filename().string())] = count;
-    }
-    return runs;
-  }
+  std::map<int, int> runsOf(const std::string& tag) { return runsIn(dir.path() / ("runs-" + tag)); }
 
   // A stage whose tasks count their runs in runs-<tag>/, sleep, and write "<tag> <index>".
   std::string countedStage(const std::string& id, const std::string& tag, int tasks,
