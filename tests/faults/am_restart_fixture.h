@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/integration/am_cluster_test.h"
+#include "tests/support/processes.h"
 
 namespace tide::deploy {
 
@@ -109,30 +110,13 @@ class AmRestartTest : public testing_support::AmClusterTest {
         << testing_support::readFile(cluster->rmLogPath());
   }
 
-  // Processes whose working directory is inside the test's directory.
-  std::vector<pid_t> processesLeft() {
-    std::vector<pid_t> found;
-    const std::string prefix = fs::weakly_canonical(dir.path()).string();
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::error_code linkError;
-      const fs::path cwd = fs::read_symlink(entry.path() / "cwd", linkError);
-      if (!linkError && cwd.string().compare(0, prefix.size(), prefix) == 0) {
-        found.push_back(std::stoi(name));
-      }
-    }
-    return found;
-  }
-
   void expectNothingLeft() {
     if (cluster) cluster->stop();
     appId.clear();  // nothing left to kill at the tear-down
     std::vector<pid_t> left;
     testing_support::eventually(
         [&] {
-          left = processesLeft();
+          left = testing_support::processesUnder(dir.path());
           return left.empty();
         },
         std::chrono::seconds(15));

@@ -27,6 +27,7 @@
 #include "tests/faults/outputs.h"
 #include "tests/faults/tally.h"
 #include "tests/integration/am_cluster_test.h"
+#include "tests/support/processes.h"
 
 namespace tide::deploy {
 namespace {
@@ -34,6 +35,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing_support::eventually;
+using testing_support::processesUnder;
 namespace fs = std::filesystem;
 
 // How many processes other than this one have `file` open.
@@ -54,24 +56,6 @@ int processesWithOpen(const std::string& file) {
     }
   }
   return count;
-}
-
-// Processes whose working directory is inside `root` (containers, tasks, their children):
-// what a run under `root` left behind.
-std::vector<pid_t> processesUnder(const fs::path& root) {
-  std::vector<pid_t> found;
-  const std::string prefix = fs::weakly_canonical(root).string();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::error_code linkError;
-    const fs::path cwd = fs::read_symlink(entry.path() / "cwd", linkError);
-    if (linkError) continue;
-    const std::string where = cwd.string();
-    if (where.compare(0, prefix.size(), prefix) == 0) found.push_back(std::stoi(name));
-  }
-  return found;
 }
 
 class FaultTest : public testing_support::AmClusterTest {

@@ -10,6 +10,23 @@
 
 namespace tide::testing_support {
 
+std::vector<pid_t> processesUnder(const std::filesystem::path& root) {
+  std::vector<pid_t> found;
+  const std::string prefix = std::filesystem::weakly_canonical(root).string();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code linkError;
+    const std::filesystem::path cwd =
+        std::filesystem::read_symlink(entry.path() / "cwd", linkError);
+    if (linkError) continue;
+    const std::string where = cwd.string();
+    if (where.compare(0, prefix.size(), prefix) == 0) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
 bool processGone(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   if (!stat) return true;

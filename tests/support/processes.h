@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ bool processGone(pid_t pid);
 // `variable`=`value` (e.g. the tide-am of one application), or 0.
 pid_t findProcess(const std::string& commandPart, const std::string& variable,
                   const std::string& value);
+
+// Processes whose working directory is inside `root` (containers, tasks, their children): what
+// a run under `root` left behind. Found by walking /proc, not by names.
+std::vector<pid_t> processesUnder(const std::filesystem::path& root);
 
 // Runs a command to its end (bounded: a test failure and a stopped command when it takes
 // longer than `timeout`) and returns its exit status and output (stdout and stderr, which go
