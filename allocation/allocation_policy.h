@@ -91,6 +91,11 @@ class AllocationPolicy {
   virtual void onSpeculativeTaskSubmitted(const std::string& stageId) = 0;
   // The original of a task marked for speculation succeeded before its copy launched.
   virtual void onPendingSpeculativeTaskDropped(const std::string& /*stageId*/) {}
+  // Every executor the stage's pending tasks could run on is excluded for failures (Spark's
+  // SparkListenerUnschedulableTaskSetAdded), and again schedulable (...Removed): while it is
+  // unschedulable the policy asks for executors beyond those it has (SPARK-31418).
+  virtual void onUnschedulableTaskSetAdded(const std::string& /*stageId*/) {}
+  virtual void onUnschedulableTaskSetRemoved(const std::string& /*stageId*/) {}
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
   // onTaskEnd(kFailed) first.

@@ -49,8 +49,21 @@ int ExecutorAllocationManager::maxNumExecutorsNeeded() const {
   if (needed >= static_cast<double>(INT_MAX)) return INT_MAX;
   // As in Spark: a speculative copy never runs on its original's executor, so when one executor
   // would hold every task and a copy is pending, one more is needed for the copy to start.
-  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && tasks_.pendingSpeculative() > 0) return 2;
-  return static_cast<int>(needed);
+  int maxNeeded = static_cast<int>(needed);
+  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && tasks_.pendingSpeculative() > 0) {
+    maxNeeded = 2;
+  }
+  // SPARK-31418: stages whose tasks every executor is excluded for need executors beyond those
+  // there are, one task's worth per stage (Spark does not know how many tasks are stuck).
+  int64_t unschedulable = 0;
+  for (const std::string& stageId : unschedulable_) unschedulable += tasks_.stages().count(stageId);
+  if (unschedulable > 0) {
+    const double extra =
+        std::ceil(static_cast<double>(unschedulable) * config_.executorAllocationRatio /
+                  static_cast<double>(config_.tasksPerExecutor()));
+    maxNeeded = std::max(maxNeeded, monitor_.executorCount() + static_cast<int>(extra));
+  }
+  return maxNeeded;
 }
 
 void ExecutorAllocationManager::onSchedulerBacklogged() {
@@ -73,6 +86,8 @@ void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int
 }
 
 void ExecutorAllocationManager::onStageCompleted(const std::string& stageId) {
+  // A completed stage has nothing left to schedule.
+  unschedulable_.erase(stageId);
   if (tasks_.onStageCompleted(stageId) == StageTaskCounts::Change::kUnknownStage) return;
   if (!tasks_.hasPending()) onSchedulerQueueEmpty();
 }
@@ -102,6 +117,15 @@ void ExecutorAllocationManager::onSpeculativeTaskSubmitted(const std::string& st
 
 void ExecutorAllocationManager::onPendingSpeculativeTaskDropped(const std::string& stageId) {
   if (tasks_.dropPendingSpeculative(stageId) && !tasks_.hasPending()) onSchedulerQueueEmpty();
+}
+
+void ExecutorAllocationManager::onUnschedulableTaskSetAdded(const std::string& stageId) {
+  unschedulable_.insert(stageId);
+  onSchedulerBacklogged();
+}
+
+void ExecutorAllocationManager::onUnschedulableTaskSetRemoved(const std::string& stageId) {
+  unschedulable_.erase(stageId);
 }
 
 void ExecutorAllocationManager::onShuffleInactive(const std::string& shuffleId) {

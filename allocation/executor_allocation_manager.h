@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,12 @@ class ExecutorAllocationManager final : public PolicyBase {
   // A task marked for speculation succeeded before its copy launched: the copy will never run,
   // so it no longer counts as pending (Spark drops it when the original succeeds).
   void onPendingSpeculativeTaskDropped(const std::string& stageId) override;
+  // A stage whose tasks no executor may run (all excluded for failures): as in Spark, maxNeeded
+  // is at least the executors there are plus those its tasks would fill, counting each such
+  // stage as one task (SPARK-31418), so that new executors come when the old ones are all
+  // excluded.
+  void onUnschedulableTaskSetAdded(const std::string& stageId) override;
+  void onUnschedulableTaskSetRemoved(const std::string& stageId) override;
 
   // Executor events (onExecutorAdded, ...) and the data executors hold go to the monitor (see
   // PolicyBase); shuffle output whose job ended holds its executors for shuffleTracking.timeout.
@@ -66,7 +73,8 @@ class ExecutorAllocationManager final : public PolicyBase {
 
   int numExecutorsToAdd_ = 1;
   TimeMs addTime_ = -1;
-  TimeMs backlogSince_ = -1;  // when the current backlog began, for the reasons
+  TimeMs backlogSince_ = -1;             // when the current backlog began, for the reasons
+  std::set<std::string> unschedulable_;  // stages with unschedulable tasks (SPARK-31418)
 };
 
 }  // namespace tide::allocation

@@ -251,6 +251,27 @@ TEST_F(AllocationTest, PendingSpeculativeTaskDroppedWhenTheOriginalSucceeds) {
   EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 0);
 }
 
+// SPARK-31418: a stage whose tasks every executor is excluded for asks for executors beyond
+// those there are, until it is schedulable again or completes.
+TEST_F(AllocationTest, AnUnschedulableStageAsksForExecutorsBeyondThoseThereAre) {
+  addExecutors(1, 2);
+  manager().onStageSubmitted("s1", 3);
+  manager().onTaskStart("s1", "e1");
+  manager().onTaskStart("s1", "e2");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3);
+  manager().onUnschedulableTaskSetAdded("s1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3) << "max(3 tasks, 2 executors + 1)";
+  manager().onExecutorAdded("e3");
+  manager().onExecutorAdded("e4");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 5) << "4 executors, all excluded, + 1";
+  manager().onUnschedulableTaskSetAdded("unknown");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 5) << "a stage the policy does not know counts 0";
+  manager().onStageCompleted("s1");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "completed: only its 2 running tasks";
+  manager().onStageSubmitted("s2", 1);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3);
+}
+
 TEST_F(AllocationTest, WithoutShuffleTrackingShuffleDataHoldsNothing) {
   config.shuffleTrackingEnabled = false;
   addExecutors(1, 1);

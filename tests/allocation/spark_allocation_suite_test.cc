@@ -109,9 +109,7 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
   // Spark's onExecutorBusy/onExecutorIdle: a task of stage 1 attempt 1, never submitted, starts
   // or ends on the executor.
   void onExecutorBusy(const ExecutorId& id) { manager().onTaskStart("1.1", id); }
-  void onExecutorIdle(const ExecutorId& id) {
-    manager().onTaskEnd("1.1", id, TaskEnd::kSuccess);
-  }
+  void onExecutorIdle(const ExecutorId& id) { manager().onTaskEnd("1.1", id, TaskEnd::kSuccess); }
 
   int addExecutorsToTarget() { return addExecutorsOnBacklogTimer(manager(), clock); }
 
@@ -271,7 +269,7 @@ TEST_F(SparkSuite, ExecutionAllocationRatioIsCorrectlyHandled) {
   EXPECT_EQ(testAllocationRatio(1, 0.385), 8);
 
   // max/min executors capping
-  EXPECT_EQ(testAllocationRatio(1, 1.0), 15);        // should be 20 but capped by max
+  EXPECT_EQ(testAllocationRatio(1, 1.0), 15);       // should be 20 but capped by max
   EXPECT_EQ(testAllocationRatio(4, 1.0 / 3.0), 3);  // should be 2 but elevated by min
 }
 
@@ -360,6 +358,154 @@ TEST_F(SparkSuite, AddExecutorsWhenSpeculativeTasksAdded) {
   EXPECT_EQ(numExecutorsTarget(), 5);
   EXPECT_EQ(addExecutorsToTarget(), 0);
   EXPECT_EQ(numExecutorsToAdd(), 1);
+}
+
+// Spark: "SPARK-31418: one stage being unschedulable"
+TEST_F(SparkSuite, Spark31418OneStageBeingUnschedulable) {
+  createConf(0, 5, 0);
+  config.executorCores = 2;
+  directCalls();
+
+  manager().onStageSubmitted("0", 2);
+
+  EXPECT_EQ(addExecutorsToTarget(), 1);
+  EXPECT_EQ(addExecutorsToTarget(), 0);
+
+  onExecutorAdded("0");
+  manager().onTaskStart("0", "0");
+  manager().onTaskStart("0", "0");
+
+  EXPECT_EQ(numExecutorsTarget(), 1);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+
+  // Stage 0 becomes unschedulable due to excludeOnFailure
+  manager().onUnschedulableTaskSetAdded("0");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  // Assert that we are getting additional executor to schedule unschedulable tasks
+  EXPECT_EQ(numExecutorsTarget(), 2);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+
+  // Add a new executor
+  onExecutorAdded("1");
+  // Now once the task becomes schedulable, clear the unschedulableTaskSets
+  manager().onUnschedulableTaskSetRemoved("0");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 1);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+}
+
+// Spark: "SPARK-31418: multiple stages being unschedulable"
+TEST_F(SparkSuite, Spark31418MultipleStagesBeingUnschedulable) {
+  createConf(0, 10, 0);
+  config.executorCores = 2;
+  directCalls();
+
+  manager().onStageSubmitted("0", 2);
+  manager().onStageSubmitted("1", 2);
+  manager().onStageSubmitted("2", 2);
+
+  EXPECT_EQ(addExecutorsToTarget(), 1);
+  EXPECT_EQ(addExecutorsToTarget(), 2);
+  EXPECT_EQ(addExecutorsToTarget(), 0);
+
+  // Add necessary executors
+  addExecutors(0, 2);
+
+  // Start all the tasks (Spark puts stages 0 and 1 on executor "0", stage 2 on "1")
+  for (int i = 0; i <= 2; ++i) {
+    manager().onTaskStart(std::to_string(i), std::to_string(i / 2));
+    manager().onTaskStart(std::to_string(i), std::to_string(i / 2));
+  }
+  EXPECT_EQ(numExecutorsTarget(), 3);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 3);
+
+  // Complete the stage 0 tasks.
+  manager().onTaskEnd("0", "0", TaskEnd::kSuccess);
+  manager().onTaskEnd("0", "0", TaskEnd::kSuccess);
+  manager().onStageCompleted("0");
+
+  // Stage 1 and 2 becomes unschedulable now due to excludeOnFailure
+  manager().onUnschedulableTaskSetAdded("1");
+  manager().onUnschedulableTaskSetAdded("2");
+
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  // Assert that we are getting additional executor to schedule unschedulable tasks
+  EXPECT_EQ(numExecutorsTarget(), 4);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 4);
+
+  // Add a new executor
+  onExecutorAdded("3");
+
+  // Now once the task becomes schedulable, clear the unschedulableTaskSets
+  manager().onUnschedulableTaskSetRemoved("1");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 4);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+}
+
+// Spark: "SPARK-31418: remove executors after unschedulable tasks end"
+TEST_F(SparkSuite, Spark31418RemoveExecutorsAfterUnschedulableTasksEnd) {
+  createConf(0, 6, 0);
+  config.executorCores = 2;
+  directCalls();
+  const auto executorOf = [](int task) { return std::to_string(task / 2); };
+
+  manager().onStageSubmitted("0", 10);
+  EXPECT_EQ(addExecutorsToTarget(), 1);
+  EXPECT_EQ(addExecutorsToTarget(), 2);
+  EXPECT_EQ(addExecutorsToTarget(), 2);
+  EXPECT_EQ(addExecutorsToTarget(), 0);
+
+  addExecutors(0, 4);
+  for (int i = 0; i <= 9; ++i) manager().onTaskStart("0", executorOf(i));
+  EXPECT_EQ(numExecutorsTarget(), 5);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+
+  // 8 tasks (0 - 7) finished
+  for (int i = 0; i <= 7; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 1);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  for (int i = 0; i <= 3; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
+  removedExecutors(0, 3);
+
+  // Now due to executor being excluded, the task becomes unschedulable
+  manager().onUnschedulableTaskSetAdded("0");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 2);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+
+  // New executor got added
+  onExecutorAdded("5");
+
+  // Now once the task becomes schedulable, clear the unschedulableTaskSets
+  manager().onUnschedulableTaskSetRemoved("0");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 1);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  manager().onTaskEnd("0", "4", TaskEnd::kSuccess);  // task 9
+  // Unschedulable task successfully ran on the new executor provisioned. (Spark's event says
+  // task 8 ended on "5" though it started on "4"; tide's monitor ends a task where it runs, so
+  // here it ends on "4", which leaves both executors idle as in Spark.)
+  manager().onTaskEnd("0", "4", TaskEnd::kSuccess);
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  manager().onStageCompleted("0");
+  clock.advance(1000);
+  updateAndSyncNumExecutorsTarget();
+  EXPECT_EQ(numExecutorsTarget(), 0);
+  EXPECT_EQ(maxNumExecutorsNeeded(), 0);
+  EXPECT_TRUE(removeExecutor("4"));
+  onExecutorRemoved("4");
+  EXPECT_TRUE(removeExecutor("5"));
+  onExecutorRemoved("5");
 }
 
 // Spark: "SPARK-41192: remove executors when task finished before speculative task scheduled"
@@ -726,7 +872,7 @@ TEST_F(SparkSuite, RemovingWithVariousNumExecutorsTargetCondition) {
   EXPECT_EQ(executorCount(), 5);
   EXPECT_EQ(numExecutorsTarget(), 5);
   EXPECT_EQ(maxNumExecutorsNeeded(), 4);
-  EXPECT_FALSE(removeExecutor("4"));      // lower limit
+  EXPECT_FALSE(removeExecutor("4"));     // lower limit
   EXPECT_EQ(addExecutorsToTarget(), 0);  // upper limit
 }
 
@@ -1110,8 +1256,6 @@ TEST_F(SparkSuite, Spark26758CheckExecutorTargetNumberAfterIdleTimeOut) {
 // Not ported (docs/spark-suite.md says why):
 // - "add executors multiple profiles", "add executors multiple profiles initial num same as
 //   needed", "remove executors multiple profiles": tide has no resource profiles yet.
-// - "SPARK-31418: one stage being unschedulable", "SPARK-31418: multiple stages being
-//   unschedulable", "SPARK-31418: remove executors after unschedulable tasks end": see below.
 // - "SPARK-33763: metrics to track dynamic allocation (decommissionEnabled=false)" and
 //   "(decommissionEnabled = true)": the policy is not told why an executor went; the AM counts
 //   executor losses in tide_executor_failures_total instead. Decommissioning is not built.
