@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +33,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/allocation_policy.h"
 #include "allocation/executor_allocation_manager.h"
+#include "am/scheduler/task_set_manager.h"
 #include "common/config.h"
 #include "tests/allocation/policy_test.h"
 
@@ -1184,6 +1186,46 @@ TEST_F(SparkSuite, AvoidRampDownInitialExecutorsUntilIdleExecutorIsTimeout) {
   EXPECT_EQ(numExecutorsTarget(), 2);
 }
 
+// Spark: "get pending task number and related locality preference"
+// The policy keeps no locality hints in tide: the AM's scheduler sums its stages' pending tasks
+// by preferred node (TaskScheduler::pendingTasksByPreferredNode, from each TaskSetManager) for
+// the container allocator. This ports the per-host counts Spark asserts; Spark's count of
+// locality-aware tasks (3, 5, 2) has no counterpart in tide (see docs/spark-suite.md).
+TEST_F(SparkSuite, GetPendingTaskNumberAndRelatedLocalityPreference) {
+  using am::TaskPreference;
+  using am::TaskSetManager;
+  using HostCounts = std::map<std::string, int64_t>;
+  const auto prefer = [](std::vector<std::string> hosts) {
+    return TaskPreference{{}, std::move(hosts)};
+  };
+  const auto hostToLocalTaskCount = [](const std::vector<const TaskSetManager*>& stages) {
+    HostCounts counts;
+    for (const TaskSetManager* stage : stages) {
+      for (const auto& [host, tasks] : stage->pendingTasksByNode()) counts[host] += tasks;
+    }
+    return counts;
+  };
+
+  TaskSetManager stage1(5);
+  stage1.setPreferences({prefer({"host1", "host2", "host3"}), prefer({"host1", "host2", "host4"}),
+                         prefer({"host2", "host3", "host4"}), TaskPreference{}, TaskPreference{}},
+                        am::LocalityWaits{}, clock.nowMs());
+  EXPECT_EQ(hostToLocalTaskCount({&stage1}),
+            (HostCounts{{"host1", 2}, {"host2", 3}, {"host3", 2}, {"host4", 2}}));
+
+  TaskSetManager stage2(3);
+  stage2.setPreferences(
+      {prefer({"host2", "host3", "host5"}), prefer({"host3", "host4", "host5"}), TaskPreference{}},
+      am::LocalityWaits{}, clock.nowMs());
+  EXPECT_EQ(hostToLocalTaskCount({&stage1, &stage2}),
+            (HostCounts{{"host1", 2}, {"host2", 4}, {"host3", 4}, {"host4", 3}, {"host5", 2}}));
+
+  // Stage 1 completes with its tasks pending: aborted, it asks for nothing any more.
+  stage1.abort();
+  EXPECT_EQ(hostToLocalTaskCount({&stage1, &stage2}),
+            (HostCounts{{"host2", 1}, {"host3", 2}, {"host4", 1}, {"host5", 2}}));
+}
+
 // Spark: "SPARK-8366: maxNumExecutorsNeededPerResourceProfile should properly handle failed tasks"
 TEST_F(SparkSuite, Spark8366MaxNumExecutorsNeededShouldProperlyHandleFailedTasks) {
   EXPECT_EQ(maxNumExecutorsNeeded(), 0);
@@ -1260,8 +1302,6 @@ TEST_F(SparkSuite, Spark26758CheckExecutorTargetNumberAfterIdleTimeOut) {
 //   "(decommissionEnabled = true)": the policy is not told why an executor went; the AM counts
 //   executor losses in tide_executor_failures_total instead. Decommissioning is not built.
 // - "mock polling loop remove with decommissioning": decommissioning is not built.
-// - "get pending task number and related locality preference": the policy keeps no locality
-//   hints; the AM's scheduler gives them to the container allocator.
 // - "reset the state of allocation manager": tide has no reset.
 
 }  // namespace
