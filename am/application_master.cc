@@ -1,7 +1,11 @@
 #include "am/application_master.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "am/control_auth.h"
@@ -180,10 +184,22 @@ void ApplicationMaster::requestStop(const std::string& finalStatus,
 
 AmOutcome ApplicationMaster::run() {
   const AmOutcome outcome = withState([&](StateLock& lock) {
-    stateChanged_.wait(lock, [&] {
-      return stopOutcome_.has_value() ||
-             (!config_.session && jobsSubmitted_ > 0 && scheduler_->allJobsDone());
-    });
+    const auto jobDone = [&] {
+      return !config_.session && jobsSubmitted_ > 0 && scheduler_->allJobsDone();
+    };
+    stateChanged_.wait(lock, [&] { return stopOutcome_.has_value() || jobDone(); });
+    if (!stopOutcome_ && config_.keepAlive > 0) {
+      // am.keepAlive: the allocation goes on without work, so idle executors time out and
+      // go as they would between jobs; then the AM ends with the job's status.
+      log_.info() << "the job has ended; staying up " << config_.keepAlive
+                  << " ms (am.keepAlive) while idle executors go";
+      const auto stopped = [&] { return stopOutcome_.has_value(); };
+      if (config_.keepAlive >= kInfiniteMs) {
+        stateChanged_.wait(lock, stopped);  // until killed
+      } else {
+        stateChanged_.wait_for(lock, std::chrono::milliseconds(config_.keepAlive), stopped);
+      }
+    }
     // Executors are told to finish; their containers go back with the last heartbeat.
     stopping_ = true;
     if (stopOutcome_) return *stopOutcome_;
@@ -209,6 +225,7 @@ AmOutcome ApplicationMaster::run() {
   } catch (const std::exception& e) {
     log_.warn() << "could not release the containers: " << e.what();
   }
+  if (!config_.reportFile.empty()) writeReport();
   bool unregistered = false;
   try {
     rm_->unregister(outcome.finalStatus, outcome.diagnostics);
@@ -723,6 +740,23 @@ Status ApplicationMaster::unpersist(const std::string& stageId) {
     }
     return done;
   });
+}
+
+void ApplicationMaster::writeReport() {
+  // Aside, then renamed: a reader polling for it never sees half of it.
+  const std::string partial = config_.reportFile + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << reportJson() << "\n";
+    if (!out.flush()) {
+      log_.warn() << "could not write the report " << config_.reportFile;
+      return;
+    }
+  }
+  if (std::rename(partial.c_str(), config_.reportFile.c_str()) != 0) {
+    log_.warn() << "could not write the report " << config_.reportFile << ": "
+                << std::strerror(errno);
+  }
 }
 
 std::string ApplicationMaster::reportJson() {

@@ -113,6 +113,9 @@ class ApplicationMaster : public MasterControl {
                                     const rest::CommitRequest& request) override;
 
  private:
+  // Writes reportJson() to config_.reportFile (run() does, before it unregisters).
+  void writeReport();
+
   using StateLock = std::unique_lock<std::mutex>;
 
   // The one place mu_ is taken: runs `body` under it and returns what it returns. A body that

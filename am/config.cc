@@ -33,6 +33,8 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   config.initialAllocationInterval = props.getDuration("am.initialAllocationInterval");
   config.networkTimeout = props.getDuration("network.timeout");
   config.executorSyncWait = props.getDuration("am.executorSyncWait");
+  config.keepAlive = props.getDuration("am.keepAlive");
+  if (config.keepAlive < 0) throw ConfigError(props.describe("am.keepAlive") + ": must be >= 0");
   for (const char* key : {"am.heartbeatInterval", "am.initialAllocationInterval", "network.timeout",
                           "am.executorSyncWait"}) {
     if (props.getDuration(key) <= 0) throw ConfigError(props.describe(key) + ": must be positive");

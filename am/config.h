@@ -33,6 +33,10 @@ struct AmConfig {
   DurationMs networkTimeout = 120000;  // executors silent this long are lost
   DurationMs executorSyncWait = 1000;  // long-poll bound and executors' heartbeat
   bool session = false;
+  DurationMs keepAlive = 0;  // how long the AM stays up after its job ended
+  // --report: where the run's JSON summary goes, written before the AM unregisters so that
+  // whoever follows the application finds it once the application has ended. "" = none.
+  std::string reportFile;
   // am.stagingDir resolved: the base directory of applications' recovery journals; "" for none.
   std::string stagingDir;
   // tls.*, or the node's TLS files from the container's environment: HTTPS on the status and

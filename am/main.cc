@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -51,6 +50,7 @@ int main(int argc, char** argv) {
         am::AmConfig config = am::AmConfig::fromProperties(cli.properties(), &warnings);
         for (const auto& w : warnings) log.warn() << w;
         config.session = cli.flag("session");
+        config.reportFile = cli.option("report").value_or("");
         std::optional<am::Job> job;
         if (auto path = cli.option("job")) {
           try {
@@ -116,10 +116,6 @@ int main(int argc, char** argv) {
         });
 
         const am::AmOutcome outcome = master.run();
-        if (auto report = cli.option("report")) {
-          std::ofstream out(*report);
-          out << master.reportJson() << "\n";
-        }
         return outcome.finalStatus == "SUCCEEDED" ? 0 : 1;
       },
       "tide-am");

@@ -120,6 +120,10 @@ std::vector<KeyInfo> buildKeyTable() {
           "(an AM restart then starts over). Default: $HOME/.tide/staging"),
       key("am.executorSyncWait", K::kDuration, "1s",
           "Longest an executor's sync waits at the AM for work (its heartbeat interval)", kMs),
+      key("am.keepAlive", K::kDuration, "0",
+          "How long the AM stays up after its job has ended, executors idling away meanwhile, "
+          "before it ends with the job's status (0: at once; `tide run --keep-alive`)",
+          kMs),
       key("am.resourceManager", K::kString, "tide",
           "Where executors come from: tide (tide-rm) or slurm"),
       key("network.timeout", K::kDuration, "120s", "Default timeout for network interactions",

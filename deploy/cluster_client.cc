@@ -52,6 +52,13 @@ void ClusterClient::kill(const std::string& applicationId) {
                 rest::toJson(rest::AppStateMessage{rest::app_state::kKilled}));
 }
 
+std::vector<rest::ApplicationReport> ClusterClient::applications(
+    const std::vector<std::string>& states) {
+  std::string query;
+  for (const std::string& state : states) query += (query.empty() ? "?states=" : ",") + state;
+  return rest::applicationReportsFromJson(http_.getJson("/ws/v1/cluster/apps" + query));
+}
+
 rest::ClusterMetrics ClusterClient::metrics() {
   return rest::clusterMetricsFromJson(http_.getJson("/ws/v1/cluster/metrics"));
 }

@@ -25,6 +25,9 @@ class ClusterClient {
   rest::NewApplicationResponse newApplication();
   void submit(const rest::ApplicationSubmission& submission);
   rest::ApplicationReport application(const std::string& applicationId);
+  // Every application the RM knows (GET /ws/v1/cluster/apps), only those in `states` when
+  // it is not empty (YARN's ?states=RUNNING,ACCEPTED).
+  std::vector<rest::ApplicationReport> applications(const std::vector<std::string>& states = {});
   void kill(const std::string& applicationId);
   rest::ClusterMetrics metrics();
   // The application's control token (GET /ws/v1/cluster/apps/{id}/control-token).

@@ -11,5 +11,6 @@ int runRunCommand(int argc, char** argv);
 int runSubmitCommand(int argc, char** argv);
 int runStatusCommand(int argc, char** argv);
 int runTokenCommand(int argc, char** argv);
+int runAppCommand(int argc, char** argv);
 
 }  // namespace tide::deploy

@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
      tide::deploy::runSubmitCommand},
     {"status", "Show a running application's allocation: executors, tasks, decisions",
      tide::deploy::runStatusCommand},
+    {"app", "List, show and kill the applications of a tide-rm (as `yarn application`)",
+     tide::deploy::runAppCommand},
     {"token", "Print a client token or node credential derived from the cluster secret",
      tide::deploy::runTokenCommand},
     {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",

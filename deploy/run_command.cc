@@ -21,6 +21,7 @@
 #include "deploy/am_submission.h"
 #include "deploy/commands.h"
 #include "deploy/embedded_cluster.h"
+#include "deploy/master_location.h"
 #include "deploy/slurm_submission.h"
 #include "rest/messages/credentials.h"
 #include "rest/tls_settings.h"
@@ -112,11 +113,18 @@ int runRunCommand(int argc, char** argv) {
   cli.addOption("work-dir", "DIR",
                 "Where the cluster keeps logs and containers (default: a new "
                 "directory under $TMPDIR)");
+  cli.addOption("keep-alive", "DURATION",
+                "Keep the application up this long after the job ends, so that its idle "
+                "executors are seen going (e.g. 30s; sets am.keepAlive)");
   cli.addFlag("strict-conf", kStrictConfHelp);
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
         Properties& props = cli.properties();
+        if (auto keepAlive = cli.option("keep-alive")) {
+          props.set("am.keepAlive", *keepAlive);
+          props.getDuration("am.keepAlive");  // a bad duration is named here, not in the AM
+        }
         makeTlsPathsAbsolute(props);
         const std::string jobFile = absolute(*cli.positional("JOB"));
         // The status port of an embedded run is whatever is free, unless asked for.
@@ -159,6 +167,9 @@ int runRunCommand(int argc, char** argv) {
         }
         std::cerr << "tide: starting an embedded cluster in " << workDir << "\n";
         EmbeddedCluster cluster(options);
+        // `tide app` and `tide status` run here find this cluster while it runs.
+        const EmbeddedClusterPointer pointer(".", cluster.rmAddress(), cluster.secretFile(),
+                                             std::cerr);
 
         AmSubmission submission;
         submission.jobFile = jobFile;

@@ -1,12 +1,16 @@
 // `tide simulate`: replays a workload trace against the real allocation policy on a virtual
 // clock and prints, as JSON Lines, how the executor set followed the work.
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "allocation/allocation_config.h"
+#include "allocation/simulation_plot.h"
 #include "allocation/simulator.h"
 #include "allocation/workload_trace.h"
 #include "common/command_line.h"
@@ -51,6 +55,9 @@ int runSimulateCommand(int argc, char** argv) {
         cli.addOption("until", "DURATION",
                       "Stop at this virtual time instead of when the work is done and the "
                       "executor set has settled");
+        cli.addOption("plot", "FILE",
+                      "Also draw the run as an SVG chart in FILE: target, live and busy "
+                      "executors and pending tasks over time, as the AM's page draws them");
         if (!cli.parse(argc, argv)) return 0;
 
         const std::string tracePath = requireTracePath(cli);
@@ -63,7 +70,25 @@ int runSimulateCommand(int argc, char** argv) {
         const allocation::Trace trace = loadReplayTrace(tracePath);
 
         std::ios::sync_with_stdio(false);
-        allocation::simulateToStream(config, trace, options, std::cout, std::cerr);
+        const std::optional<std::string> plotFile = cli.option("plot");
+        if (!plotFile) {
+          allocation::simulateToStream(config, trace, options, std::cout, std::cerr);
+          return std::cout.good() ? 0 : 1;
+        }
+        // Opened first: a plot that cannot be written fails before the run, not after it.
+        std::ofstream plot(*plotFile, std::ios::trunc);
+        if (!plot) throw ConfigError("--plot " + *plotFile + ": cannot write: " + strerror(errno));
+        std::vector<allocation::SimulationLine> lines;
+        allocation::SimulationObserver observer;
+        observer.onLine = [&](const allocation::SimulationLine& line) {
+          std::cout << allocation::toJsonLine(line) << '\n';
+          lines.push_back(line);
+        };
+        observer.onDiagnostic = [](const std::string& message) { std::cerr << message << '\n'; };
+        const auto summary = allocation::simulate(config, trace, options, observer);
+        std::cout << allocation::toJsonLine(summary) << '\n' << std::flush;
+        plot << allocation::plotSimulationSvg(lines, summary);
+        if (!plot.flush()) throw std::runtime_error("--plot " + *plotFile + ": write failed");
         return std::cout.good() ? 0 : 1;
       },
       "tide simulate");

@@ -17,6 +17,7 @@
 #include "common/command_line.h"
 #include "deploy/cluster_client.h"
 #include "deploy/commands.h"
+#include "deploy/master_location.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/credentials.h"
@@ -194,16 +195,16 @@ int runStatusCommand(int argc, char** argv) {
   cli.addFlag("json", "Print the status JSON (GET /api/v1/status) instead");
   cli.addFlag("watch", "Redraw every second until interrupted or the application ends");
   cli.addOption("master", "URL",
-                "The resource manager to look an application id up in (default "
+                "The resource manager to look an application id up in (default: $TIDE_MASTER, "
+                "else the cluster of a `tide run` running in this directory, else "
                 "http://127.0.0.1:8088)");
   cli.hideConfigKeys();
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
-        const std::string master = cli.option("master").value_or("http://127.0.0.1:8088");
-        if (!isUrl(master))
-          throw ConfigError("--master " + master +
-                            ": expected http://HOST:PORT or https://HOST:PORT");
+        const MasterLocation location = resolveMaster(cli.option("master"));
+        useMasterCredentials(location, cli.properties());
+        const std::string master = location.url;
         const Target target = resolve(*cli.positional("TARGET"), master, cli.properties());
         if (target.applicationId && !target.controlToken.empty()) {
           // Once, on stderr: the page with the token that lets it change the bounds.

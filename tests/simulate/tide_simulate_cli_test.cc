@@ -131,6 +131,34 @@ TEST(TideSimulateCliTest, UntilAndGrantDelayOptions) {
   EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 0);
 }
 
+TEST(TideSimulateCliTest, PlotDrawsTheRunAndLeavesItsOutputAsItWas) {
+  tide::testing_support::TempDir dir;
+  const std::string trace = kExamples + "/steady-batch.jsonl";
+  const std::string plot = (dir.path() / "run.svg").string();
+  const Result plain = runTide(simulateArgs(trace));
+  const Result plotted = runTide(simulateArgs(trace) + " --plot " + plot);
+  ASSERT_EQ(plotted.status, 0) << plotted.err;
+  EXPECT_EQ(plotted.out, plain.out);
+  const std::string svg = tide::testing_support::readFile(plot);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 100);
+  for (const char* series :
+       {"class=\"target\"", "class=\"live\"", "class=\"busy\"", "class=\"tasks\""}) {
+    EXPECT_NE(svg.find(series), std::string::npos) << series;
+  }
+  // The legend's summary is the run's own.
+  rapidjson::Document summary;
+  summary.Parse(lines(plain.out).back().c_str());
+  EXPECT_NE(svg.find("peak " + std::to_string(summary["summary"]["peak_live"].GetInt()) + " live"),
+            std::string::npos);
+
+  // A plot that cannot be written is refused before anything runs.
+  const Result refused = runTide(simulateArgs(trace) + " --plot /nonexistent-dir/run.svg");
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("--plot /nonexistent-dir/run.svg: cannot write"), std::string::npos)
+      << refused.err;
+}
+
 TEST(TideSimulateCliTest, HelpListsCommandsAndOptions) {
   const Result top = runTide("--help");
   EXPECT_EQ(top.status, 0);
