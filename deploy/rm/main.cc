@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
                    << (options.config.stateStoreDir.empty() ? std::string("none")
                                                             : options.config.stateStoreDir)
                    << ")";
+        log.info() << "the cluster's page: "
+                   << options.config.tls.urlOf(options.config.host + ":" + std::to_string(port))
+                   << "/?token=TOKEN (a client token: `tide token`)";
 
         const int received = tide::waitForSignal(stopSignals);
         log.info() << "tide-rm stopping on signal " << received;

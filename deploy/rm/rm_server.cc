@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "deploy/rm/request_limits.h"
 #include "deploy/rm/rm_error.h"
+#include "deploy/rm/rm_page.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
@@ -30,10 +31,13 @@ std::string bearerToken(const httplib::Request& req) {
 // - /ws/v1/nm/{node}/heartbeat: the node secret the RM gave that node at registration,
 //   checked by the handler (a node the RM does not know is only told to register);
 // - POST /ws/v1/nm/register: the node credential (or the admin token);
+// - GET / (the page, which holds no data): nobody;
 // - everything else (the client API): a client token or the admin token.
 rest::AuthHook clusterAuth(std::string secret) {
   return [secret = std::move(secret)](const httplib::Request& req) -> std::optional<std::string> {
     const std::string& path = req.path;
+    // The page holds no data: what it shows it reads with the token it is given.
+    if (path == "/") return std::nullopt;
     if (path.rfind("/ws/v1/am/", 0) == 0) return std::nullopt;
     const bool nodeApi = path.rfind("/ws/v1/nm/", 0) == 0;
     if (nodeApi && path != "/ws/v1/nm/register") return std::nullopt;
@@ -153,6 +157,11 @@ void ResourceManagerServer::stop() {
 void ResourceManagerServer::addRoutes() {
   using httplib::Request;
   using httplib::Response;
+
+  server_.get("/", [](const Request&, Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(std::string(resourceManagerPageHtml()), "text/html; charset=utf-8");
+  });
 
   // ---- Client API
   server_.post("/ws/v1/cluster/apps/new-application", [this](const Request&, Response& res) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -19,6 +20,8 @@
 #include "rest/messages/cluster.h"
 #include "rest/messages/credentials.h"
 #include "tests/support/child_processes.h"
+#include "tests/support/files.h"
+#include "tests/support/headless_chromium.h"
 #include "tests/support/polling.h"
 #include "tests/support/temp_dir.h"
 
@@ -26,6 +29,7 @@ namespace tide::rm {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing_support::eventually;
 namespace fs = std::filesystem;
 
@@ -383,6 +387,74 @@ TEST_F(RmIntegrationTest, BadRequestsUnknownAppsAndWrongTokens) {
   EXPECT_EQ(wrong.status, 401);
   EXPECT_THAT(message(wrong), HasSubstr("invalid AM token"));
   rm_->request("PUT", "/ws/v1/cluster/apps/" + id + "/state", R"({"state":"KILLED"})", jsonType);
+  EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound));
+}
+
+// tide-rm's page (issue 14, item 5) in a real browser: the cluster's totals, its applications
+// with their tracking links, its nodes; nothing without a client token, which says how to get
+// one.
+TEST_F(RmIntegrationTest, ThePageShowsTheClusterItsApplicationsAndNodesInHeadlessChromium) {
+  const std::string chromium =
+      testing_support::chromiumForTest("the resource manager's page test needs a real browser");
+  if (chromium.empty()) return;
+  startCluster({"rm.nodeExpiry=5s"}, 2);
+  const std::string id = submit("idle", 1);
+  ASSERT_TRUE(waitEvent(id, "allocated-all")) << processes_.logs();
+  allocations(id);  // adopt the processes
+
+  // The page itself needs no token; the API it reads still does.
+  rest::HttpClient anonymous(rmUrl_);
+  const rest::HttpResponse page = anonymous.request("GET", "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.body, HasSubstr("<title>tide · resource manager</title>"));
+  EXPECT_EQ(anonymous.request("GET", "/ws/v1/cluster/apps").status, 401);
+
+  auto dom = [&](const std::string& url, const std::string& tag) {
+    const std::string file = (dir_.path() / (tag + ".html")).string();
+    testing_support::runHeadlessChromium(chromium, dir_.path(), tag, {"--dump-dom"}, url, 5000,
+                                         file);
+    return testing_support::readFile(file);
+  };
+  const std::string token = rest::clientTokenOf(rest::readSecretFile(secretFile_));
+  const std::string shown = dom(rmUrl_ + "/?token=" + token, "page");
+  // Totals: two nodes of two cores, some of them used by the AM and its container.
+  EXPECT_THAT(shown, HasSubstr(R"(<div id="total-nodes"><b>2</b>)")) << shown.substr(0, 3000);
+  EXPECT_TRUE(std::regex_search(shown, std::regex(R"(<div id="total-cores"><b>[1-4] / 4</b>)")))
+      << shown.substr(0, 3000);
+  EXPECT_THAT(shown, HasSubstr(R"(<div id="apps-running"><b>1</b>)"));
+  // The application's row, with its state and attempt.
+  const std::smatch row = [&] {
+    std::smatch match;
+    std::regex_search(shown, match, std::regex("<tr data-app-id=\"" + id + "\">(.*?)</tr>"));
+    return match;
+  }();
+  ASSERT_FALSE(row.empty()) << shown.substr(0, 3000);
+  EXPECT_THAT(row[1].str(), HasSubstr("scripted-idle"));
+  EXPECT_THAT(row[1].str(), HasSubstr(">RUNNING<"));
+  EXPECT_THAT(row[1].str(), HasSubstr(app(id).currentAppAttemptId));
+  // One row per node, by the ids the RM reports.
+  for (const auto& [nodeId, pid] : nodeManagers_) {
+    EXPECT_THAT(shown, HasSubstr("<tr data-node-id=\"" + nodeId + "\">")) << nodeId;
+  }
+  // The token left the address bar, and none is shown.
+  EXPECT_THAT(shown, Not(HasSubstr(token)));
+
+  // A screenshot for people (and CI artifacts) to look at.
+  const fs::path screenshot = TIDE_RM_PAGE_SCREENSHOT;
+  fs::create_directories(screenshot.parent_path());
+  fs::remove(screenshot);
+  testing_support::runHeadlessChromium(
+      chromium, dir_.path(), "shot",
+      {"--screenshot=" + screenshot.string(), "--window-size=1280,700", "--hide-scrollbars"},
+      rmUrl_ + "/?token=" + token, 5000, (dir_.path() / "shot.out").string());
+  EXPECT_TRUE(fs::exists(screenshot) && fs::file_size(screenshot) > 10000) << screenshot;
+
+  const std::string refused = dom(rmUrl_ + "/", "no-token");
+  EXPECT_THAT(refused, HasSubstr("tide-rm needs a client token to show its state"));
+  EXPECT_THAT(refused, Not(HasSubstr("<tr data-app-id=")));
+
+  rm_->request("PUT", "/ws/v1/cluster/apps/" + id + "/state", R"({"state":"KILLED"})",
+               {{"Content-Type", "application/json"}});
   EXPECT_TRUE(eventually([&] { return metrics().containersAllocated == 0; }, kBound));
 }
 
