@@ -1,33 +1,16 @@
 #include "am/status/status_page.h"
 
+#include "rest/web_page.h"
+
 namespace tide::am {
 namespace {
 
-// Everything inline: the page must work on a cluster without internet access. It reads the
-// same JSON API as `tide status` (relative URLs, so it also works behind a path prefix).
-// Elements the browser test reads: #points (points plotted), #executors rows with
+// It reads the same JSON API as `tide status` (relative URLs, so it also works behind a path
+// prefix). Elements the browser test reads: #points (points plotted), #executors rows with
 // data-executor-id, #decisions rows.
-constexpr std::string_view kPage = R"tidepage(<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>tide · application master</title>
-<style>
-:root {
-  --bg: #f4f5f7; --card: #fff; --text: #1c2230; --muted: #6b7280; --border: #e2e5ea;
+constexpr std::string_view kStyle = R"css(:root {
   --target: #2563eb; --live: #16a34a; --busy: #ea580c; --tasks: #94a3b8; --bound: #dc2626;
 }
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--text);
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-header { display: flex; align-items: baseline; gap: 14px; padding: 12px 24px;
-  background: #111827; color: #f9fafb; flex-wrap: wrap; }
-header h1 { font-size: 17px; margin: 0; font-weight: 600; letter-spacing: .02em; }
-header .meta { color: #9ca3af; font-size: 13px; }
-header .meta b { color: #e5e7eb; font-weight: 500; }
-#conn { margin-left: auto; font-size: 12px; color: #9ca3af; }
-#conn.down { color: #fca5a5; }
 main { padding: 14px 24px 24px; max-width: 1440px; margin: 0 auto; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(118px, 1fr)); gap: 10px;
   margin-bottom: 14px; }
@@ -37,9 +20,6 @@ main { padding: 14px 24px 24px; max-width: 1440px; margin: 0 auto; }
   letter-spacing: .05em; white-space: nowrap; }
 .card .value { font-size: 21px; font-weight: 600; font-variant-numeric: tabular-nums; }
 .card .value small { font-size: 13px; color: var(--muted); font-weight: 500; }
-section { background: var(--card); border: 1px solid var(--border); border-radius: 8px;
-  padding: 12px 16px; margin-bottom: 14px; min-width: 0; overflow-x: auto; }
-section h2 { font-size: 14px; margin: 0; font-weight: 600; }
 .head { display: flex; align-items: center; gap: 16px; margin-bottom: 8px; flex-wrap: wrap; }
 .legend { display: flex; gap: 14px; font-size: 12px; color: var(--muted); flex-wrap: wrap; }
 .swatch { display: inline-block; width: 16px; height: 3px; vertical-align: middle;
@@ -59,14 +39,6 @@ form.bounds button { padding: 3px 10px; border: 1px solid #1d4ed8; background: v
 #boundsMsg.err { color: var(--bound); }
 .grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 14px; }
 @media (max-width: 1100px) { .grid2 { grid-template-columns: minmax(0, 1fr); } }
-table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
-th { text-align: left; color: var(--muted); font-weight: 500; border-bottom: 1px solid var(--border);
-  padding: 4px 8px; white-space: nowrap; }
-td { border-bottom: 1px solid #f0f1f4; padding: 4px 8px; font-variant-numeric: tabular-nums;
-  vertical-align: top; }
-td.num, th.num { text-align: right; }
-td.why { color: #374151; }
-.empty { color: var(--muted); font-style: italic; padding: 8px; }
 .pill { font-size: 11px; padding: 1px 7px; border-radius: 10px; font-weight: 600; white-space: nowrap; }
 .BUSY { background: #ffedd5; color: #9a3412; }
 .IDLE { background: #dcfce7; color: #166534; }
@@ -82,10 +54,9 @@ td.why { color: #374151; }
 .rep { color: var(--muted); font-size: 11px; white-space: nowrap; }
 .bar { height: 6px; background: #e5e7eb; border-radius: 3px; overflow: hidden; min-width: 80px; }
 .bar > div { height: 100%; background: var(--live); }
-</style>
-</head>
-<body>
-<header>
+)css";
+
+constexpr std::string_view kBody = R"html(<header>
   <h1>tide</h1>
   <span class="meta" id="app">application master</span>
   <span class="meta" id="uptime"></span>
@@ -145,40 +116,17 @@ td.why { color: #374151; }
     </table>
   </section>
 </main>
-<script>
-"use strict";
-const MAX_POINTS = 20000;
+)html";
+
+constexpr std::string_view kScript = R"js(const MAX_POINTS = 20000;
 const UNBOUNDED = 1e9;  // maxExecutors left at its default (INT_MAX) is "no limit"
 const view = { points: [], lastAt: -1, nowMs: 0, status: null, hover: null };
 // The control token comes once in this page's URL (?token=..., as `tide run`, `tide submit`
 // and `tide status` print it); it is kept in this tab's sessionStorage, taken out of the
 // address bar (and so out of the history), and sent as a bearer header on every request.
-const TOKEN = (() => {
-  const url = new URL(window.location.href);
-  const given = url.searchParams.get("token");
-  if (given) {
-    sessionStorage.setItem("tideControlToken", given);
-    url.searchParams.delete("token");
-    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
-  }
-  return sessionStorage.getItem("tideControlToken") || "";
-})();
-function authHeaders(extra) {
-  const headers = Object.assign({}, extra || {});
-  if (TOKEN) headers["Authorization"] = "Bearer " + TOKEN;
-  return headers;
-}
+const TOKEN = tokenFromAddress("tideControlToken");
+function authHeaders(extra) { return bearerHeaders(TOKEN, extra); }
 
-function el(tag, attrs, children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const child of children || []) node.append(child);
-  return node;
-}
 function fmtClock(ms) {
   const s = Math.max(0, Math.floor(ms / 1000));
   const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
@@ -449,15 +397,14 @@ document.getElementById("boundsForm").addEventListener("submit", async (event) =
   }
 });
 refresh();
-</script>
-</body>
-</html>
-)tidepage";
+)js";
 
 }  // namespace
 
 std::string_view statusPageHtml() {
-  return kPage;
+  static const std::string page =
+      rest::webPage("tide · application master", kStyle, kBody, kScript);
+  return page;
 }
 
 }  // namespace tide::am

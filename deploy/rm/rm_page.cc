@@ -1,56 +1,32 @@
 #include "deploy/rm/rm_page.h"
 
+#include "rest/web_page.h"
+
 namespace tide::rm {
 namespace {
 
-// Everything inline: the page must work on a cluster without internet access. Relative URLs,
-// so it also works behind a path prefix. Elements the browser test reads: #totals, rows of
-// #apps with data-app-id, rows of #nodes with data-node-id, #message.
-constexpr std::string_view kPage = R"tidepage(<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>tide · resource manager</title>
-<style>
-:root {
-  --bg: #f4f5f7; --card: #fff; --text: #1c2230; --muted: #6b7280; --border: #e2e5ea;
+// Relative URLs, so it also works behind a path prefix. Elements the browser test reads:
+// #totals, rows of #apps with data-app-id, rows of #nodes with data-node-id, #message.
+constexpr std::string_view kStyle = R"css(:root {
   --ok: #16a34a; --bad: #dc2626; --wait: #ea580c; --link: #2563eb;
 }
-* { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 system-ui, sans-serif; background: var(--bg); color: var(--text); }
-header { display: flex; gap: 16px; align-items: baseline; padding: 10px 20px;
-  background: #111827; color: #f9fafb; flex-wrap: wrap; }
-header h1 { font-size: 17px; margin: 0; font-weight: 600; }
-header .meta { color: #9ca3af; font-size: 13px; }
-#conn { margin-left: auto; font-size: 12px; color: #9ca3af; }
-#conn.down { color: #fca5a5; }
-main { padding: 16px 20px; display: grid; gap: 16px; }
-section { background: var(--card); border: 1px solid var(--border); border-radius: 8px; padding: 12px 16px;
-  overflow-x: auto; }
-h2 { font-size: 15px; margin: 0 0 8px; }
+main { padding: 16px 24px; }
+section h2 { margin-bottom: 8px; }
 #message { padding: 10px 14px; border-radius: 6px; background: #fef2f2; color: #991b1b; }
 #message:empty { display: none; }
 #totals { display: flex; gap: 28px; flex-wrap: wrap; }
 #totals div { display: flex; flex-direction: column; }
 #totals b { font-size: 20px; font-variant-numeric: tabular-nums; }
 #totals span { color: var(--muted); font-size: 12px; }
-table { border-collapse: collapse; width: 100%; }
-th { text-align: left; color: var(--muted); font-weight: 500; font-size: 12px;
-  border-bottom: 1px solid var(--border); padding: 4px 8px; }
-td { border-bottom: 1px solid #f0f1f4; padding: 4px 8px; font-variant-numeric: tabular-nums;
-  white-space: nowrap; }
-td.why { white-space: normal; color: #374151; }
-td.num { text-align: right; }
 .state-RUNNING, .state-SUCCEEDED { color: var(--ok); }
 .state-FAILED, .state-KILLED, .state-LOST { color: var(--bad); }
 .state-ACCEPTED, .state-NEW, .state-SUBMITTED { color: var(--wait); }
 a { color: var(--link); }
-.empty { color: var(--muted); }
-</style>
-</head>
-<body>
-<header>
+td { white-space: nowrap; }
+td.why { white-space: normal; }
+)css";
+
+constexpr std::string_view kBody = R"html(<header>
   <h1>tide-rm</h1>
   <span class="meta" id="cluster"></span>
   <span id="conn">connecting…</span>
@@ -80,32 +56,12 @@ a { color: var(--link); }
     </table>
   </section>
 </main>
-<script>
-"use strict";
-// The client token comes once in this page's URL (?token=$(tide token)); it is kept in this
-// tab's sessionStorage, taken out of the address bar (and so out of the history), and sent as
-// a bearer header on every request.
-const TOKEN = (() => {
-  const url = new URL(window.location.href);
-  const given = url.searchParams.get("token");
-  if (given) {
-    sessionStorage.setItem("tideRmToken", given);
-    url.searchParams.delete("token");
-    window.history.replaceState(null, "", url.pathname + url.search + url.hash);
-  }
-  return sessionStorage.getItem("tideRmToken") || "";
-})();
+)html";
 
-function el(tag, attrs, children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v);
-  }
-  for (const child of children || []) node.append(child);
-  return node;
-}
+constexpr std::string_view kScript =
+    R"js(// The client token comes once in this page's address (?token=$(tide token)).
+const TOKEN = tokenFromAddress("tideRmToken");
+
 function fmtTime(epochMs) {
   if (!epochMs) return "–";
   return new Date(epochMs).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
@@ -117,8 +73,7 @@ function ago(epochMs) {
   return s + " s ago";
 }
 async function getJson(path) {
-  const headers = TOKEN ? { "Authorization": "Bearer " + TOKEN } : {};
-  const response = await fetch(path, { cache: "no-store", headers });
+  const response = await fetch(path, { cache: "no-store", headers: bearerHeaders(TOKEN) });
   if (response.status === 401) {
     throw new Error("tide-rm needs a client token to show its state: open this page as " +
                     window.location.origin + window.location.pathname +
@@ -196,15 +151,13 @@ async function refresh() {
 }
 refresh();
 setInterval(refresh, 2000);
-</script>
-</body>
-</html>
-)tidepage";
+)js";
 
 }  // namespace
 
 std::string_view resourceManagerPageHtml() {
-  return kPage;
+  static const std::string page = rest::webPage("tide · resource manager", kStyle, kBody, kScript);
+  return page;
 }
 
 }  // namespace tide::rm
