@@ -23,13 +23,12 @@ namespace {
 
 using rest::TaskLaunch;
 using rest::TaskStatusUpdate;
-using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing_support::eventually;
 using testing_support::processGone;
 using testing_support::readFile;
 
-constexpr milliseconds kBound{10000};
+constexpr std::chrono::milliseconds kBound{10000};
 
 TaskLaunch commandTask(int64_t taskId, std::string script) {
   TaskLaunch launch;
