@@ -140,6 +140,26 @@ class FaultTest : public testing_support::AmClusterTest {
     return detail;
   }
 
+  // A failed attempt a job's detail lists.
+  struct Failure {
+    int index = 0;
+    int attempt = 0;
+    std::string reason;
+  };
+  static std::vector<Failure> failuresOf(const rapidjson::Value& detail) {
+    std::vector<Failure> failures;
+    for (const auto& f : detail["failures"].GetArray()) {
+      failures.push_back({f["index"].GetInt(), f["attempt"].GetInt(), f["reason"].GetString()});
+    }
+    return failures;
+  }
+  // Their reasons, each followed by "; " (for failure messages).
+  static std::string reasonsOf(const std::vector<Failure>& failures) {
+    std::string reasons;
+    for (const Failure& f : failures) reasons += f.reason + "; ";
+    return reasons;
+  }
+
   // The AM's whole log (the stderr of the application's first container).
   std::string fullAmLog() {
     std::error_code ec;
@@ -403,18 +423,17 @@ TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
   tally.injected();
 
   ASSERT_TRUE(jobEnds("job-1", 120s));
-  const rapidjson::Document detail = checkedJob("job-1");
   // The killed attempt failed, saying how.
+  const std::vector<Failure> failures = failuresOf(checkedJob("job-1"));
   bool failedWithSignal = false;
-  std::string failures;
-  for (const auto& f : detail["failures"].GetArray()) {
-    failures += std::string(f["reason"].GetString()) + "; ";
-    if (f["index"].GetInt() == index && f["attempt"].GetInt() == attempt) {
-      failedWithSignal = std::string(f["reason"].GetString()).find("killed by signal 9") == 0;
+  for (const Failure& f : failures) {
+    if (f.index == index && f.attempt == attempt) {
+      failedWithSignal = f.reason.find("killed by signal 9") == 0;
     }
   }
   EXPECT_TRUE(failedWithSignal) << "task " << index << " attempt " << attempt
-                                << " is not among the failures with its signal: " << failures;
+                                << " is not among the failures with its signal: "
+                                << reasonsOf(failures);
   const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
   ASSERT_EQ(attempts.count(index), 1u);
   EXPECT_NE(attempts.at(index), attempt) << "the killed attempt's output was committed";
@@ -474,17 +493,16 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
                    2, /*session=*/true, {{"task.maxFailures", "1"}});
   tally.injected();
   ASSERT_TRUE(jobEnds("job-1", 120s));
-  const rapidjson::Document detail = checkedJob("job-1");
+  const std::vector<Failure> failures = failuresOf(checkedJob("job-1"));
   bool memoryReason = false;
-  std::string failures;
-  for (const auto& f : detail["failures"].GetArray()) {
-    const std::string reason = f["reason"].GetString();
-    failures += reason + "; ";
-    memoryReason = memoryReason || (f["index"].GetInt() == 0 &&
-                                    reason.find("is running beyond physical memory limits. "
-                                                "Current usage: ") != std::string::npos);
+  for (const Failure& f : failures) {
+    memoryReason =
+        memoryReason ||
+        (f.index == 0 && f.reason.find("is running beyond physical "
+                                       "memory limits. Current usage: ") != std::string::npos);
   }
-  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: " << failures;
+  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: "
+                            << reasonsOf(failures);
   expectCommittedOnce(dir.path() / "out", tasks);
   expectNothingLeft();
 }
