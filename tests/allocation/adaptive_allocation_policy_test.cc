@@ -46,11 +46,9 @@ TEST_F(AdaptiveTest, TheFactoryBuildsThePolicyTheConfigNames) {
 TEST_F(AdaptiveTest, AsksAtOnceForWhatFinishesTheBacklogWithinTheTarget) {
   // 200 tasks of unknown duration: 500 ms each is assumed, 100 s of work / 5 s = 20, max 8.
   policy().onStageSubmitted("s1", 200);
-  const TickResult first = tickAt(0);
-  EXPECT_EQ(first.target, 8);
-  EXPECT_EQ(whyOf(first, Decision::Action::kRaiseTarget),
-            "backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors); start latency "
-            "1.0s; target 0 → 8");
+  expectDecision(tickAt(0), 8, Decision::Action::kRaiseTarget,
+                 "backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors); start latency "
+                 "1.0s; target 0 → 8");
 }
 
 TEST_F(AdaptiveTest, NeverAboveTheTasksParallelism) {
@@ -140,11 +138,9 @@ TEST_F(AdaptiveTest, NotAddingWhenTheLiveExecutorsFinishFirst) {
   policy().onTaskStart("s2", "e1");
   // 8 pending + 1 running of 100 ms: 0.9 s of work / 0.5 s asks for 2, but e1 finishes it
   // before a new executor could start (1 s): no raise.
-  const TickResult result = tickAt(1100);
-  EXPECT_EQ(result.target, 1);
-  EXPECT_EQ(whyOf(result, Decision::Action::kNotAdding),
-            "not adding: 1 executor finish 0.9s of work before a new one could start (start "
-            "latency 1.0s)");
+  expectDecision(tickAt(1100), 1, Decision::Action::kNotAdding,
+                 "not adding: 1 executor finish 0.9s of work before a new one could start (start "
+                 "latency 1.0s)");
 }
 
 TEST_F(AdaptiveTest, ExecutorsWithCachedDataWaitForTheirDeadline) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/cases.h"
+
 namespace tide::allocation {
 namespace {
 
@@ -67,12 +69,12 @@ TEST_F(MonitorTest, TimedOutExecutorsAreSortedById) {
 }
 
 TEST(ExecutorIdOrder, NumbersInIdsCompareByValue) {
-  EXPECT_TRUE(executorIdLess("e2", "e10"));
-  EXPECT_FALSE(executorIdLess("e10", "e2"));
-  EXPECT_TRUE(executorIdLess("e9", "f1"));
-  EXPECT_TRUE(executorIdLess("e", "e1"));
-  EXPECT_TRUE(executorIdLess("app-2-e3", "app-10-e1"));
-  EXPECT_FALSE(executorIdLess("e7", "e7"));
+  testing_support::expectEachPair(executorIdLess, {{"e2", "e10", true},
+                                                   {"e10", "e2", false},
+                                                   {"e9", "f1", true},
+                                                   {"e", "e1", true},
+                                                   {"app-2-e3", "app-10-e1", true},
+                                                   {"e7", "e7", false}});
   EXPECT_NE(executorIdLess("e01", "e1"), executorIdLess("e1", "e01")) << "a strict order";
 }
 

@@ -46,6 +46,13 @@ class PolicyTest : public ::testing::Test {
     return decision->why;
   }
 
+  // Expects the tick to end at `target` with a first decision of `action` said as `why`.
+  static void expectDecision(const TickResult& result, int target, Decision::Action action,
+                             const std::string& why) {
+    EXPECT_EQ(result.target, target);
+    EXPECT_EQ(whyOf(result, action), why);
+  }
+
   AllocationConfig config;
   ManualClock clock{0};
 

@@ -25,6 +25,12 @@ SchedulingQueue queueOf(std::vector<SchedulableTaskSet> sets) {
   return queue;
 }
 
+// Expects `ordering` to name `mode` and to say whether it reads the pools' running tasks.
+void expectDescribed(const SchedulingOrder& ordering, SchedulingMode mode, bool readsRunning) {
+  EXPECT_EQ(ordering.mode(), mode);
+  EXPECT_EQ(ordering.readsRunningTasks(), readsRunning);
+}
+
 TEST(FifoSchedulingOrderTest, OffersInSubmissionOrderWhateverTheLoad) {
   const FifoSchedulingOrder fifo;
   const SchedulingQueue queue = queueOf({{"etl", "job-1/a", 50},
@@ -32,8 +38,7 @@ TEST(FifoSchedulingOrderTest, OffersInSubmissionOrderWhateverTheLoad) {
                                          {"default", "job-1/b", 7},
                                          {"adhoc", "job-3/a", 1}});
   EXPECT_THAT(offered(fifo, queue), ElementsAre("job-1/a", "job-2/a", "job-1/b", "job-3/a"));
-  EXPECT_EQ(fifo.mode(), SchedulingMode::kFifo);
-  EXPECT_FALSE(fifo.readsRunningTasks());
+  expectDescribed(fifo, SchedulingMode::kFifo, /*readsRunning=*/false);
   EXPECT_TRUE(fifo.order(SchedulingQueue{}).empty());
 }
 
@@ -45,8 +50,7 @@ TEST(FairSchedulingOrderTest, TheLessLoadedPoolGoesFirstAndKeepsItsOwnFifoOrder)
                                          {"busy", "job-1/c", 0},
                                          {"quiet", "job-2/a", 0}});
   EXPECT_THAT(offered(fair, queue), ElementsAre("job-2/b", "job-2/a", "job-1/a", "job-1/c"));
-  EXPECT_EQ(fair.mode(), SchedulingMode::kFair);
-  EXPECT_TRUE(fair.readsRunningTasks());
+  expectDescribed(fair, SchedulingMode::kFair, /*readsRunning=*/true);
 }
 
 TEST(FairSchedulingOrderTest, MinShareAndWeightComeFromThePoolsFile) {

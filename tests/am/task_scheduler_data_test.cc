@@ -18,7 +18,6 @@ namespace {
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 
 rest::TaskStatusUpdate finished(int64_t taskId, std::vector<int64_t> partitions = {}) {
   rest::TaskStatusUpdate update;

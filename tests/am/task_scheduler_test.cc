@@ -20,9 +20,7 @@ namespace tide::am {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::StartsWith;
 
 rest::TaskStatusUpdate finished(int64_t taskId) {
   rest::TaskStatusUpdate update;

@@ -11,7 +11,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing_support::expectedMessageOf;
 using testing_support::TempDir;
 
 CommandLine runCommandLine() {
@@ -25,7 +24,7 @@ CommandLine runCommandLine() {
 
 // The message of the ConfigError parsing `args` throws; a test failure when it throws none.
 std::string parseError(CommandLine& cli, const std::vector<std::string>& args) {
-  return expectedMessageOf<ConfigError>([&] { cli.parse(args); });
+  return testing_support::expectedMessageOf<ConfigError>([&] { cli.parse(args); });
 }
 
 TEST(CommandLine, PrecedenceIsDefaultsThenFileThenConfInOrder) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "rest/json.h"
 #include "rest/messages/executor.h"
@@ -39,28 +40,19 @@ TaskStatusUpdate sampleUpdate(int64_t taskId) {
   return update;
 }
 
-void expectSameLaunch(const TaskLaunch& a, const TaskLaunch& b) {
-  EXPECT_EQ(a.taskId, b.taskId);
-  EXPECT_EQ(a.jobId, b.jobId);
-  EXPECT_EQ(a.stageId, b.stageId);
-  EXPECT_EQ(a.index, b.index);
-  EXPECT_EQ(a.attempt, b.attempt);
-  EXPECT_EQ(a.kind, b.kind);
-  EXPECT_EQ(a.argv, b.argv);
-  EXPECT_EQ(a.env, b.env);
-  EXPECT_EQ(a.cwd, b.cwd);
-  EXPECT_EQ(a.timeoutMs, b.timeoutMs);
-  EXPECT_EQ(a.sleepMs, b.sleepMs);
-  EXPECT_EQ(a.cpus, b.cpus);
+// The fields a round trip keeps, as one comparable tuple (a failure prints both tuples).
+auto fieldsOf(const TaskLaunch& l) {
+  return std::tie(l.taskId, l.jobId, l.stageId, l.index, l.attempt, l.kind, l.argv, l.env, l.cwd,
+                  l.timeoutMs, l.sleepMs, l.cpus);
 }
 
-void expectSameUpdate(const TaskStatusUpdate& a, const TaskStatusUpdate& b) {
-  EXPECT_EQ(a.taskId, b.taskId);
-  EXPECT_EQ(a.state, b.state);
-  EXPECT_EQ(a.exitCode, b.exitCode);
-  EXPECT_EQ(a.reason, b.reason);
-  EXPECT_EQ(a.stderrTail, b.stderrTail);
-  EXPECT_EQ(a.durationMs, b.durationMs);
+auto fieldsOf(const TaskStatusUpdate& u) {
+  return std::tie(u.taskId, u.state, u.exitCode, u.reason, u.stderrTail, u.durationMs);
+}
+
+template <typename Message>
+void expectSame(const Message& a, const Message& b) {
+  EXPECT_EQ(fieldsOf(a), fieldsOf(b));
 }
 
 // Parses `text` and expects `decode` to refuse it naming `field`.
@@ -125,13 +117,13 @@ TEST(ExecutorMessagesTest, RegisteredRoundTrips) {
 
 TEST(ExecutorMessagesTest, TaskLaunchRoundTrips) {
   const TaskLaunch launch = sampleLaunch(42);
-  expectSameLaunch(taskLaunchFromJson(parseJson(toJson(launch))), launch);
+  expectSame(taskLaunchFromJson(parseJson(toJson(launch))), launch);
 
   TaskLaunch sleep;
   sleep.taskId = 0;
   sleep.kind = "sleep";
   sleep.sleepMs = 1500;
-  expectSameLaunch(taskLaunchFromJson(parseJson(toJson(sleep))), sleep);
+  expectSame(taskLaunchFromJson(parseJson(toJson(sleep))), sleep);
 }
 
 TEST(ExecutorMessagesTest, TaskStatesAreNamesOnlyOnTheWire) {
@@ -152,7 +144,7 @@ TEST(ExecutorMessagesTest, TaskStatesAreNamesOnlyOnTheWire) {
 
 TEST(ExecutorMessagesTest, TaskStatusUpdateRoundTrips) {
   const TaskStatusUpdate update = sampleUpdate(9);
-  expectSameUpdate(taskStatusUpdateFromJson(parseJson(toJson(update))), update);
+  expectSame(taskStatusUpdateFromJson(parseJson(toJson(update))), update);
 }
 
 TEST(ExecutorMessagesTest, SyncRoundTrips) {
@@ -164,8 +156,8 @@ TEST(ExecutorMessagesTest, SyncRoundTrips) {
   sync.maxWaitMs = 1000;
   ExecutorSync back = executorSyncFromJson(parseJson(toJson(sync)));
   ASSERT_EQ(back.updates.size(), 2u);
-  expectSameUpdate(back.updates[0], sync.updates[0]);
-  expectSameUpdate(back.updates[1], sync.updates[1]);
+  expectSame(back.updates[0], sync.updates[0]);
+  expectSame(back.updates[1], sync.updates[1]);
   EXPECT_EQ(back.running, sync.running);
   EXPECT_EQ(back.freeSlots, 2);
   EXPECT_EQ(back.maxWaitMs, 1000);
@@ -184,8 +176,8 @@ TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
   reply.shutdown = true;
   ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
   ASSERT_EQ(back.launches.size(), 2u);
-  expectSameLaunch(back.launches[0], reply.launches[0]);
-  expectSameLaunch(back.launches[1], reply.launches[1]);
+  expectSame(back.launches[0], reply.launches[0]);
+  expectSame(back.launches[1], reply.launches[1]);
   EXPECT_EQ(back.kills, reply.kills);
   EXPECT_TRUE(back.shutdown);
 }

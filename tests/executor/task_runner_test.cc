@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "tests/support/files.h"
 #include "tests/support/polling.h"
@@ -22,13 +23,12 @@ namespace {
 
 using rest::TaskLaunch;
 using rest::TaskStatusUpdate;
-using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 using testing_support::eventually;
 using testing_support::processGone;
 using testing_support::readFile;
 
-constexpr milliseconds kBound{10000};
+constexpr std::chrono::milliseconds kBound{10000};
 
 TaskLaunch commandTask(int64_t taskId, std::string script) {
   TaskLaunch launch;
@@ -90,6 +90,17 @@ class TaskRunnerTest : public ::testing::Test {
     runner.launch(launch);
     std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 1);
     return updates.empty() ? TaskStatusUpdate{} : updates.front();
+  }
+
+  // Runs `script` as task `taskId` on a runner of its own; expects it to end in `state` with
+  // `exitCode`.
+  TaskStatusUpdate runScript(int64_t taskId, std::string script, rest::TaskState state,
+                             int exitCode) {
+    TaskRunner runner(options());
+    TaskStatusUpdate update = runOne(runner, commandTask(taskId, std::move(script)));
+    EXPECT_EQ(update.state, state);
+    EXPECT_EQ(update.exitCode, exitCode);
+    return update;
   }
 
   testing_support::TempDir workDir_;
@@ -168,10 +179,8 @@ TEST_F(TaskRunnerTest, ARelaunchOfARunningTaskIsIgnored) {
 }
 
 TEST_F(TaskRunnerTest, CommandOutputGoesToItsTaskDirectory) {
-  TaskRunner runner(options());
-  TaskStatusUpdate update = runOne(runner, commandTask(3, "echo out; echo err >&2"));
-  EXPECT_EQ(update.state, rest::TaskState::kFinished);
-  EXPECT_EQ(update.exitCode, 0);
+  const TaskStatusUpdate update =
+      runScript(3, "echo out; echo err >&2", rest::TaskState::kFinished, 0);
   EXPECT_EQ(update.stderrTail, "");
   const std::filesystem::path taskDir = workDir_.path() / "tasks" / "s1-3-0";
   EXPECT_EQ(readFile(taskDir / "stdout"), "out\n");
@@ -179,19 +188,15 @@ TEST_F(TaskRunnerTest, CommandOutputGoesToItsTaskDirectory) {
 }
 
 TEST_F(TaskRunnerTest, ANonZeroExitFailsWithItsCodeAndStderr) {
-  TaskRunner runner(options());
-  TaskStatusUpdate update = runOne(runner, commandTask(1, "echo 'it broke' >&2; exit 3"));
-  EXPECT_EQ(update.state, rest::TaskState::kFailed);
-  EXPECT_EQ(update.exitCode, 3);
+  const TaskStatusUpdate update =
+      runScript(1, "echo 'it broke' >&2; exit 3", rest::TaskState::kFailed, 3);
   EXPECT_EQ(update.reason, "exited with code 3");
   EXPECT_EQ(update.stderrTail, "it broke\n");
 }
 
 TEST_F(TaskRunnerTest, ASignalledProcessReports128PlusTheSignal) {
-  TaskRunner runner(options());
-  TaskStatusUpdate update = runOne(runner, commandTask(1, "kill -9 $$"));
-  EXPECT_EQ(update.state, rest::TaskState::kFailed);
-  EXPECT_EQ(update.exitCode, 128 + SIGKILL);
+  const TaskStatusUpdate update =
+      runScript(1, "kill -9 $$", rest::TaskState::kFailed, 128 + SIGKILL);
   EXPECT_EQ(update.reason, "killed by signal 9");
 }
 

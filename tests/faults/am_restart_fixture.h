@@ -128,6 +128,17 @@ class AmRestartTest : public testing_support::AmClusterTest {
     }
   }
 
+  // Starts a cluster of `nodes` node managers of `cores` cores each, submits twoStageJob(tasks,
+  // sleep) to an AM of restartConf(), and waits until `mapsDone` map tasks have succeeded.
+  void runUntilMapsDone(int nodes, int cores, int tasks, const std::string& sleep,
+                        int64_t mapsDone) {
+    startCluster(nodes, cores);
+    submit(twoStageJob(tasks, sleep), restartConf(), /*session=*/false);
+    ASSERT_TRUE(testing_support::eventually([&] { return mapTasksSucceeded("job-1") >= mapsDone; },
+                                            std::chrono::seconds(60)))
+        << "the map stage did not get going";
+  }
+
   Conf restartConf() {
     return {{"am.stagingDir", (dir.path() / "staging").string()},
             {"am.maxAttempts", "2"},

@@ -307,9 +307,7 @@ TEST_F(AmRestartSessionTest, AnAdoptedExecutorReportsItsBlocksAndOnlyAMissingOut
 // The journal is the only memory of what the dead attempt did: a next attempt that cannot read
 // it (here: written by a newer tide) fails with the reason instead of starting over.
 TEST_F(AmRestartSessionTest, AJournalOfANewerVersionFailsTheNextAttemptWithTheReason) {
-  startCluster(2, 5);
-  submit(twoStageJob(8, "2"), restartConf(), /*session=*/false);
-  ASSERT_TRUE(eventually([&] { return mapTasksSucceeded("job-1") >= 1; }, 60s));
+  ASSERT_NO_FATAL_FAILURE(runUntilMapsDone(2, 5, 8, "2", 1));
   const fs::path journal = dir.path() / "staging" / appId / "am-journal";
   ASSERT_TRUE(fs::exists(journal)) << journal;
   const auto first = status();

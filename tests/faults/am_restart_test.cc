@@ -28,11 +28,8 @@ using ::testing::HasSubstr;
 using testing_support::eventually;
 
 TEST_F(AmRestartTest, AnAmKilledMidJobResumesWithTheSameExecutorsAndRerunsNoCommittedTask) {
-  startCluster(2, 5);
   const int tasks = 16;
-  submit(twoStageJob(tasks, "1"), restartConf(), /*session=*/false);
-  ASSERT_TRUE(eventually([&] { return mapTasksSucceeded("job-1") >= 5; }, 60s))
-      << "the map stage did not get going";
+  ASSERT_NO_FATAL_FAILURE(runUntilMapsDone(2, 5, tasks, "1", 5));
   const auto firstStatus = status();
   const std::string firstAttempt = firstStatus["attemptId"].GetString();
   const pid_t amPid = static_cast<pid_t>(firstStatus["pid"].GetInt64());
@@ -85,9 +82,7 @@ TEST_F(AmRestartTest, AnAmKilledMidJobResumesWithTheSameExecutorsAndRerunsNoComm
 }
 
 TEST_F(AmRestartTest, TheNewAttemptAdoptsTheExecutorsOfTheOldOne) {
-  startCluster(2, 5);
-  submit(twoStageJob(16, "4"), restartConf(), /*session=*/false);
-  ASSERT_TRUE(eventually([&] { return mapTasksSucceeded("job-1") >= 2; }, 60s));
+  ASSERT_NO_FATAL_FAILURE(runUntilMapsDone(2, 5, 16, "4", 2));
   const auto firstStatus = status();
   const std::string firstAttempt = firstStatus["attemptId"].GetString();
   const std::map<std::string, std::string> before = executorContainers();
@@ -122,9 +117,7 @@ TEST_F(AmRestartTest, TheNewAttemptAdoptsTheExecutorsOfTheOldOne) {
 }
 
 TEST_F(AmRestartTest, AnAmKilledTwiceWithTwoAttemptsFailsTheApplication) {
-  startCluster(1, 6);
-  submit(twoStageJob(12, "2"), restartConf(), /*session=*/false);
-  ASSERT_TRUE(eventually([&] { return mapTasksSucceeded("job-1") >= 1; }, 60s));
+  ASSERT_NO_FATAL_FAILURE(runUntilMapsDone(1, 6, 12, "2", 1));
   const auto first = status();
   const std::string firstAttempt = first["attemptId"].GetString();
   ASSERT_EQ(::kill(static_cast<pid_t>(first["pid"].GetInt64()), SIGKILL), 0);

@@ -121,6 +121,45 @@ class FaultTest : public testing_support::AmClusterTest {
            R"(/{task}-{attempt}"]}]})";
   }
 
+  // Submits writingJob(name, tasks, before) to an AM of at most `maxExecutors` executors that
+  // lets idle ones go after 30 s; `more` settings come after those.
+  void submitWritingJob(const std::string& name, int tasks, const std::string& before,
+                        int maxExecutors, bool session, const Conf& more = {}) {
+    Conf conf{{"dynamicAllocation.maxExecutors", std::to_string(maxExecutors)},
+              {"dynamicAllocation.executorIdleTimeout", "30s"}};
+    conf.insert(conf.end(), more.begin(), more.end());
+    submit(writingJob(name, tasks, before), conf, session);
+  }
+
+  // The detail of the ended job `jobId`: whether it succeeded goes to the tally, and it is
+  // expected to have.
+  rapidjson::Document checkedJob(const std::string& jobId) {
+    rapidjson::Document detail = job(jobId);
+    tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
+    EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+    return detail;
+  }
+
+  // A failed attempt a job's detail lists.
+  struct Failure {
+    int index = 0;
+    int attempt = 0;
+    std::string reason;
+  };
+  static std::vector<Failure> failuresOf(const rapidjson::Value& detail) {
+    std::vector<Failure> failures;
+    for (const auto& f : detail["failures"].GetArray()) {
+      failures.push_back({f["index"].GetInt(), f["attempt"].GetInt(), f["reason"].GetString()});
+    }
+    return failures;
+  }
+  // Their reasons, each followed by "; " (for failure messages).
+  static std::string reasonsOf(const std::vector<Failure>& failures) {
+    std::string reasons;
+    for (const Failure& f : failures) reasons += f.reason + "; ";
+    return reasons;
+  }
+
   // The AM's whole log (the stderr of the application's first container).
   std::string fullAmLog() {
     std::error_code ec;
@@ -226,10 +265,7 @@ class FaultTest : public testing_support::AmClusterTest {
 TEST_F(FaultTest, AnExecutorKilledMidTaskLeavesEveryOutputCommittedOnce) {
   startCluster(2, 5);
   const int tasks = 16;
-  submit(
-      writingJob("killed", tasks, "sleep 1;"),
-      {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
-      /*session=*/false);
+  submitWritingJob("killed", tasks, "sleep 1;", 4, /*session=*/false);
   const std::optional<Executor> victim = waitForBusyExecutor(60s);
   ASSERT_TRUE(victim.has_value());
   ASSERT_EQ(::kill(victim->pid, SIGKILL), 0);
@@ -312,10 +348,7 @@ TEST_F(FaultTest, ASpeculativeDuplicateFinishingTogetherIsCommittedOnce) {
 TEST_F(FaultTest, ANodeManagerKilledMidJobAndRestartedLosesNothing) {
   startCluster(2, 5);
   const int tasks = 16;
-  submit(
-      writingJob("nm-killed", tasks, "sleep 1;"),
-      {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
-      /*session=*/false);
+  submitWritingJob("nm-killed", tasks, "sleep 1;", 4, /*session=*/false);
   // The node that does not run the AM: its executors (and their tasks) are what is at stake.
   const int am = amNode();
   ASSERT_GE(am, 0) << "no AM container under " << dir.path();
@@ -345,10 +378,7 @@ TEST_F(FaultTest, ANodeManagerKilledMidJobAndRestartedLosesNothing) {
 TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
   startCluster(2, 5);
   const int tasks = 8;
-  submit(
-      writingJob("task-killed", tasks, "sleep 2;"),
-      {{"dynamicAllocation.maxExecutors", "2"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
-      /*session=*/true);
+  submitWritingJob("task-killed", tasks, "sleep 2;", 2, /*session=*/true);
   const std::string supervisor = std::string(TIDE_BIN_DIR) + "/tide-container";
   pid_t victim = 0;
   int index = -1;
@@ -393,20 +423,17 @@ TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
   tally.injected();
 
   ASSERT_TRUE(jobEnds("job-1", 120s));
-  const rapidjson::Document detail = job("job-1");
-  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
-  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
   // The killed attempt failed, saying how.
+  const std::vector<Failure> failures = failuresOf(checkedJob("job-1"));
   bool failedWithSignal = false;
-  std::string failures;
-  for (const auto& f : detail["failures"].GetArray()) {
-    failures += std::string(f["reason"].GetString()) + "; ";
-    if (f["index"].GetInt() == index && f["attempt"].GetInt() == attempt) {
-      failedWithSignal = std::string(f["reason"].GetString()).find("killed by signal 9") == 0;
+  for (const Failure& f : failures) {
+    if (f.index == index && f.attempt == attempt) {
+      failedWithSignal = f.reason.find("killed by signal 9") == 0;
     }
   }
   EXPECT_TRUE(failedWithSignal) << "task " << index << " attempt " << attempt
-                                << " is not among the failures with its signal: " << failures;
+                                << " is not among the failures with its signal: "
+                                << reasonsOf(failures);
   const auto attempts = expectCommittedOnce(dir.path() / "out", tasks);
   ASSERT_EQ(attempts.count(index), 1u);
   EXPECT_NE(attempts.at(index), attempt) << "the killed attempt's output was committed";
@@ -428,11 +455,7 @@ TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
 TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothing) {
   startCluster(2, 5);
   const int tasks = 12;
-  submit(writingJob("stopped", tasks, "sleep 1;"),
-         {{"dynamicAllocation.maxExecutors", "4"},
-          {"dynamicAllocation.executorIdleTimeout", "30s"},
-          {"network.timeout", "3s"}},
-         /*session=*/true);
+  submitWritingJob("stopped", tasks, "sleep 1;", 4, /*session=*/true, {{"network.timeout", "3s"}});
   const std::optional<Executor> victim = waitForBusyExecutor(60s);
   ASSERT_TRUE(victim.has_value());
   ASSERT_EQ(::kill(victim->pid, SIGSTOP), 0);
@@ -451,9 +474,7 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
   EXPECT_TRUE(lost) << victim->id << " was not given up on";
 
   ASSERT_TRUE(jobEnds("job-1", 120s));
-  const rapidjson::Document detail = job("job-1");
-  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
-  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  const rapidjson::Document detail = checkedJob("job-1");
   expectCommittedOnce(dir.path() / "out", tasks);
   expectNothingLeft();
 }
@@ -466,28 +487,22 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
   const int tasks = 4;
   const std::string first = (dir.path() / "first").string();
-  submit(writingJob("hungry", tasks,
-                    "if [ {task} = 0 ] && mkdir " + first +
-                        " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;"),
-         {{"dynamicAllocation.maxExecutors", "2"},
-          {"dynamicAllocation.executorIdleTimeout", "30s"},
-          {"task.maxFailures", "1"}},
-         /*session=*/true);
+  submitWritingJob("hungry", tasks,
+                   "if [ {task} = 0 ] && mkdir " + first +
+                       " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;",
+                   2, /*session=*/true, {{"task.maxFailures", "1"}});
   tally.injected();
   ASSERT_TRUE(jobEnds("job-1", 120s));
-  const rapidjson::Document detail = job("job-1");
-  tally.jobChecked(std::string(detail["state"].GetString()) == "SUCCEEDED");
-  EXPECT_STREQ(detail["state"].GetString(), "SUCCEEDED") << detail["message"].GetString();
+  const std::vector<Failure> failures = failuresOf(checkedJob("job-1"));
   bool memoryReason = false;
-  std::string failures;
-  for (const auto& f : detail["failures"].GetArray()) {
-    const std::string reason = f["reason"].GetString();
-    failures += reason + "; ";
-    memoryReason = memoryReason || (f["index"].GetInt() == 0 &&
-                                    reason.find("is running beyond physical memory limits. "
-                                                "Current usage: ") != std::string::npos);
+  for (const Failure& f : failures) {
+    memoryReason =
+        memoryReason ||
+        (f.index == 0 && f.reason.find("is running beyond physical "
+                                       "memory limits. Current usage: ") != std::string::npos);
   }
-  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: " << failures;
+  EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: "
+                            << reasonsOf(failures);
   expectCommittedOnce(dir.path() / "out", tasks);
   expectNothingLeft();
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "am_cluster_test.h"
+#include "tests/support/jobs.h"
 
 namespace tide::deploy {
 namespace {
@@ -35,15 +36,13 @@ class AmIntegrationTest : public testing_support::AmClusterTest {
   }
 };
 
-const char* kSleepJob200 = R"({"name": "ramp", "stages": [
-    {"id": "work", "tasks": 200, "builtin": "sleep", "sleep_ms": 200}]})";
+const std::string kSleepJob200 = testing_support::sleepJob("ramp", 200, 200);
 
 TEST_F(AmIntegrationTest, RampsUpIdlesDownAndComesBackForASecondJob) {
   startCluster();
   submit(kSleepJob200,
          {{"dynamicAllocation.minExecutors", "0"},
           {"dynamicAllocation.maxExecutors", "8"},
-          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
           {"dynamicAllocation.executorIdleTimeout", "2s"}},
          /*session=*/true);
 
@@ -67,8 +66,7 @@ TEST_F(AmIntegrationTest, RampsUpIdlesDownAndComesBackForASecondJob) {
       << "only the AM's container should be left";
 
   // Session mode: a second job brings executors back.
-  auto reply = am->postJson("api/v1/jobs", std::string(R"({"name": "again", "stages": [
-      {"id": "more", "tasks": 20, "builtin": "sleep", "sleep_ms": 200}]})"));
+  auto reply = am->postJson("api/v1/jobs", testing_support::sleepJob("again", 20, 200, "more"));
   const std::string second = reply["id"].GetString();
   EXPECT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() > 0; }, 30s));
   ASSERT_TRUE(eventually([&] { return jobState(second) != "RUNNING"; }, 60s));
@@ -114,12 +112,10 @@ TEST_F(AmIntegrationTest, TheAdaptivePolicyAsksForAllAtOnceAndReleasesWhenTheWor
 
 TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
   startCluster();
-  submit(R"({"name": "survive", "stages": [
-      {"id": "work", "tasks": 80, "builtin": "sleep", "sleep_ms": 250}]})",
-         {{"dynamicAllocation.maxExecutors", "4"},
-          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
-          {"dynamicAllocation.executorIdleTimeout", "30s"}},
-         /*session=*/false);
+  submit(
+      testing_support::sleepJob("survive", 80, 250),
+      {{"dynamicAllocation.maxExecutors", "4"}, {"dynamicAllocation.executorIdleTimeout", "30s"}},
+      /*session=*/false);
   const std::optional<Executor> victim = waitForBusyExecutor(30s);
   ASSERT_TRUE(victim.has_value());
   const int launchedBefore = status()["allocation"]["launched"].GetInt();
@@ -143,11 +139,8 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
 TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
   startCluster();
   // Session mode keeps the AM (and its decision log) up after the job, whatever the timing.
-  submit(R"({"name": "silence", "stages": [
-      {"id": "work", "tasks": 60, "builtin": "sleep", "sleep_ms": 250}]})",
-         {{"dynamicAllocation.maxExecutors", "3"},
-          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
-          {"network.timeout", "3s"}},
+  submit(testing_support::sleepJob("silence", 60, 250),
+         {{"dynamicAllocation.maxExecutors", "3"}, {"network.timeout", "3s"}},
          /*session=*/true);
   const std::optional<Executor> victim = waitForBusyExecutor(30s);
   ASSERT_TRUE(victim.has_value());
@@ -170,10 +163,8 @@ TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
 
 TEST_F(AmIntegrationTest, SigtermEndsTheApplicationAsKilledAndReleasesEverything) {
   startCluster();
-  submit(R"({"name": "endless", "stages": [
-      {"id": "work", "tasks": 1000, "builtin": "sleep", "sleep_ms": 1000}]})",
-         {{"dynamicAllocation.maxExecutors", "2"},
-          {"dynamicAllocation.schedulerBacklogTimeout", "200ms"}},
+  submit(testing_support::sleepJob("endless", 1000, 1000),
+         {{"dynamicAllocation.maxExecutors", "2"}},
          /*session=*/false);
   ASSERT_TRUE(eventually([&] { return status()["allocation"]["live"].GetInt() > 0; }, 30s));
   const pid_t amPid = testing_support::findProcess("tide-am", "TIDE_APPLICATION_ID", appId);

@@ -18,6 +18,7 @@
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 #include "tests/support/headless_chromium.h"
+#include "tests/support/jobs.h"
 
 namespace tide::deploy {
 namespace {
@@ -28,8 +29,7 @@ using ::testing::Not;
 using testing_support::eventually;
 using testing_support::readFile;
 
-const char* kQuickJob = R"({"name": "quick", "stages": [
-    {"id": "s", "tasks": 2, "builtin": "sleep", "sleep_ms": 50}]})";
+const std::string kQuickJob = testing_support::sleepJob("quick", 2, 50, "s");
 
 class AuthIntegrationTest : public testing_support::AmClusterTest {
  protected:

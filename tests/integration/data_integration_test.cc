@@ -65,7 +65,23 @@ std::string wordcountJob(const std::string& output, int reduceSleep, bool persis
          kWordcountDir + R"(/reduce.sh", "words", ")" + std::to_string(reduceSleep) + R"("]}]})";
 }
 
-using DataIntegrationTest = testing_support::AmClusterTest;
+class DataIntegrationTest : public testing_support::AmClusterTest {
+ protected:
+  // Starts a cluster and runs the wordcount job, its words stage persisted and its output in
+  // `out` below the test's dir, in a session AM of at most 2 executors that lets executors idle
+  // `idleTimeout` without cached data and `cachedIdleTimeout` with; the job must succeed.
+  void runPersistedWordcount(const std::string& out, const std::string& idleTimeout,
+                             const std::string& cachedIdleTimeout) {
+    startCluster();
+    submit(wordcountJob((dir.path() / out).string(), 0, /*persist=*/true),
+           {{"dynamicAllocation.maxExecutors", "2"},
+            {"dynamicAllocation.executorIdleTimeout", idleTimeout},
+            {"dynamicAllocation.cachedExecutorIdleTimeout", cachedIdleTimeout}},
+           /*session=*/true);
+    ASSERT_TRUE(jobEnds("job-1", 60s));
+    ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
+  }
+};
 
 TEST_F(DataIntegrationTest, WordcountEqualsUniqCount) {
   startCluster();
@@ -163,14 +179,7 @@ std::vector<std::pair<std::string, const rapidjson::Value*>> cachedHolders(
 }
 
 TEST_F(DataIntegrationTest, PersistedStageKeepsExecutorsUntilCachedIdleTimeout) {
-  startCluster();
-  submit(wordcountJob((dir.path() / "out").string(), 0, /*persist=*/true),
-         {{"dynamicAllocation.maxExecutors", "2"},
-          {"dynamicAllocation.executorIdleTimeout", "1s"},
-          {"dynamicAllocation.cachedExecutorIdleTimeout", "5s"}},
-         /*session=*/true);
-  ASSERT_TRUE(jobEnds("job-1", 60s));
-  ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
+  ASSERT_NO_FATAL_FAILURE(runPersistedWordcount("out", "1s", "5s"));
   const auto jobEnded = std::chrono::steady_clock::now();
 
   // The holders are still there well past executorIdleTimeout (idle for over 2s)...
@@ -200,14 +209,7 @@ TEST_F(DataIntegrationTest, PersistedStageKeepsExecutorsUntilCachedIdleTimeout) 
 }
 
 TEST_F(DataIntegrationTest, ALaterJobReadsAPersistedStageAndUnpersistLetsItsExecutorsGo) {
-  startCluster();
-  submit(wordcountJob((dir.path() / "out1").string(), 0, /*persist=*/true),
-         {{"dynamicAllocation.maxExecutors", "2"},
-          {"dynamicAllocation.executorIdleTimeout", "2s"},
-          {"dynamicAllocation.cachedExecutorIdleTimeout", "infinity"}},
-         /*session=*/true);
-  ASSERT_TRUE(jobEnds("job-1", 60s));
-  ASSERT_EQ(jobState("job-1"), "SUCCEEDED");
+  ASSERT_NO_FATAL_FAILURE(runPersistedWordcount("out1", "2s", "infinity"));
 
   // A second job counts the persisted words again, without re-running the map stage.
   const fs::path out2 = dir.path() / "out2";

@@ -14,6 +14,7 @@
 #include "am_cluster_test.h"
 #include "rest/messages/cluster.h"
 #include "tests/rest/slow_clients.h"
+#include "tests/support/jobs.h"
 
 namespace tide::deploy {
 namespace {
@@ -66,8 +67,7 @@ TEST_P(SlowClientsTest, TwoHundredSlowConnectionsCostNoNodeAndNoExecutor) {
   // Short timers, so that a starved server would show at once: a node is lost after 3 s
   // without a heartbeat; an executor after 3 s without a sync.
   startCluster(2, 5, "3s");
-  submit(R"({"name": "idle", "stages": [
-      {"id": "warm", "tasks": 3, "builtin": "sleep", "sleep_ms": 100}]})",
+  submit(testing_support::sleepJob("idle", 3, 100, "warm"),
          {{"dynamicAllocation.minExecutors", "2"},
           {"dynamicAllocation.maxExecutors", "3"},
           {"network.timeout", "3s"},
@@ -81,8 +81,7 @@ TEST_P(SlowClientsTest, TwoHundredSlowConnectionsCostNoNodeAndNoExecutor) {
   ASSERT_EQ(slow.open(), 200) << "failed to connect: " << slow.failedToConnect();
 
   // A job of ~6 s on the executors while the attack lasts: longer than both expiries.
-  auto reply = am->postJson("api/v1/jobs", std::string(R"({"name": "under-attack", "stages": [
-      {"id": "work", "tasks": 60, "builtin": "sleep", "sleep_ms": 250}]})"));
+  auto reply = am->postJson("api/v1/jobs", testing_support::sleepJob("under-attack", 60, 250));
   const std::string jobId = reply["id"].GetString();
   rest::HttpClientOptions quick;
   quick.retry.maxAttempts = 1;

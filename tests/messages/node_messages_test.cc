@@ -7,6 +7,7 @@
 
 #include "rest/json.h"
 #include "rest/messages/node.h"
+#include "tests/support/cases.h"
 
 namespace tide::rest {
 namespace {
@@ -250,12 +251,12 @@ TEST(NodeMessagesTest, ContainerTokenIsDeterministicAndDependsOnSecretAndContain
 }
 
 TEST(NodeMessagesTest, SecretsEqualComparesWholeStrings) {
-  EXPECT_TRUE(secretsEqual("abc", "abc"));
-  EXPECT_TRUE(secretsEqual("", ""));
-  EXPECT_FALSE(secretsEqual("abc", "abd"));
-  EXPECT_FALSE(secretsEqual("abc", "ab"));
-  EXPECT_FALSE(secretsEqual("ab", "abc"));
-  EXPECT_FALSE(secretsEqual("", "a"));
+  testing_support::expectEachPair(secretsEqual, {{"abc", "abc", true},
+                                                 {"", "", true},
+                                                 {"abc", "abd", false},
+                                                 {"abc", "ab", false},
+                                                 {"ab", "abc", false},
+                                                 {"", "a", false}});
 }
 
 }  // namespace

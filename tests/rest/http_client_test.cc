@@ -85,6 +85,15 @@ class HttpClientTest : public ::testing::Test {
     return options;
   }
 
+  // `method` on /flaky while its next `failures` answers are 503s: the client ends on a 503
+  // after `attempts` attempts.
+  void expect503After(HttpClient& client, const std::string& method, int failures, int attempts) {
+    failuresLeft_ = failures;
+    const HttpResponse response = client.request(method, "/flaky", "{}");
+    EXPECT_EQ(response.status, 503);
+    EXPECT_EQ(response.attempts, attempts);
+  }
+
   // The delays a client seeded with `seed` draws for its first `retries` retries.
   static std::vector<milliseconds> expectedDelays(const RetryPolicy& policy, uint64_t seed,
                                                   int retries) {
@@ -160,11 +169,8 @@ TEST_F(HttpClientTest, BackoffCeilingGrowsToTheCapAndJitterFillsIt) {
 }
 
 TEST_F(HttpClientTest, GivesUpAfterMaxAttemptsAndReportsTheLastAnswer) {
-  failuresLeft_ = 100;
   HttpClient client(server_->baseUrl(), recordingOptions());
-  HttpResponse response = client.request("PUT", "/flaky", "{}");
-  EXPECT_EQ(response.status, 503);
-  EXPECT_EQ(response.attempts, 4);
+  expect503After(client, "PUT", 100, 4);
   EXPECT_EQ(sleeps_.size(), 3u);
   EXPECT_EQ(sleeps_, expectedDelays(recordingOptions().retry, 42, 3));
 
@@ -182,11 +188,8 @@ TEST_F(HttpClientTest, GivesUpAfterMaxAttemptsAndReportsTheLastAnswer) {
 }
 
 TEST_F(HttpClientTest, DoesNotRetryAPostUnlessMarkedIdempotent) {
-  failuresLeft_ = 1;
   HttpClient client(server_->baseUrl(), recordingOptions());
-  HttpResponse response = client.request("POST", "/flaky", "{}");
-  EXPECT_EQ(response.status, 503);
-  EXPECT_EQ(response.attempts, 1);
+  expect503After(client, "POST", 1, 1);
   EXPECT_EQ(calls_.load(), 1);
   EXPECT_TRUE(sleeps_.empty());
 

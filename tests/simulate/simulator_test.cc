@@ -32,6 +32,16 @@ AllocationConfig fastConfig() {
   return config;
 }
 
+// fastConfig() keeping one executor at minExecutors (also the initial one) after a 5 s idle
+// timeout.
+AllocationConfig keepingOneConfig() {
+  AllocationConfig config = fastConfig();
+  config.bounds.minExecutors = 1;
+  config.bounds.initialExecutors = 1;
+  config.executorIdleTimeout = 5000;
+  return config;
+}
+
 struct SimRun {
   std::vector<SimulationLine> lines;
   SimulationSummary summary;
@@ -172,10 +182,7 @@ TEST(SimulatorTest, TargetStopsAtWhatTheTasksNeed) {
 }
 
 TEST(SimulatorTest, IdleExecutorsGoOldestFirstAfterTheTimeoutButNeverBelowMin) {
-  AllocationConfig config = fastConfig();
-  config.bounds.minExecutors = 1;
-  config.bounds.initialExecutors = 1;
-  config.executorIdleTimeout = 5000;
+  const AllocationConfig config = keepingOneConfig();
   // The initial request (t=0) is granted at the next instant, 100: e1 runs T1 100..2100.
   // 1000: target max(1, 1 live)+1 = 2 -> e2 at 1100 runs T2 until 3100.
   // 2000: max(2,2)+2 = 4, clipped to maxNeeded ceil(3 tasks) = 3 -> e3 at 2100. At 2100 T1
@@ -200,10 +207,7 @@ TEST(SimulatorTest, IdleExecutorsGoOldestFirstAfterTheTimeoutButNeverBelowMin) {
 }
 
 TEST(SimulatorTest, ExecutorKeptAtMinIsReportedOnceNotEveryTick) {
-  AllocationConfig config = fastConfig();
-  config.bounds.minExecutors = 1;
-  config.bounds.initialExecutors = 1;
-  config.executorIdleTimeout = 5000;
+  const AllocationConfig config = keepingOneConfig();
   SimulationOptions options;
   options.until = 15000;
   const SimRun run = simulateTrace(

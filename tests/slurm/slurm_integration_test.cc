@@ -24,6 +24,7 @@
 #include "rest/json.h"
 #include "rest/messages/credentials.h"
 #include "tests/support/files.h"
+#include "tests/support/jobs.h"
 #include "tests/support/polling.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
@@ -192,8 +193,7 @@ class SlurmIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(SlurmIntegrationTest, ExecutorsAreSlurmJobsThatComeAndGoWithTheWork) {
-  startAm(R"({"name": "hundred", "stages": [
-      {"id": "work", "tasks": 100, "builtin": "sleep", "sleep_ms": 300}]})",
+  startAm(testing_support::sleepJob("hundred", 100, 300),
           {{"dynamicAllocation.minExecutors", "0"},
            {"dynamicAllocation.maxExecutors", "4"},
            {"dynamicAllocation.executorIdleTimeout", "3s"},
@@ -243,13 +243,13 @@ TEST_F(SlurmIntegrationTest, ExecutorsAreSlurmJobsThatComeAndGoWithTheWork) {
 TEST_F(SlurmIntegrationTest, TheAmItselfRunsAsASlurmJobAndReportsSucceeded) {
   // `tide submit --master slurm+URL --wait`: the AM is a Slurm job too, and asks the same
   // slurmrestd for its executors.
-  std::vector<std::string> argv = {std::string(TIDE_BIN_DIR) + "/tide",
-                                   "submit",
-                                   "--master",
-                                   "slurm+" + connection.url,
-                                   "--wait",
-                                   dir.writeFile("job.json", R"({"name": "small", "stages": [
-      {"id": "work", "tasks": 20, "builtin": "sleep", "sleep_ms": 300}]})")};
+  std::vector<std::string> argv = {
+      std::string(TIDE_BIN_DIR) + "/tide",
+      "submit",
+      "--master",
+      "slurm+" + connection.url,
+      "--wait",
+      dir.writeFile("job.json", testing_support::sleepJob("small", 20, 300))};
   for (const auto& [key, value] : amConf({{"dynamicAllocation.maxExecutors", "2"},
                                           {"executor.memory", "256m"},
                                           {"am.memory", "256m"}})) {
@@ -302,8 +302,7 @@ TEST_F(SlurmIntegrationTest, TheAmItselfRunsAsASlurmJobAndReportsSucceeded) {
 TEST_F(SlurmIntegrationTest, PendingExecutorJobsAreCancelledWhenTheTargetDrops) {
   // Two executors fill the node's memory: the third and fourth pend.
   const int64_t executorMiB = nodeMemoryMiB() * 2 / 5;
-  startAm(R"({"name": "fill", "stages": [
-      {"id": "work", "tasks": 16, "builtin": "sleep", "sleep_ms": 2000}]})",
+  startAm(testing_support::sleepJob("fill", 16, 2000),
           {{"dynamicAllocation.minExecutors", "0"},
            {"dynamicAllocation.maxExecutors", "4"},
            {"dynamicAllocation.executorIdleTimeout", "60s"},
@@ -359,8 +358,7 @@ TEST_F(SlurmIntegrationTest, PendingExecutorJobsAreCancelledWhenTheTargetDrops) 
 }
 
 TEST_F(SlurmIntegrationTest, ABadPartitionFailsTheApplicationWithSlurmsMessage) {
-  startAm(R"({"name": "nowhere", "stages": [
-      {"id": "work", "tasks": 4, "builtin": "sleep", "sleep_ms": 100}]})",
+  startAm(testing_support::sleepJob("nowhere", 4, 100),
           {{"slurm.partition", "nosuchpartition"}, {"executor.memory", "256m"}},
           /*session=*/false);
   const auto exit = am->waitFor(60s);

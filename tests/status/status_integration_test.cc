@@ -18,6 +18,7 @@
 #include "../integration/am_cluster_test.h"
 #include "prometheus_text.h"
 #include "tests/support/headless_chromium.h"
+#include "tests/support/jobs.h"
 
 namespace tide::deploy {
 namespace {
@@ -25,7 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using testing_support::eventually;
-using testing_support::readFile;
 
 class StatusIntegrationTest : public testing_support::AmClusterTest {
  protected:
@@ -72,8 +72,7 @@ class StatusIntegrationTest : public testing_support::AmClusterTest {
 };
 
 // 60 tasks of 300ms on at most 3 executors: a ramp 1 -> 3, a cap at max=3, then idle removal.
-const char* kRampJob = R"({"name": "ramp", "stages": [
-    {"id": "work", "tasks": 60, "builtin": "sleep", "sleep_ms": 300}]})";
+const std::string kRampJob = testing_support::sleepJob("ramp", 60, 300);
 
 TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
   startCluster();
@@ -241,8 +240,7 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
 }
 
 // 400 sleeping tasks: a deep backlog that drives the target to max and keeps it there.
-const char* kLongJob = R"({"name": "long", "stages": [
-    {"id": "work", "tasks": 400, "builtin": "sleep", "sleep_ms": 300}]})";
+const std::string kLongJob = testing_support::sleepJob("long", 400, 300);
 
 TEST_F(StatusIntegrationTest, PutBoundsMovesTheTargetWithinATickAndRejectsBadBounds) {
   startCluster();
@@ -403,7 +401,7 @@ TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiv
   const std::string domFile = (dir.path() / "dom.html").string();
   runChromium({"--dump-dom"}, domFile, "dom");
   const std::set<std::string> after = liveExecutorIds();
-  const std::string dom = readFile(domFile);
+  const std::string dom = testing_support::readFile(domFile);
   ASSERT_THAT(dom, HasSubstr("id=\"chart\"")) << dom.substr(0, 2000);
 
   // The chart plotted the history's points.
