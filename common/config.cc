@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "common/strings.h"
@@ -376,6 +377,20 @@ int64_t sizeValue(const Resolved& r) {
   }
 }
 
+// Converts a value as its key's kind says and drops the result: a ConfigError when it is not one.
+template <auto Convert>
+void check(const Resolved& r) {
+  Convert(r);
+}
+void checkValue(const Resolved& r) {
+  // In ValueKind's order.
+  static constexpr void (*kChecks[])(const Resolved&) = {check<stringValue>,   check<boolValue>,
+                                                         check<intValue>,      check<doubleValue>,
+                                                         check<durationValue>, check<sizeValue>};
+  static_assert(std::size(kChecks) == static_cast<size_t>(ValueKind::kSize) + 1);
+  kChecks[static_cast<size_t>(r.info->kind)](r);
+}
+
 // A value converted by `convert`, or nullopt when the key is not set.
 template <typename Convert>
 auto optionalValue(const std::optional<Resolved>& resolved, Convert convert)
@@ -450,27 +465,7 @@ void Properties::validate() const {
   for (const auto& [name, entry] : entries_) {
     const KeyInfo* info = findKey(name);
     if (info == nullptr) continue;  // unknown keys are warned about, not rejected
-    const Resolved r{info, entry.value, entry.origin.describe()};
-    switch (info->kind) {
-      case ValueKind::kString:
-        stringValue(r);
-        break;
-      case ValueKind::kBool:
-        boolValue(r);
-        break;
-      case ValueKind::kInt:
-        intValue(r);
-        break;
-      case ValueKind::kDouble:
-        doubleValue(r);
-        break;
-      case ValueKind::kDuration:
-        durationValue(r);
-        break;
-      case ValueKind::kSize:
-        sizeValue(r);
-        break;
-    }
+    checkValue(Resolved{info, entry.value, entry.origin.describe()});
   }
 }
 

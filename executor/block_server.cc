@@ -34,24 +34,4 @@ BlockServer::BlockServer(const BlockStore& store, const std::string& appSecret,
   });
 }
 
-BlockServer::~BlockServer() {
-  stop();
-}
-
-int BlockServer::start() {
-  return server_->start();
-}
-
-void BlockServer::stop() {
-  server_->stop();
-}
-
-int BlockServer::port() const {
-  return server_->port();
-}
-
-std::string BlockServer::baseUrl() const {
-  return server_->baseUrl();
-}
-
 }  // namespace tide::executor

@@ -22,13 +22,13 @@ class BlockServer {
   BlockServer(const BlockStore& store, const std::string& appSecret, const std::string& bindAddress,
               const rest::TlsSettings& tls = {});
   // "http://host:port" ("https://" with TLS), once started.
-  std::string baseUrl() const;
-  ~BlockServer();
+  std::string baseUrl() const { return server_->baseUrl(); }
+  ~BlockServer() { stop(); }
 
   // Starts serving; returns the port.
-  int start();
-  void stop();
-  int port() const;
+  int start() { return server_->start(); }
+  void stop() { server_->stop(); }
+  int port() const { return server_->port(); }
 
  private:
   const BlockStore& store_;

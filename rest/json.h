@@ -153,60 +153,29 @@ class JsonWriter {
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
 
-  JsonWriter& startObject() {
-    writer_.StartObject();
-    return *this;
-  }
-  JsonWriter& endObject() {
-    writer_.EndObject();
-    return *this;
-  }
-  JsonWriter& startArray() {
-    writer_.StartArray();
-    return *this;
-  }
-  JsonWriter& endArray() {
-    writer_.EndArray();
-    return *this;
-  }
-  JsonWriter& key(std::string_view name) {
-    writer_.Key(name.data(), static_cast<rapidjson::SizeType>(name.size()));
-    return *this;
-  }
-  JsonWriter& null() {
-    writer_.Null();
-    return *this;
-  }
-  JsonWriter& value(std::string_view text) {
-    writer_.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-    return *this;
-  }
+  JsonWriter& startObject() { return then(writer_.StartObject()); }
+  JsonWriter& endObject() { return then(writer_.EndObject()); }
+  JsonWriter& startArray() { return then(writer_.StartArray()); }
+  JsonWriter& endArray() { return then(writer_.EndArray()); }
+  JsonWriter& key(std::string_view name) { return then(writer_.Key(name.data(), size(name))); }
+  JsonWriter& null() { return then(writer_.Null()); }
+  JsonWriter& value(std::string_view text) { return then(writer_.String(text.data(), size(text))); }
   JsonWriter& value(const char* text) { return value(std::string_view(text)); }
   JsonWriter& value(const std::string& text) { return value(std::string_view(text)); }
-  JsonWriter& value(bool flag) {
-    writer_.Bool(flag);
-    return *this;
-  }
-  JsonWriter& value(double number) {
-    writer_.Double(number);
-    return *this;
-  }
+  JsonWriter& value(bool flag) { return then(writer_.Bool(flag)); }
+  JsonWriter& value(double number) { return then(writer_.Double(number)); }
   JsonWriter& value(float number) { return value(static_cast<double>(number)); }
   template <typename Integer, typename = std::enable_if_t<std::is_integral_v<Integer> &&
                                                           !std::is_same_v<Integer, bool>>>
   JsonWriter& value(Integer number) {
     if constexpr (std::is_signed_v<Integer>) {
-      writer_.Int64(static_cast<int64_t>(number));
+      return then(writer_.Int64(static_cast<int64_t>(number)));
     } else {
-      writer_.Uint64(static_cast<uint64_t>(number));
+      return then(writer_.Uint64(static_cast<uint64_t>(number)));
     }
-    return *this;
   }
   // Copies an existing DOM value (e.g. an object built elsewhere) into the stream.
-  JsonWriter& value(const rapidjson::Value& dom) {
-    dom.Accept(writer_);
-    return *this;
-  }
+  JsonWriter& value(const rapidjson::Value& dom) { return then(dom.Accept(writer_)); }
   template <typename T>
   JsonWriter& field(std::string_view name, const T& fieldValue) {
     key(name);
@@ -219,6 +188,12 @@ class JsonWriter {
   rapidjson::Writer<rapidjson::StringBuffer>& raw() { return writer_; }
 
  private:
+  // Every call chains; rapidjson's bool (false only for misuse its asserts catch) is dropped.
+  JsonWriter& then(bool) { return *this; }
+  static rapidjson::SizeType size(std::string_view text) {
+    return static_cast<rapidjson::SizeType>(text.size());
+  }
+
   rapidjson::StringBuffer buffer_;
   rapidjson::Writer<rapidjson::StringBuffer> writer_;
 };

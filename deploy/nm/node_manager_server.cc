@@ -29,18 +29,6 @@ NodeManagerServer::NodeManagerServer(ContainerManager& containers, NodeIdentity&
   server_->get("/ws/v1/node/info", [this](const auto& req, auto& res) { info(req, res); });
 }
 
-NodeManagerServer::~NodeManagerServer() {
-  stop();
-}
-
-int NodeManagerServer::start() {
-  return server_->start();
-}
-
-void NodeManagerServer::stop() {
-  server_->stop();
-}
-
 std::string NodeManagerServer::requireSecret() const {
   std::string secret = identity_.nodeSecret();
   if (secret.empty()) {

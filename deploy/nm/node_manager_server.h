@@ -25,11 +25,11 @@ class NodeManagerServer {
   // authorization is per container.
   NodeManagerServer(ContainerManager& containers, NodeIdentity& identity,
                     rest::HttpServerOptions serverOptions);
-  ~NodeManagerServer();
+  ~NodeManagerServer() { stop(); }
 
   // Binds and serves in the background; returns the bound port.
-  int start();
-  void stop();
+  int start() { return server_->start(); }
+  void stop() { server_->stop(); }
   int port() const { return server_->port(); }
   std::string baseUrl() const { return server_->baseUrl(); }
 
