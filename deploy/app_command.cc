@@ -6,14 +6,15 @@
 
 #include <iomanip>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "common/command_line.h"
 #include "common/strings.h"
-#include "common/version.h"
 #include "deploy/cluster_client.h"
 #include "deploy/commands.h"
 #include "deploy/master_location.h"
+#include "deploy/subcommands.h"
 #include "rest/messages/credentials.h"
 #include "rest/tls_settings.h"
 
@@ -174,53 +175,26 @@ int killApplication(int argc, char** argv) {
       "tide app kill");
 }
 
-struct Subcommand {
-  const char* name;
-  const char* summary;
-  int (*run)(int argc, char** argv);
-};
-
 constexpr Subcommand kSubcommands[] = {
     {"list", "List the applications (--state RUNNING,ACCEPTED to filter)", listApplications},
     {"status", "Show one application's report", showApplication},
     {"kill", "Kill an application", killApplication},
 };
 
-void printAppUsage(std::ostream& out) {
-  out << "Usage: tide app <list|status|kill> [OPTIONS]\n\n"
-         "Lists and manages the applications of a tide-rm (as `yarn application`).\n\n"
-         "Commands:\n";
-  for (const Subcommand& sub : kSubcommands) {
-    out << "  " << std::left << std::setw(10) << sub.name << sub.summary << "\n";
-  }
-  out << "\nOptions:\n"
-         "  -h, --help                  Print this help and exit\n"
-         "  -V, --version               Print the version, git commit and build type, and exit\n"
-         "\nRun `tide app <command> --help` for a command's options.\n";
-}
-
 }  // namespace
 
 int runAppCommand(int argc, char** argv) {
-  if (argc < 2) {
-    printAppUsage(std::cerr);
-    return 2;
-  }
-  const std::string name = argv[1];
-  if (name == "--help" || name == "-h") {
-    printAppUsage(std::cout);
-    return 0;
-  }
-  if (name == "--version" || name == "-V") {
-    std::cout << versionLine("tide app") << "\n";
-    return 0;
-  }
-  for (const Subcommand& sub : kSubcommands) {
-    if (name == sub.name) return sub.run(argc - 1, argv + 1);
-  }
-  std::cerr << "tide app: error: unknown command '" << name
-            << "': expected list, status or kill (see tide app --help)\n";
-  return 2;
+  static const SubcommandSet kApp{
+      "tide app",
+      "Usage: tide app <list|status|kill> [OPTIONS]\n\n"
+      "Lists and manages the applications of a tide-rm (as `yarn application`).\n\n"
+      "Commands:\n",
+      kSubcommands,
+      std::size(kSubcommands),
+      10,
+      false,
+      ": expected list, status or kill"};
+  return runSubcommand(kApp, argc, argv);
 }
 
 }  // namespace tide::deploy
