@@ -18,8 +18,8 @@ using ::testing::ElementsAre;
 class Recorder : public SchedulerListener {
  public:
   Recorder(std::string name, std::vector<std::string>& log) : name_(std::move(name)), log_(log) {}
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    note("submitted " + stageId + " " + std::to_string(numTasks));
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) override {
+    note("submitted " + stageId + " " + std::to_string(numTasks) + " x" + std::to_string(taskCpus));
   }
   void onStageCompleted(const std::string& stageId) override { note("completed " + stageId); }
   void onTaskStart(const std::string& stageId, const std::string& executorId) override {
@@ -76,7 +76,7 @@ TEST(ListenerBusTest, EverySubscriberHearsEveryEventInSubscriptionOrder) {
   bus.subscribe(second);
   EXPECT_EQ(bus.size(), 2u);
 
-  bus.onStageSubmitted("job-1/s", 3);
+  bus.onStageSubmitted("job-1/s", 3, 2);
   bus.onTaskStart("job-1/s", "e1");
   bus.onTaskEnd("job-1/s", "e1", TaskOutcome::kFailed);
   bus.onSpeculativeTaskSubmitted("job-1/s");
@@ -91,7 +91,7 @@ TEST(ListenerBusTest, EverySubscriberHearsEveryEventInSubscriptionOrder) {
 
   EXPECT_THAT(
       log,
-      ElementsAre("a:submitted job-1/s 3", "b:submitted job-1/s 3", "a:start job-1/s e1",
+      ElementsAre("a:submitted job-1/s 3 x2", "b:submitted job-1/s 3 x2", "a:start job-1/s e1",
                   "b:start job-1/s e1", "a:end job-1/s e1 failed", "b:end job-1/s e1 failed",
                   "a:speculative job-1/s", "b:speculative job-1/s",
                   "a:speculative-start job-1/s e2", "b:speculative-start job-1/s e2",

@@ -21,8 +21,9 @@ class RecordingListener : public SchedulerListener {
   };
   explicit RecordingListener(Kinds kinds) : kinds_(kinds) {}
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int cpus) override {
     events.push_back("submitted " + stageId + " " + std::to_string(numTasks));
+    taskCpus[stageId] = cpus;
   }
   void onStageCompleted(const std::string& stageId) override {
     events.push_back("completed " + stageId);
@@ -69,6 +70,7 @@ class RecordingListener : public SchedulerListener {
 
   std::vector<std::string> events;
   std::map<std::string, std::string> jobMessages;  // each ended job's message
+  std::map<std::string, int> taskCpus;  // the cpus per task each submitted stage reported
 
  private:
   void data(std::string event) {
