@@ -460,8 +460,9 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
 
 // A task over its executor's memory (the first attempt of task 0 holds 700 MB in a 256 MB
 // executor): the node manager kills the container whole with YARN's reason, which reaches the
-// AM's failures of the task; the lost executor does not count toward task.maxFailures (1 here),
-// the task runs again on a new executor, and the job succeeds with each output committed once.
+// AM's failures of the task. The loss is the application's (Spark's exitCausedByApp), so it is
+// a failure of the task toward task.maxFailures (2 here: one more try); the task runs again on
+// a new executor, and the job succeeds with each output committed once.
 TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
   const int tasks = 4;
@@ -471,7 +472,7 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
                         " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;"),
          {{"dynamicAllocation.maxExecutors", "2"},
           {"dynamicAllocation.executorIdleTimeout", "30s"},
-          {"task.maxFailures", "1"}},
+          {"task.maxFailures", "2"}},
          /*session=*/true);
   tally.injected();
   ASSERT_TRUE(jobEnds("job-1", 120s));
