@@ -493,6 +493,31 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   expectNothingLeft();
 }
 
+// Spark's exitCausedByApp end to end: every attempt of the task holds 700 MB in a 256 MB
+// executor, so each kill of its container for memory is a failure of the task; with
+// task.maxFailures=2 the job fails after the second, naming the memory kill (before
+// executor.maxNumFailures, 10 here, would end the application). Before, it retried forever.
+TEST_F(FaultTest, ATaskThatKeepsBlowingItsContainerFailsItsJobAfterTaskMaxFailures) {
+  startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
+  submit(writingJob("hog", 1, "head -c 700M /dev/zero | tail;"),
+         {{"dynamicAllocation.maxExecutors", "1"},
+          {"task.maxFailures", "2"},
+          {"executor.maxNumFailures", "10"}},
+         /*session=*/true);
+  tally.injected();
+  ASSERT_TRUE(jobEnds("job-1", 120s));
+  const rapidjson::Document detail = job("job-1");
+  const std::string state = detail["state"].GetString();
+  const std::string message = detail["message"].GetString();
+  tally.jobChecked(state == "FAILED");
+  EXPECT_EQ(state, "FAILED") << message;
+  EXPECT_NE(message.find("task write[0] failed 2 times; most recent failure: executor "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is running beyond physical memory limits"), std::string::npos) << message;
+  expectNothingLeft();
+}
+
 // 11.6: 20 applications of 4 tasks submitted at once to one 8-core node all finish: AM
 // containers hold at most rm.maxAmShare (0.5) of the cores, so executors always have room.
 TEST_F(FaultTest, TwentyApplicationsOnOneEightCoreNodeAllFinish) {
