@@ -349,9 +349,9 @@ void ApplicationMaster::heartbeatLoop() {
       const StateLock lock = lockState();
       if (stopping_) return;
       std::vector<std::string> decisions;
-      int64_t preferringTasks = 0;
-      auto tasksByNode = scheduler_->pendingTasksByPreferredNode(&preferringTasks);
-      allocator_.setLocalityHints(std::move(tasksByNode), preferringTasks,
+      int64_t localityAwareTasks = 0;
+      auto tasksByNode = scheduler_->containerPlacementHints(&localityAwareTasks);
+      allocator_.setLocalityHints(std::move(tasksByNode), localityAwareTasks,
                                   config_.allocation.tasksPerExecutor());
       ask = allocator_.nextAsk(&decisions);
       for (const auto& why : decisions) {

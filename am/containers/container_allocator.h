@@ -78,8 +78,8 @@ class ContainerAllocator {
   ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock);
 
   void setTarget(int target) { target_ = target; }
-  // Pending tasks by the node they prefer (their input's; a task preferring two nodes counts on
-  // both) and how many pending tasks prefer some node: nextAsk places the containers still
+  // Tasks of the submitted stages by the node they prefer (their input's; a task preferring two
+  // nodes counts on both) and how many prefer some node: nextAsk places the containers still
   // wanted with Spark's locality-preferred strategy (container_placement.h), less the executors
   // already on each node.
   void setLocalityHints(std::map<std::string, int64_t> pendingTasksByNode,

@@ -1035,13 +1035,23 @@ std::vector<CachedStageSummary> TaskScheduler::cachedStages() const {
   return cached;
 }
 
-std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode(
-    int64_t* preferringTasks) const {
+std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode() const {
   std::map<std::string, int64_t> counts;
   for (const auto& [key, ref] : activeTaskSets_) {
     const StageRun& stage = ref.first->stages[ref.second];
     if (stage.unfinishedDependencies > 0) continue;
-    for (const auto& [node, tasks] : stage.tasks->pendingTasksByNode(preferringTasks)) {
+    for (const auto& [node, tasks] : stage.tasks->pendingTasksByNode()) counts[node] += tasks;
+  }
+  return counts;
+}
+
+std::map<std::string, int64_t> TaskScheduler::containerPlacementHints(
+    int64_t* localityAwareTasks) const {
+  std::map<std::string, int64_t> counts;
+  for (const auto& [key, ref] : activeTaskSets_) {
+    const StageRun& stage = ref.first->stages[ref.second];
+    if (stage.unfinishedDependencies > 0) continue;
+    for (const auto& [node, tasks] : stage.tasks->tasksByNode(localityAwareTasks)) {
       counts[node] += tasks;
     }
   }

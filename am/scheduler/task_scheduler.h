@@ -231,10 +231,12 @@ class TaskScheduler {
   // kFailedPrecondition when it is not (or no longer) persisted or its job still runs.
   Status unpersist(const std::string& stageId);
   std::vector<CachedStageSummary> cachedStages() const;
-  // Pending tasks of runnable stages by the node they prefer: where containers should be asked.
-  // Adds to `preferringTasks`, when given, the pending tasks that prefer some node (each once).
-  std::map<std::string, int64_t> pendingTasksByPreferredNode(
-      int64_t* preferringTasks = nullptr) const;
+  // Pending tasks of runnable stages by the node they prefer.
+  std::map<std::string, int64_t> pendingTasksByPreferredNode() const;
+  // Where containers should be asked (Spark's hostToLocalTaskCount and numLocalityAwareTasks):
+  // every task of the submitted stages by the nodes it prefers, and in `localityAwareTasks` how
+  // many prefer some node. As in Spark, a stage's tasks count until the stage completes.
+  std::map<std::string, int64_t> containerPlacementHints(int64_t* localityAwareTasks) const;
   // Stage ids ("<jobId>/<stage>") with blocks on the executor.
   std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
   const BlockRegistry& blocks() const { return blocks_; }

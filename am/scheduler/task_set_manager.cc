@@ -345,14 +345,22 @@ std::optional<TaskOffer> TaskSetManager::resourceOffer(const std::string& execut
   return TaskOffer{takeIndex(*index), locality};
 }
 
-std::map<std::string, int64_t> TaskSetManager::pendingTasksByNode(int64_t* preferringTasks) const {
+std::map<std::string, int64_t> TaskSetManager::pendingTasksByNode() const {
   std::map<std::string, int64_t> counts;
   if (!hasPreferences() || aborted_) return counts;
   for (int64_t i = 0; i < numTasks_; ++i) {
     if (!pendingBits_[static_cast<size_t>(i)]) continue;
-    const auto& nodes = preferences_[static_cast<size_t>(i)].nodes;
-    for (const std::string& node : nodes) ++counts[node];
-    if (preferringTasks != nullptr && !nodes.empty()) ++*preferringTasks;
+    for (const std::string& node : preferences_[static_cast<size_t>(i)].nodes) ++counts[node];
+  }
+  return counts;
+}
+
+std::map<std::string, int64_t> TaskSetManager::tasksByNode(int64_t* preferringTasks) const {
+  std::map<std::string, int64_t> counts;
+  if (!hasPreferences() || aborted_) return counts;
+  for (const TaskPreference& preference : preferences_) {
+    for (const std::string& node : preference.nodes) ++counts[node];
+    if (!preference.nodes.empty()) ++*preferringTasks;
   }
   return counts;
 }
