@@ -99,12 +99,17 @@ AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
   for (const auto& [id, stage] : tasks_.stages()) {
     const StageHistory& history = historyOf(id);
     const double taskMs = stageTaskMs(history, now);
-    e.workMs += static_cast<double>(stage.pending + stage.pendingSpeculative) * taskMs;
+    double stageWorkMs = static_cast<double>(stage.pending + stage.pendingSpeculative) * taskMs;
     for (const auto& [executor, starts] : history.starts) {
       for (TimeMs start : starts) {
-        e.workMs += std::max(0.0, taskMs - static_cast<double>(now - start));
+        stageWorkMs += std::max(0.0, taskMs - static_cast<double>(now - start));
       }
     }
+    e.workMs += stageWorkMs;
+    // A stage of wide tasks (its own cpus per task) fills an executor with fewer of them.
+    const int cpus = stage.taskCpus > 0 ? stage.taskCpus : config_.taskCpus;
+    e.executorWorkMs += stageWorkMs / static_cast<double>(StageTaskCounts::tasksPerExecutor(
+                                          config_.executorCores, cpus));
   }
   e.tasks = tasks_.total();
   // A stream: stages keep coming faster than the target and the latest is not overdue.
@@ -115,9 +120,10 @@ AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
   }
   const double slots = static_cast<double>(config_.tasksPerExecutor());
   const double target = static_cast<double>(config_.targetBacklogDuration);
-  e.byWork = ceilToInt((e.workMs / target + e.arrivalSlots) / slots);
+  e.byWork = ceilToInt(e.executorWorkMs / target + e.arrivalSlots / slots);
   e.byParallelism =
-      std::max(ceilToInt(static_cast<double>(e.tasks) * config_.executorAllocationRatio / slots),
+      std::max(ceilToInt(tasks_.executorsFilled(config_.executorCores, config_.taskCpus) *
+                         config_.executorAllocationRatio),
                ceilToInt(e.arrivalSlots / slots));
   int desired = std::min(e.byWork, e.byParallelism);
   if (e.tasks > 0) desired = std::max(desired, 1);
@@ -125,10 +131,11 @@ AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
   return e;
 }
 
-void AdaptiveAllocationPolicy::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
+void AdaptiveAllocationPolicy::onStageSubmitted(const std::string& stageId, int64_t numTasks,
+                                                int taskCpus) {
   initializing_ = false;
   const TimeMs now = clock_.nowMs();
-  tasks_.onStageSubmitted(stageId, numTasks);
+  tasks_.onStageSubmitted(stageId, numTasks, taskCpus);
   if (lastStageAt_ >= 0) {
     remember(stageIntervals_, static_cast<double>(now - lastStageAt_));
     stageIntervalMs_ = median(stageIntervals_);
@@ -249,9 +256,8 @@ void AdaptiveAllocationPolicy::raiseTarget(const Estimate& e, TickResult& result
   if (e.desired > target_) {
     // New executors come after the start latency: not worth asking when the live ones finish
     // the work first.
-    const double liveSlotsMs =
-        static_cast<double>(live) * static_cast<double>(config_.tasksPerExecutor()) * latency;
-    if (live > 0 && e.arrivalSlots == 0 && e.workMs <= liveSlotsMs) {
+    const double liveExecutorMs = static_cast<double>(live) * latency;
+    if (live > 0 && e.arrivalSlots == 0 && e.executorWorkMs <= liveExecutorMs) {
       const std::string why = "not adding: " + executors(live) + " finish " + secs(e.workMs) +
                               " of work before a new one could start (start latency " +
                               secs(latency) + ")";

@@ -47,7 +47,7 @@ class AdaptiveAllocationPolicy final : public PolicyBase {
   const char* name() const override { return "adaptive"; }
   int initialTarget() const override { return initialTarget_; }
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override;
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) override;
   void onStageCompleted(const std::string& stageId) override;
   void onTaskStart(const std::string& stageId, const ExecutorId& executor,
                    bool speculative = false) override;
@@ -60,7 +60,9 @@ class AdaptiveAllocationPolicy final : public PolicyBase {
 
   // What the policy estimates now (for tests and the status page).
   struct Estimate {
-    double workMs = 0;        // pending tasks' estimated work plus running tasks' remainder
+    double workMs = 0;  // pending tasks' estimated work plus running tasks' remainder
+    double executorWorkMs =
+        0;  // the same in executor time: each stage's work / its tasks per executor
     double arrivalSlots = 0;  // slots a stream of stages keeps busy (0 when not a stream)
     int64_t tasks = 0;        // pending (with speculative) and running tasks
     int byWork = 0;           // executors finishing the work within the target, plus the stream

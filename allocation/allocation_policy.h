@@ -78,8 +78,10 @@ class AllocationPolicy {
   // when dynamic allocation is off).
   virtual int initialTarget() const = 0;
 
-  // Scheduler events. Stage ids are unique over the application's life.
-  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks) = 0;
+  // Scheduler events. Stage ids are unique over the application's life. `taskCpus` is the cpus
+  // each of the stage's tasks takes (0: task.cpus); the stage's tasks are packed at
+  // executor.cores / taskCpus per executor when sizing the executor set.
+  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) = 0;
   // The stage finished or was aborted: its pending and speculative tasks no longer count.
   virtual void onStageCompleted(const std::string& stageId) = 0;
   virtual void onTaskStart(const std::string& stageId, const ExecutorId& executor,

@@ -42,15 +42,18 @@ ExecutorAllocationManager::ExecutorAllocationManager(const AllocationConfig& con
     : PolicyBase(config, clock) {}
 
 int ExecutorAllocationManager::maxNumExecutorsNeeded() const {
-  const int64_t tasks = tasks_.total();
-  if (tasks <= 0) return 0;
-  const double needed = std::ceil(static_cast<double>(tasks) * config_.executorAllocationRatio /
-                                  static_cast<double>(config_.tasksPerExecutor()));
+  if (tasks_.total() <= 0) return 0;
+  // Spark's maxNumExecutorsNeededPerResourceProfile, with each stage's tasks packed at its own
+  // tasks per executor (executor.cores / the stage's cpus per task): a stage of 4-cpu tasks on
+  // 4-core executors needs an executor per task, not a quarter of one.
+  const double filled = tasks_.executorsFilled(config_.executorCores, config_.taskCpus);
+  const double needed = std::ceil(filled * config_.executorAllocationRatio - 1e-9);
   if (needed >= static_cast<double>(INT_MAX)) return INT_MAX;
   // As in Spark: a speculative copy never runs on its original's executor, so when one executor
   // would hold every task and a copy is pending, one more is needed for the copy to start.
   int maxNeeded = static_cast<int>(needed);
-  if (needed == 1.0 && config_.tasksPerExecutor() > 1 && tasks_.pendingSpeculative() > 0) {
+  if (needed == 1.0 &&
+      tasks_.speculativePendingOnSharedExecutor(config_.executorCores, config_.taskCpus)) {
     maxNeeded = 2;
   }
   // SPARK-31418: stages whose tasks every executor is excluded for need executors beyond those
@@ -79,9 +82,10 @@ void ExecutorAllocationManager::onSchedulerQueueEmpty() {
   numExecutorsToAdd_ = 1;
 }
 
-void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
+void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int64_t numTasks,
+                                                 int taskCpus) {
   initializing_ = false;
-  tasks_.onStageSubmitted(stageId, numTasks);
+  tasks_.onStageSubmitted(stageId, numTasks, taskCpus);
   if (numTasks > 0) onSchedulerBacklogged();
 }
 

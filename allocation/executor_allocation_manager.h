@@ -31,7 +31,7 @@ class ExecutorAllocationManager final : public PolicyBase {
   int initialTarget() const override { return target_; }
 
   // Scheduler events. Stage ids are unique over the application's life.
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override;
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) override;
   // The stage finished or was aborted: its pending and speculative tasks no longer count.
   void onStageCompleted(const std::string& stageId) override;
   void onTaskStart(const std::string& stageId, const ExecutorId& executor,

@@ -33,7 +33,7 @@ struct SimExecutor {
   ExecutorId id;
   TimeMs grantedAt = 0;
   bool live = true;
-  int freeSlots = 0;
+  int freeSlots = 0;                 // free cores (a task takes its stage's cpus)
   std::vector<uint64_t> running;     // task keys, in start order
   TimeMs busySince = -1;             // -1 while no task runs
   std::set<size_t> reportedCache;    // stages whose blocks it was reported to hold
@@ -44,6 +44,7 @@ struct RunningTask {
   size_t stage = 0;
   size_t executor = 0;
   DurationMs duration = 0;
+  int cpus = 1;
 };
 
 struct ExecutorRequest {
@@ -82,7 +83,12 @@ class Simulation {
   void setBounds(const TraceEvent& event);
   void loseNewestExecutor(const TraceEvent& event);
 
-  void startTask(size_t executorIndex);
+  // Starts the first pending task (FIFO by stage) whose cpus fit the executor's free cores;
+  // false when none fits.
+  bool startTask(size_t executorIndex);
+  int cpusOf(const TraceEvent& event) const {
+    return event.cpus > 0 ? event.cpus : config_.taskCpus;
+  }
   void finishTask(uint64_t key, const RunningTask& task);
   void failRunningTasks(size_t executorIndex);
   void releaseExecutor(size_t executorIndex);
@@ -143,6 +149,7 @@ class Simulation {
 };
 
 SimulationSummary Simulation::run() {
+  checkTraceFits(config_, trace_);
   // Asked for at start, before the first tick, like an application master registering.
   for (int i = 0; i < engine_->initialTarget(); ++i) {
     requests_.push_back({0, addSaturating(0, options_.grantDelay)});
@@ -255,7 +262,11 @@ void Simulation::submitStage(const TraceEvent& event) {
   if (event.shuffle) jobShuffleStages_[event.job].push_back(index);
   stagesWithPending_.insert(index);
   pendingTasks_ += event.taskCount;
-  engine_->onStageSubmitted(event.stage, event.taskCount);
+  // Executors set aside because no earlier task fit their free cores may fit this stage's.
+  for (size_t live : liveExecutors_) {
+    if (executors_[live].freeSlots > 0) executorsWithFreeSlots_.insert(live);
+  }
+  engine_->onStageSubmitted(event.stage, event.taskCount, cpusOf(event));
 }
 
 void Simulation::endJob(const TraceEvent& event) {
@@ -319,7 +330,7 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
 
   const int before = static_cast<int>(executor.running.size());
   executor.running.erase(std::find(executor.running.begin(), executor.running.end(), key));
-  ++executor.freeSlots;
+  executor.freeSlots += task.cpus;
   if (executor.live) executorsWithFreeSlots_.insert(task.executor);
   onRunningChanged(executor, before);
   engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
@@ -341,13 +352,13 @@ void Simulation::failRunningTasks(size_t executorIndex) {
     auto it = runningTasks_.find(*key);
     const RunningTask task = it->second;
     runningTasks_.erase(it);
+    executor.freeSlots += task.cpus;
     SimStage& stage = stages_[task.stage];
     stage.retries.push_front(task.duration);
     stagesWithPending_.insert(task.stage);
     ++pendingTasks_;
     engine_->onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed);
   }
-  executor.freeSlots += before;
   executor.running.clear();
   onRunningChanged(executor, before);
 }
@@ -374,7 +385,7 @@ void Simulation::grantExecutors() {
     SimExecutor executor;
     executor.id = "e" + std::to_string(index + 1);
     executor.grantedAt = now_;
-    executor.freeSlots = config_.tasksPerExecutor();
+    executor.freeSlots = config_.executorCores;
     executorIndex_.emplace(executor.id, index);
     executors_.push_back(std::move(executor));
     liveExecutors_.insert(index);
@@ -392,15 +403,23 @@ void Simulation::placeTasks() {
     for (auto it = executorsWithFreeSlots_.begin();
          it != executorsWithFreeSlots_.end() && !stagesWithPending_.empty();) {
       const size_t index = *it;
-      startTask(index);
-      it = executors_[index].freeSlots == 0 ? executorsWithFreeSlots_.erase(it) : std::next(it);
+      const bool started = startTask(index);
+      it = !started || executors_[index].freeSlots == 0 ? executorsWithFreeSlots_.erase(it)
+                                                        : std::next(it);
     }
   }
 }
 
-void Simulation::startTask(size_t executorIndex) {
-  const size_t stageIndex = *stagesWithPending_.begin();
+bool Simulation::startTask(size_t executorIndex) {
+  SimExecutor& executor = executors_[executorIndex];
+  auto next = stagesWithPending_.begin();
+  while (next != stagesWithPending_.end() && cpusOf(*stages_[*next].event) > executor.freeSlots) {
+    ++next;
+  }
+  if (next == stagesWithPending_.end()) return false;
+  const size_t stageIndex = *next;
   SimStage& stage = stages_[stageIndex];
+  const int cpus = cpusOf(*stage.event);
   DurationMs duration;
   if (!stage.retries.empty()) {
     duration = stage.retries.front();
@@ -408,18 +427,18 @@ void Simulation::startTask(size_t executorIndex) {
   } else {
     duration = stage.event->taskDuration(stage.nextFresh++);
   }
-  if (stage.pendingCount() == 0) stagesWithPending_.erase(stagesWithPending_.begin());
+  if (stage.pendingCount() == 0) stagesWithPending_.erase(next);
   --pendingTasks_;
 
-  SimExecutor& executor = executors_[executorIndex];
   const uint64_t key = nextTaskKey_++;
-  runningTasks_.emplace(key, RunningTask{stageIndex, executorIndex, duration});
+  runningTasks_.emplace(key, RunningTask{stageIndex, executorIndex, duration, cpus});
   completions_.emplace(now_ + duration, key);
   const int before = static_cast<int>(executor.running.size());
   executor.running.push_back(key);
-  --executor.freeSlots;
+  executor.freeSlots -= cpus;
   onRunningChanged(executor, before);
   engine_->onTaskStart(stage.event->stage, executor.id);
+  return true;
 }
 
 void Simulation::releaseExecutors(const std::vector<ExecutorId>& ids) {
@@ -562,6 +581,17 @@ void writeIdList(rest::JsonWriter& out, const std::vector<std::string>& ids) {
 }
 
 }  // namespace
+
+void checkTraceFits(const AllocationConfig& config, const Trace& trace) {
+  for (const TraceEvent& event : trace.events) {
+    const int cpus = event.cpus > 0 ? event.cpus : config.taskCpus;
+    if (event.type == TraceEvent::Type::kStage && cpus > config.executorCores) {
+      throw TraceError(trace.source + ":" + std::to_string(event.line) + ": field 'cpus': " +
+                       std::to_string(cpus) + " cores per task is more than executor.cores (" +
+                       std::to_string(config.executorCores) + ")");
+    }
+  }
+}
 
 SimulationSummary simulate(const AllocationConfig& config, const Trace& trace,
                            const SimulationOptions& options, const SimulationObserver& observer) {

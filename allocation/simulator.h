@@ -85,6 +85,10 @@ struct SimulationObserver {
 };
 
 // Runs the trace to the end. Throws SimulationError when the run cannot finish.
+// A trace whose stage asks more cores per task than executor.cores could never finish (the AM's
+// scheduler refuses such a job): TraceError naming the line. simulate() checks it first.
+void checkTraceFits(const AllocationConfig& config, const Trace& trace);
+
 SimulationSummary simulate(const AllocationConfig& config, const Trace& trace,
                            const SimulationOptions& options, const SimulationObserver& observer);
 

@@ -1,10 +1,43 @@
 #include "allocation/stage_task_counts.h"
 
+#include <algorithm>
+#include <map>
+
 namespace tide::allocation {
 
-void StageTaskCounts::onStageSubmitted(const std::string& stageId, int64_t numTasks) {
+int StageTaskCounts::tasksPerExecutor(int executorCores, int taskCpus) {
+  return std::max(1, executorCores / std::max(1, taskCpus));
+}
+
+double StageTaskCounts::executorsFilled(int executorCores, int defaultTaskCpus) const {
+  // Tasks by tasks per executor: a width's tasks share executors (as one Spark profile's do).
+  std::map<int, int64_t> tasksByWidth;
+  for (const auto& [id, stage] : stages_) {
+    const int64_t tasks = stage.pending + stage.pendingSpeculative + stage.running;
+    if (tasks <= 0) continue;
+    const int cpus = stage.taskCpus > 0 ? stage.taskCpus : defaultTaskCpus;
+    tasksByWidth[tasksPerExecutor(executorCores, cpus)] += tasks;
+  }
+  double filled = 0;
+  for (const auto& [perExecutor, tasks] : tasksByWidth) {
+    filled += static_cast<double>(tasks) / static_cast<double>(perExecutor);
+  }
+  return filled;
+}
+
+bool StageTaskCounts::speculativePendingOnSharedExecutor(int executorCores,
+                                                         int defaultTaskCpus) const {
+  for (const auto& [id, stage] : stages_) {
+    const int cpus = stage.taskCpus > 0 ? stage.taskCpus : defaultTaskCpus;
+    if (stage.pendingSpeculative > 0 && tasksPerExecutor(executorCores, cpus) > 1) return true;
+  }
+  return false;
+}
+
+void StageTaskCounts::onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) {
   Stage& stage = stages_[stageId];
   stage.active = true;
+  if (taskCpus > 0) stage.taskCpus = taskCpus;
   stage.pending += numTasks;
   pending_ += numTasks;
 }

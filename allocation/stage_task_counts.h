@@ -17,6 +17,7 @@ class StageTaskCounts {
     int64_t pendingSpeculative = 0;
     int64_t running = 0;
     bool active = true;  // submitted and not yet completed
+    int taskCpus = 0;    // the cpus each of its tasks takes; 0: task.cpus
   };
 
   // What an event did to its stage.
@@ -26,7 +27,8 @@ class StageTaskCounts {
     kForgotten      // counted, and the stage is done: forgotten
   };
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks);
+  // `taskCpus` is the cpus each of the stage's tasks takes (0: task.cpus, the default).
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0);
   // The stage finished or was aborted: its pending and speculative tasks no longer count; tasks
   // still running (a losing speculative copy, say) are counted until they end.
   Change onStageCompleted(const std::string& stageId);
@@ -46,6 +48,19 @@ class StageTaskCounts {
   int64_t total() const { return pending_ + pendingSpeculative_ + running_; }
 
   const std::unordered_map<std::string, Stage>& stages() const { return stages_; }
+
+  // Tasks of `taskCpus` cpus that fit on an executor of `executorCores` cores (at least 1, as
+  // the scheduler never admits a task wider than an executor): Spark's maxTasksPerExecutor.
+  static int tasksPerExecutor(int executorCores, int taskCpus);
+  // The executors the known stages' tasks (pending, speculative and running) fill when each
+  // stage's tasks are packed at that stage's own tasks per executor: the sum over stages of
+  // tasks / tasksPerExecutor, stages of equal width summed first (so that one width gives
+  // exactly Spark's numRunningOrPendingTasks / tasksPerExecutor). `defaultTaskCpus` (task.cpus)
+  // stands for a stage that did not say. Not rounded: the caller applies the ratio, then ceil.
+  double executorsFilled(int executorCores, int defaultTaskCpus) const;
+  // Whether a stage with a pending speculative copy packs more than one task per executor (the
+  // copy may not run beside its original: Spark's speculation locality offset).
+  bool speculativePendingOnSharedExecutor(int executorCores, int defaultTaskCpus) const;
 
  private:
   std::unordered_map<std::string, Stage> stages_;

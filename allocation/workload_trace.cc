@@ -104,7 +104,8 @@ class LineParser {
 };
 
 void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
-  p.rejectUnknownFields(event.type, {"stage", "tasks", "task_ms", "cache", "shuffle", "job"});
+  p.rejectUnknownFields(event.type,
+                        {"stage", "tasks", "task_ms", "cache", "shuffle", "job", "cpus"});
   event.stage = p.requireName("stage");
   auto earlier = history.stageLines.find(event.stage);
   if (earlier != history.stageLines.end()) {
@@ -132,6 +133,10 @@ void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
     p.failField("tasks", "expected an integer or an array of durations");
   }
 
+  if (auto cpus = p.optionalCount("cpus")) {
+    if (*cpus == 0) p.failField("cpus", "expected a positive number of cores per task");
+    event.cpus = *cpus;
+  }
   event.cache = p.optionalBool("cache").value_or(false);
   event.shuffle = p.optionalBool("shuffle").value_or(false);
   if (p.find("job") != nullptr) event.job = p.requireName("job");

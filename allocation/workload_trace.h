@@ -5,6 +5,7 @@
 //
 //   {"t": 0, "type": "stage", "stage": "s1", "tasks": 100, "task_ms": 2000, "job": "j1"}
 //   {"t": 0, "type": "stage", "stage": "s2", "tasks": [2000, 1500], "cache": true}
+//   {"t": 0, "type": "stage", "stage": "s3", "tasks": 8, "task_ms": 1000, "cpus": 4}
 //   {"t": 9000, "type": "uncache", "stage": "s2"}
 //   {"t": 9000, "type": "job_end", "job": "j1"}
 //   {"t": 9500, "type": "set_bounds", "min": 0, "max": 10}
@@ -46,6 +47,7 @@ struct TraceEvent {
   std::vector<DurationMs> taskDurations;  // one per task, when the trace lists them
   bool cache = false;                     // its tasks leave cached blocks on their executor
   bool shuffle = false;                   // its tasks leave shuffle output (held until job_end)
+  int cpus = 0;                           // cores each task takes; 0: task.cpus
 
   // kSetBounds: the fields given; the others keep their current value.
   std::optional<int> minExecutors;

@@ -349,7 +349,9 @@ void ApplicationMaster::heartbeatLoop() {
       const StateLock lock = lockState();
       if (stopping_) return;
       std::vector<std::string> decisions;
-      allocator_.setLocalityHints(scheduler_->pendingTasksByPreferredNode(),
+      int64_t localityAwareTasks = 0;
+      auto tasksByNode = scheduler_->containerPlacementHints(&localityAwareTasks);
+      allocator_.setLocalityHints(std::move(tasksByNode), localityAwareTasks,
                                   config_.allocation.tasksPerExecutor());
       ask = allocator_.nextAsk(&decisions);
       for (const auto& why : decisions) {
@@ -413,7 +415,9 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
   }
   for (const auto& lost : actions.lost) {
     metrics_.executorFailures.labels({lost.exit.cause}).inc();
-    if (lost.wasRegistered) scheduler_->executorLost(lost.executorId, lost.reason);
+    if (lost.wasRegistered) {
+      scheduler_->executorLost(lost.executorId, lost.reason, lost.exit.executorFailure);
+    }
     allocation_.onExecutorRemoved(lost.executorId);
     forgetExecutor(lost.executorId, now);
   }

@@ -71,7 +71,8 @@ std::vector<KeyInfo> buildKeyTable() {
       key("executor.cores", K::kInt, "1", "Cores per executor"),
       key("executor.memory", K::kSize, "1g", "Memory per executor", kMiB),
       key("executor.maxNumFailures", K::kInt, "",
-          "Executor failures before the application fails (default: max(2*maxExecutors, 3))"),
+          "Executor failures caused by the application (memory kills, non-zero exits) at which it "
+          "fails (default: max(2*maxExecutors, 3))"),
       key("executor.failuresValidityInterval", K::kDuration, "",
           "Age after which an executor failure no longer counts (default: never)", kMs),
       key("task.cpus", K::kInt, "1", "Cores each task needs"),

@@ -68,6 +68,12 @@ int runSimulateCommand(int argc, char** argv) {
         if (cli.option("until")) options.until = parseDurationOption(cli, "until", 0);
 
         const allocation::Trace trace = loadReplayTrace(tracePath);
+        try {
+          // A task wider than an executor: as much a bad input as a malformed line.
+          allocation::checkTraceFits(config, trace);
+        } catch (const allocation::TraceError& e) {
+          throw ConfigError(e.what());
+        }
 
         std::ios::sync_with_stdio(false);
         const std::optional<std::string> plotFile = cli.option("plot");

@@ -1,5 +1,7 @@
 #include "am/containers/container_allocator.h"
 
+#include "am/containers/container_placement.h"
+
 #include <algorithm>
 #include <climits>
 
@@ -79,21 +81,19 @@ ContainerAsk ContainerAllocator::nextAsk(std::vector<std::string>* decisions) {
   ask.resource = config_.executorResource;
   ask.priority = config_.priority;
   ask.outstanding = outstanding_;
-  // Locality-preferred placement: of the containers still wanted, as many on each preferred
-  // node as its pending tasks fill, largest first, never more than are wanted in all.
-  std::vector<std::pair<int64_t, std::string>> wanted;
-  for (const auto& [node, tasks] : localityHints_) {
-    if (tasks > 0) wanted.emplace_back((tasks + slotsPerExecutor_ - 1) / slotsPerExecutor_, node);
-  }
-  std::sort(wanted.begin(), wanted.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  });
-  int unplaced = outstanding_;
-  for (const auto& [containers, node] : wanted) {
-    if (unplaced == 0) break;
-    const int onNode = static_cast<int>(std::min<int64_t>(containers, unplaced));
-    ask.hostAsks.emplace_back(node, onNode);
-    unplaced -= onNode;
+  // Locality-preferred placement (Spark's LocalityPreferredContainerPlacementStrategy). Every
+  // heartbeat states all the requests still wanted (they replace the previous ones), so all of
+  // `outstanding` is placed afresh and no earlier request counts as pending on a node; the
+  // executors already on each node (granted, started or not) are subtracted.
+  if (outstanding_ > 0 && !localityHints_.empty()) {
+    PlacementInput placement;
+    placement.containers = outstanding_;
+    placement.localityAwareTasks = localityAwareTasks_;
+    placement.tasksPerExecutor = slotsPerExecutor_;
+    placement.tasksByHost = localityHints_;
+    for (const auto& [containerId, held] : held_)
+      ++placement.executorsByHost[held.container.nodeId];
+    ask.hostAsks = hostAsksFor(localityOfRequestedContainers(placement));
   }
   ask.releases = std::move(toRelease_);
   toRelease_.clear();
@@ -167,7 +167,8 @@ std::optional<std::string> ContainerAllocator::recordFailure(const std::string& 
       failureTimes_.pop_front();
     }
   }
-  if (static_cast<int>(failureTimes_.size()) > config_.maxNumExecutorFailures) {
+  // Spark's ApplicationMaster: failed once the count reaches executor.maxNumFailures.
+  if (static_cast<int>(failureTimes_.size()) >= config_.maxNumExecutorFailures) {
     return "Max number of executor failures (" + std::to_string(config_.maxNumExecutorFailures) +
            ") reached; the last: " + what;
   }
@@ -199,7 +200,10 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   // node manager died mid-call), and the executor may have registered meanwhile: then its
   // tasks are lost with it.
   lost.wasRegistered = held.registered;
-  lost.exit = {true, "launch", "could not be started: " + reason};
+  // Not the application's fault (a node manager refusing, unreachable, out of room): as in
+  // Spark, neither an executor failure toward executor.maxNumFailures nor a failure of the
+  // tasks it may have started.
+  lost.exit = {false, "launch", "could not be started: " + reason};
   lost.reason = "executor " + executorId + " (container " + containerId + " on " +
                 held.container.nodeId + ") " + lost.exit.explanation;
   if (!held.registered) --starting_;
@@ -207,7 +211,6 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   containerByExecutor_.erase(c);
   releasing_.insert(containerId);
   toRelease_.push_back(containerId);
-  if (auto failure = recordFailure(lost.reason)) actions.failApplication = failure;
   actions.decisions.push_back(lost.reason);
   actions.lost.push_back(std::move(lost));
   return actions;

@@ -30,6 +30,8 @@ int defaultMaxNumExecutorFailures(int maxExecutors);
 
 // Whether a completed container's exit says the application (or its executor) failed, and how
 // to say why. Released, preempted, lost-with-node and RM/AM kills are not the app's fault.
+// An exit that is (Spark's exitCausedByApp: killed for memory, a non-zero exit) counts toward
+// executor.maxNumFailures and fails the tasks that were running in it (task.maxFailures).
 struct ExitClassification {
   bool executorFailure = false;
   std::string cause;  // "memory", "exit", "released", "preempted", "node_lost", "killed", "success"
@@ -76,10 +78,14 @@ class ContainerAllocator {
   ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock);
 
   void setTarget(int target) { target_ = target; }
-  // Pending tasks by the node they prefer (their input's): nextAsk asks for some of the missing
-  // containers on those nodes, in proportion, at most one per `slotsPerExecutor` tasks.
-  void setLocalityHints(std::map<std::string, int64_t> pendingTasksByNode, int slotsPerExecutor) {
+  // Tasks of the submitted stages by the node they prefer (their input's; a task preferring two
+  // nodes counts on both) and how many prefer some node: nextAsk places the containers still
+  // wanted with Spark's locality-preferred strategy (container_placement.h), less the executors
+  // already on each node.
+  void setLocalityHints(std::map<std::string, int64_t> pendingTasksByNode,
+                        int64_t localityAwareTasks, int slotsPerExecutor) {
     localityHints_ = std::move(pendingTasksByNode);
+    localityAwareTasks_ = localityAwareTasks;
     slotsPerExecutor_ = std::max(1, slotsPerExecutor);
   }
   int target() const { return target_; }
@@ -96,8 +102,8 @@ class ContainerAllocator {
   AllocatorActions onHeartbeat(const HeartbeatResult& result);
   // The executor in this container started and registered with the AM.
   bool onExecutorRegistered(const std::string& executorId);
-  // Starting the executor failed (e.g. its node manager refused): the container is released
-  // and the failure counted.
+  // Starting the executor failed (e.g. its node manager refused): the container is released.
+  // Not counted as an executor failure (the cluster's fault, not the application's).
   AllocatorActions onLaunchFailed(const std::string& executorId, const std::string& reason);
   // Gives an idle executor's container back (idle removal). Returns false if unknown.
   bool release(const std::string& executorId);
@@ -137,6 +143,7 @@ class ContainerAllocator {
   std::deque<TimeMs> failureTimes_;
   int nextExecutorNumber_ = 1;
   std::map<std::string, int64_t> localityHints_;
+  int64_t localityAwareTasks_ = 0;
   int slotsPerExecutor_ = 1;
   int starting_ = 0;
 };

@@ -21,8 +21,8 @@ class ListenerBus : public SchedulerListener {
   void subscribe(SchedulerListener& listener) { listeners_.push_back(&listener); }
   size_t size() const { return listeners_.size(); }
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
-    post(&SchedulerListener::onStageSubmitted, stageId, numTasks);
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) override {
+    post(&SchedulerListener::onStageSubmitted, stageId, numTasks, taskCpus);
   }
   void onStageCompleted(const std::string& stageId) override {
     post(&SchedulerListener::onStageCompleted, stageId);

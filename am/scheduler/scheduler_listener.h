@@ -30,7 +30,9 @@ class SchedulerListener {
   virtual ~SchedulerListener() = default;
 
   // Stage ids are unique over the AM's life: "<jobId>/<stage id>", e.g. "job-1/resize".
-  virtual void onStageSubmitted(const std::string& /*stageId*/, int64_t /*numTasks*/) {}
+  // `taskCpus`: the cpus each of its tasks takes (its "cpus", else task.cpus).
+  virtual void onStageSubmitted(const std::string& /*stageId*/, int64_t /*numTasks*/,
+                                int /*taskCpus*/) {}
   // The stage succeeded, or was cancelled because its job failed.
   virtual void onStageCompleted(const std::string& /*stageId*/) {}
   virtual void onTaskStart(const std::string& /*stageId*/, const std::string& /*executorId*/) {}

@@ -233,7 +233,7 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.queueKey = {job.number, nextStageSubmission_++};
   activeTaskSets_[stage.queueKey] = {&job, stageIndex};
   updatePreferences(job, stageIndex);
-  listeners_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks);
+  listeners_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks, stage.cpus);
 }
 
 // Preferences cost a record per task; beyond this a stage schedules without locality.
@@ -741,23 +741,39 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
   }
 
   // FAILED: the one state left.
-  const std::string reason = failureReason(update);
+  failAttempt(task, update.taskId, failureReason(update), update.exitCode, update.stderrTail,
+              killRequested);
+  return true;
+}
+
+void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const std::string& reason,
+                                int exitCode, const std::string& stderrTail, bool killRequested) {
+  JobRun& job = *task.job;
+  StageRun& stage = job.stages[task.stage];
+  const bool stageActive = stage.state == StageState::kRunning;
+  const auto taskEnded = [&](TaskOutcome outcome) {
+    if (task.speculative) {
+      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+    } else {
+      listeners_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
+    }
+  };
   stage.tasks->countFailedAttempt();
   FailedAttempt failed;
-  failed.taskId = update.taskId;
+  failed.taskId = taskId;
   failed.stageId = stage.spec->id;
   failed.index = task.attempt.index;
   failed.attempt = task.attempt.attempt;
-  failed.executorId = executorId;
+  failed.executorId = task.executorId;
   failed.reason = reason;
-  failed.exitCode = update.exitCode;
-  failed.stderrTail = update.stderrTail;
-  failed.timeMs = now;
+  failed.exitCode = exitCode;
+  failed.stderrTail = stderrTail;
+  failed.timeMs = clock_.nowMs();
   failed.countsTowardsFailures = stageActive;
   recordFailedAttempt(job, failed);
   if (!stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
     taskEnded(killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
-    return true;
+    return;
   }
   const int failures = stage.tasks->recordFailure(task.attempt.index);
   taskEnded(TaskOutcome::kFailed);
@@ -766,13 +782,12 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
                           describeTask(stage.spec->id, task.attempt.index) + " failed " +
                           std::to_string(failures) + (failures == 1 ? " time" : " times") +
                           "; most recent failure: " + reason;
-    if (!update.stderrTail.empty()) message += "; stderr tail:\n" + update.stderrTail;
+    if (!stderrTail.empty()) message += "; stderr tail:\n" + stderrTail;
     failJob(job, task.stage, message);
   } else if (stage.runningByIndex.count(task.attempt.index) == 0) {
     // Another copy still running will do (speculation); else the task goes again.
     stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   }
-  return true;
 }
 
 std::string TaskScheduler::canCommit(int64_t taskId, const std::string& executorId) {
@@ -952,7 +967,7 @@ void TaskScheduler::rerunStage(JobRun& job, size_t stageIndex, const std::vector
     }
   }
   const int64_t requeued = stage.tasks->resubmit(indices);
-  if (requeued > 0) listeners_.onStageSubmitted(stage.schedulerStageId, requeued);
+  if (requeued > 0) listeners_.onStageSubmitted(stage.schedulerStageId, requeued, stage.cpus);
 }
 
 void TaskScheduler::releaseJobData(JobRun& job) {
@@ -1030,6 +1045,19 @@ std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode() cons
   return counts;
 }
 
+std::map<std::string, int64_t> TaskScheduler::containerPlacementHints(
+    int64_t* localityAwareTasks) const {
+  std::map<std::string, int64_t> counts;
+  for (const auto& [key, ref] : activeTaskSets_) {
+    const StageRun& stage = ref.first->stages[ref.second];
+    if (stage.unfinishedDependencies > 0) continue;
+    for (const auto& [node, tasks] : stage.tasks->tasksByNode(localityAwareTasks)) {
+      counts[node] += tasks;
+    }
+  }
+  return counts;
+}
+
 int64_t TaskScheduler::keepOnlyHeldOutputs(const std::string& executorId,
                                            const std::set<std::string>& held,
                                            const std::string& why) {
@@ -1084,7 +1112,8 @@ int TaskScheduler::checkSpeculatableTasks() {
   return marked;
 }
 
-void TaskScheduler::executorLost(const std::string& executorId, const std::string& reason) {
+void TaskScheduler::executorLost(const std::string& executorId, const std::string& reason,
+                                 bool exitCausedByApp) {
   tasksToKill_.erase(
       std::remove_if(tasksToKill_.begin(), tasksToKill_.end(),
                      [&](const TaskToKill& kill) { return kill.executorId == executorId; }),
@@ -1103,7 +1132,14 @@ void TaskScheduler::executorLost(const std::string& executorId, const std::strin
   for (auto it = taskIds.rbegin(); it != taskIds.rend(); ++it) {
     bool killRequested = false;
     const RunningTask task = removeRunning(*it, &killRequested);
-    retryWithoutCounting(task, *it, "executor " + executorId + " lost: " + reason, killRequested);
+    const std::string why = "executor " + executorId + " lost: " + reason;
+    // Spark's ExecutorLostFailure(exitCausedByApp): a container the application's own tasks
+    // killed (memory, a non-zero exit) fails the tasks running in it, toward task.maxFailures.
+    if (exitCausedByApp) {
+      failAttempt(task, *it, why, -1, "", killRequested);
+    } else {
+      retryWithoutCounting(task, *it, why, killRequested);
+    }
   }
 }
 

@@ -211,9 +211,13 @@ class TaskScheduler {
   // that ends without succeeding (failed, killed, its executor lost) frees the task for the
   // next attempt. Returns "" when allowed, else why not.
   std::string canCommit(int64_t taskId, const std::string& executorId);
-  // The executor is gone: its running tasks go back to the front of their stages (not counted
-  // against task.maxFailures) and are reported to the listener as failed.
-  void executorLost(const std::string& executorId, const std::string& reason);
+  // The executor is gone: its running tasks go back to the front of their stages and are
+  // reported to the listener as failed. They count against task.maxFailures only when the
+  // exit was caused by the application (Spark's exitCausedByApp: its container was killed for
+  // memory or exited non-zero), not when the cluster lost it (preemption, a lost node, a kill
+  // by the AM or the RM, a heartbeat timeout).
+  void executorLost(const std::string& executorId, const std::string& reason,
+                    bool exitCausedByApp = false);
   // An executor released on purpose (idle): the blocks it held are gone with it.
   void executorRemoved(const std::string& executorId);
   // Running tasks of failed or cancelled jobs (or losing speculative copies) that the caller
@@ -227,8 +231,12 @@ class TaskScheduler {
   // kFailedPrecondition when it is not (or no longer) persisted or its job still runs.
   Status unpersist(const std::string& stageId);
   std::vector<CachedStageSummary> cachedStages() const;
-  // Pending tasks of runnable stages by the node they prefer: where containers should be asked.
+  // Pending tasks of runnable stages by the node they prefer.
   std::map<std::string, int64_t> pendingTasksByPreferredNode() const;
+  // Where containers should be asked (Spark's hostToLocalTaskCount and numLocalityAwareTasks):
+  // every task of the submitted stages by the nodes it prefers, and in `localityAwareTasks` how
+  // many prefer some node. As in Spark, a stage's tasks count until the stage completes.
+  std::map<std::string, int64_t> containerPlacementHints(int64_t* localityAwareTasks) const;
   // Stage ids ("<jobId>/<stage>") with blocks on the executor.
   std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
   const BlockRegistry& blocks() const { return blocks_; }
@@ -324,6 +332,10 @@ class TaskScheduler {
                               const std::string& executorId, bool speculative);
   // Takes a running task out of every index; returns it and whether its kill was requested.
   RunningTask removeRunning(int64_t taskId, bool* killRequested);
+  // A removed running attempt failed: recorded, counted toward task.maxFailures while its
+  // stage runs (failing the job at the limit), else retried.
+  void failAttempt(const RunningTask& task, int64_t taskId, const std::string& reason, int exitCode,
+                   const std::string& stderrTail, bool killRequested);
   // An attempt ended without success through no fault of the task (lost executor,
   // unrequested kill): retried at the front of its stage without counting a failure.
   void retryWithoutCounting(const RunningTask& task, int64_t taskId, const std::string& reason,

@@ -355,6 +355,16 @@ std::map<std::string, int64_t> TaskSetManager::pendingTasksByNode() const {
   return counts;
 }
 
+std::map<std::string, int64_t> TaskSetManager::tasksByNode(int64_t* preferringTasks) const {
+  std::map<std::string, int64_t> counts;
+  if (!hasPreferences() || aborted_) return counts;
+  for (const TaskPreference& preference : preferences_) {
+    for (const std::string& node : preference.nodes) ++counts[node];
+    if (!preference.nodes.empty()) ++*preferringTasks;
+  }
+  return counts;
+}
+
 void TaskSetManager::executorLost(const std::string& executorId) {
   pendingForExecutor_.erase(executorId);
 }

@@ -74,6 +74,10 @@ class TaskSetManager {
                                          TaskLocality maxLocality, TimeMs now);
   // Pending tasks by node they prefer (a task preferring two nodes counts on both).
   std::map<std::string, int64_t> pendingTasksByNode() const;
+  // Every task of the stage (pending, running or done) by the nodes it prefers, and in
+  // `preferringTasks` how many prefer some node: Spark's executor placement hints, taken from a
+  // stage's tasks when it is submitted and kept until it completes.
+  std::map<std::string, int64_t> tasksByNode(int64_t* preferringTasks) const;
   // The executor is gone: tasks preferring it fall back to their nodes.
   void executorLost(const std::string& executorId);
 

@@ -67,6 +67,19 @@ TEST_F(AdaptiveTest, NeverAboveTheTasksParallelism) {
   EXPECT_THAT(whyOf(later, Decision::Action::kRaiseTarget), HasSubstr("(all the tasks can use)"));
 }
 
+// Issue 13 item 5: a stage's tasks fill executors at executor.cores / its own cpus per task.
+TEST_F(AdaptiveTest, WideTasksFillAnExecutorEach) {
+  config.executorCores = 4;
+  policy().onStageSubmitted("wide", 6, 4);  // 6 x 500 ms assumed = 3 s of work, one per executor
+  const AdaptiveAllocationPolicy::Estimate e = policy().estimate();
+  EXPECT_EQ(e.byParallelism, 6);
+  EXPECT_DOUBLE_EQ(e.executorWorkMs, 3000.0);
+  EXPECT_EQ(e.byWork, 1) << "3 s of executor time / 5 s target";
+  policy().onStageSubmitted("wide2", 40, 4);  // 20 s more: 23 s / 5 s -> 5
+  EXPECT_EQ(policy().estimate().byWork, 5);
+  EXPECT_EQ(tickAt(0).target, 5);
+}
+
 TEST_F(AdaptiveTest, LearnsTaskDurationsAndStartLatency) {
   policy().onStageSubmitted("s1", 100);
   EXPECT_EQ(tickAt(0).target, 8);

@@ -318,6 +318,31 @@ TEST_F(AllocationTest, SeveralTasksPerExecutor) {
   EXPECT_EQ(twoCpuTasks.maxNumExecutorsNeeded(), 5) << "ceil(10 / (4 / 2))";
 }
 
+// Spark's maxNumExecutorsNeededPerResourceProfile divides a profile's tasks by its
+// maxTasksPerExecutor; tide divides each stage's tasks by executor.cores / the stage's own cpus
+// per task, so a stage of 4-cpu tasks on 4-core executors asks for one executor per task.
+TEST_F(AllocationTest, MaxNeededCountsEachStageAtItsOwnTasksPerExecutor) {
+  config.executorCores = 4;
+  config.taskCpus = 1;
+  config.bounds.maxExecutors = 100;
+  manager().onStageSubmitted("wide", 8, 4);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 8) << "8 tasks / (4 cores / 4 cpus)";
+  EXPECT_EQ(targetsEverySecond(1000, 5000), (std::vector<int>{1, 3, 7, 8, 8}));
+  manager().onStageSubmitted("narrow", 10);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 11) << "ceil(8 / 1 + 10 / 4)";
+  manager().onStageSubmitted("half", 3, 2);
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 12) << "ceil(8 + 2.5 + 3 / 2)";
+}
+
+TEST_F(AllocationTest, SpeculativeCopyOfAOneTaskPerExecutorStageNeedsNoOffset) {
+  config.executorCores = 4;
+  addExecutors(1, 1);
+  manager().onStageSubmitted("wide", 1, 4);
+  manager().onTaskStart("wide", "e1");
+  manager().onSpeculativeTaskSubmitted("wide");
+  EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "2 tasks of 4 cpus: 2, no +1";
+}
+
 TEST_F(AllocationTest, SpeculativeTasksCountAndArmTheBacklog) {
   manager().onStageSubmitted("s1", 2);
   addExecutors(1, 2);

@@ -72,5 +72,37 @@ TEST(StageTaskCounts, AStartOfAnUnseenStageCountsIt) {
   EXPECT_TRUE(counts.stages().at("s9").active);
 }
 
+// Spark's maxTasksPerExecutor per stage (issue 13 item 5): each stage's tasks are packed at
+// executor.cores / its own cpus per task; stages of one width share executors as one Spark
+// profile's tasks do.
+TEST(StageTaskCounts, EachStageFillsExecutorsAtItsOwnTasksPerExecutor) {
+  EXPECT_EQ(StageTaskCounts::tasksPerExecutor(4, 1), 4);
+  EXPECT_EQ(StageTaskCounts::tasksPerExecutor(4, 3), 1) << "a 3-cpu task leaves 1 core unused";
+  EXPECT_EQ(StageTaskCounts::tasksPerExecutor(4, 8), 1) << "never 0";
+  StageTaskCounts counts;
+  counts.onStageSubmitted("wide", 8, 4);  // 8 tasks of 4 cpus on 4-core executors: 8
+  counts.onStageSubmitted("narrow", 10);  // task.cpus=1: 10 / 4 = 2.5
+  counts.onStageSubmitted("half", 3, 2);  // 3 / 2 = 1.5
+  EXPECT_DOUBLE_EQ(counts.executorsFilled(4, 1), 12.0);
+  counts.onTaskStart("wide", false);  // running tasks count as pending ones do
+  EXPECT_DOUBLE_EQ(counts.executorsFilled(4, 1), 12.0);
+  counts.onStageCompleted("narrow");
+  EXPECT_DOUBLE_EQ(counts.executorsFilled(4, 1), 9.5);
+  // Resubmitted tasks keep the stage's cpus.
+  counts.onStageSubmitted("half", 1, 2);
+  EXPECT_DOUBLE_EQ(counts.executorsFilled(4, 1), 10.0);
+}
+
+TEST(StageTaskCounts, SpeculationLocalityOffsetOnlyForStagesSharingAnExecutor) {
+  StageTaskCounts counts;
+  counts.onStageSubmitted("wide", 1, 4);
+  counts.onSpeculativeTaskSubmitted("wide");
+  EXPECT_FALSE(counts.speculativePendingOnSharedExecutor(4, 1)) << "one 4-cpu task per executor";
+  counts.onStageSubmitted("narrow", 1);
+  EXPECT_FALSE(counts.speculativePendingOnSharedExecutor(4, 1)) << "no copy of a narrow task";
+  counts.onSpeculativeTaskSubmitted("narrow");
+  EXPECT_TRUE(counts.speculativePendingOnSharedExecutor(4, 1));
+}
+
 }  // namespace
 }  // namespace tide::allocation

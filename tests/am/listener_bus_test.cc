@@ -47,7 +47,7 @@ TEST(ListenerBusTest, EverySubscriberHearsEveryEventInSubscriptionOrder) {
   bus.subscribe(second);
   EXPECT_EQ(bus.size(), 2u);
 
-  bus.onStageSubmitted("job-1/s", 3);
+  bus.onStageSubmitted("job-1/s", 3, 2);
   bus.onTaskStart("job-1/s", "e1");
   bus.onTaskEnd("job-1/s", "e1", TaskOutcome::kFailed);
   bus.onSpeculativeTaskSubmitted("job-1/s");
@@ -73,6 +73,8 @@ TEST(ListenerBusTest, EverySubscriberHearsEveryEventInSubscriptionOrder) {
                   "b:uncached job-1/s", "a:job job-1 failed", "b:job job-1 failed"));
   EXPECT_EQ(first.jobMessages.at("job-1"), "boom");
   EXPECT_EQ(second.jobMessages.at("job-1"), "boom");
+  EXPECT_EQ(first.taskCpus.at("job-1/s"), 2);
+  EXPECT_EQ(second.taskCpus.at("job-1/s"), 2);
 }
 
 TEST(ListenerBusTest, SubscribersNeedOnlyTheEventsTheyCareAbout) {

@@ -16,7 +16,8 @@
 namespace tide::am::testing {
 
 // Every event as one line ("submitted <stage> <tasks>", "start <stage> <executor>", ...),
-// handed to record() with its kind; each ended job's message is kept in jobMessages.
+// handed to record() with its kind; each ended job's message is kept in jobMessages and each
+// submitted stage's cpus per task in taskCpus.
 class EventLines : public SchedulerListener {
  public:
   enum class Kind {
@@ -27,7 +28,8 @@ class EventLines : public SchedulerListener {
     kSpeculativeEnd,  // onSpeculativeTaskEnd
   };
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks) override {
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int cpus) override {
+    taskCpus[stageId] = cpus;
     record(Kind::kStage, "submitted " + stageId + " " + std::to_string(numTasks));
   }
   void onStageCompleted(const std::string& stageId) override {
@@ -72,6 +74,7 @@ class EventLines : public SchedulerListener {
   }
 
   std::map<std::string, std::string> jobMessages;  // each ended job's message
+  std::map<std::string, int> taskCpus;             // each submitted stage's cpus per task
 
  protected:
   virtual void record(Kind kind, std::string line) = 0;

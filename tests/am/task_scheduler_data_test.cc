@@ -297,6 +297,11 @@ TEST_F(SchedulerDataTest, ReduceTasksWaitForTheExecutorHoldingTheirInput) {
   EXPECT_TRUE(offer("e2", 1, "n2").empty()) << "e2 on n2 holds none of the input";
   auto local = offer("e1", 1, "n1");
   ASSERT_EQ(local.size(), 1u);
+  // Spark's container placement hints keep a submitted stage's every task until it completes.
+  int64_t localityAware = 0;
+  EXPECT_EQ(scheduler().containerPlacementHints(&localityAware),
+            (std::map<std::string, int64_t>{{"n1", 2}}));
+  EXPECT_EQ(localityAware, 2);
   auto nodeLocal = offer("e3", 1, "n1");
   EXPECT_TRUE(nodeLocal.empty()) << "NODE_LOCAL only after locality.wait.process";
   clock.advance(3000);

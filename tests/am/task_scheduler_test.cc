@@ -20,6 +20,7 @@ namespace tide::am {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 rest::TaskStatusUpdate finished(int64_t taskId) {
@@ -338,6 +339,32 @@ TEST_F(TaskSchedulerTest, LostExecutorsTasksAreRequeuedFirstAndReported) {
   EXPECT_FALSE(summary.recentFailures.back().countsTowardsFailures);
 }
 
+// Spark's TaskSetManager.executorLost: an ExecutorLostFailure with exitCausedByApp (the
+// container was killed for its memory, or exited non-zero) counts toward task.maxFailures, so a
+// task that keeps blowing its container fails its job instead of retrying forever.
+TEST_F(TaskSchedulerTest, ExecutorLossCausedByTheAppCountsTowardTaskMaxFailures) {
+  config.maxTaskFailures = 2;
+  submit(R"({"name": "hog", "stages": [{"id": "s", "tasks": 1, "builtin": "noop"}]})");
+  offer("e1", 1);
+  scheduler().executorLost("e1", "killed for exceeding its memory limit", /*exitCausedByApp=*/true);
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kRunning) << "1 of 2";
+  EXPECT_TRUE(scheduler().jobSummary("job-1")->recentFailures.back().countsTowardsFailures);
+  // A loss that is not the application's (preempted) in between does not count.
+  offer("e2", 1);
+  scheduler().executorLost("e2", "preempted by the resource manager");
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kRunning);
+  EXPECT_THAT(describe(scheduler(), offer("e3", 1)), ElementsAre("s[0]#2@e3"));
+  listener.take();
+  scheduler().executorLost("e3", "killed for exceeding its memory limit", /*exitCausedByApp=*/true);
+  const JobSummary summary = *scheduler().jobSummary("job-1");
+  EXPECT_EQ(summary.state, JobState::kFailed);
+  EXPECT_THAT(summary.message,
+              HasSubstr("task s[0] failed 2 times; most recent failure: executor e3 lost: killed "
+                        "for exceeding its memory limit"));
+  EXPECT_THAT(listener.take(),
+              ElementsAre("end job-1/s e3 failed", "completed job-1/s", "job job-1 failed"));
+}
+
 TEST_F(TaskSchedulerTest, ListenerSeesTheWholeLifeOfASmallJob) {
   submit(R"({"name": "small", "stages": [
       {"id": "a", "tasks": 2, "builtin": "noop"},
@@ -369,6 +396,16 @@ TEST_F(TaskSchedulerTest, MultiSlotOffersAndMultiCpuTasks) {
     EXPECT_EQ(launch.cpus, 2);
   }
   EXPECT_EQ(perExecutor, (std::map<std::string, int>{{"e1", 2}, {"e2", 1}}));
+}
+
+// The policy sizes each stage at its own tasks per executor (issue 13 item 5): the scheduler
+// tells it each stage's cpus per task, the stage's own or task.cpus.
+TEST_F(TaskSchedulerTest, StageSubmittedCarriesItsCpusPerTask) {
+  config.taskCpus = 1;
+  submit(R"({"name": "mixed", "stages": [{"id": "wide", "tasks": 2, "cpus": 4, "builtin": "noop"},
+                                        {"id": "narrow", "tasks": 3, "builtin": "noop"}]})");
+  EXPECT_EQ(listener.taskCpus["job-1/wide"], 4);
+  EXPECT_EQ(listener.taskCpus["job-1/narrow"], 1);
 }
 
 TEST_F(TaskSchedulerTest, TasksSpreadRoundRobinOverOffers) {

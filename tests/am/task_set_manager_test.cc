@@ -97,6 +97,11 @@ TEST_F(LocalityTest, ValidLevelsFollowThePendingTasks) {
                                        TaskLocality::kNoPref, TaskLocality::kAny}));
   EXPECT_EQ(tasks.pendingCount(), 4);
   EXPECT_EQ(tasks.pendingTasksByNode(), (std::map<std::string, int64_t>{{"n1", 2}, {"n2", 1}}));
+  // Spark's placement hints: every task, launched or not; task 3 prefers no node.
+  ASSERT_TRUE(tasks.launchNext());
+  int64_t preferring = 0;
+  EXPECT_EQ(tasks.tasksByNode(&preferring), (std::map<std::string, int64_t>{{"n1", 2}, {"n2", 1}}));
+  EXPECT_EQ(preferring, 3);
 }
 
 TEST_F(LocalityTest, AnExecutorWithoutTheDataWaitsOutEachLevel) {

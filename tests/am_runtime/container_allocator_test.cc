@@ -131,19 +131,20 @@ TEST_F(ContainerAllocatorTest, ALostExecutorIsReportedAndReplaced) {
   EXPECT_EQ(replacement.launches[0].second, "e3") << "a new id, never a reused one";
 }
 
-TEST_F(ContainerAllocatorTest, TooManyExecutorFailuresFailTheApplication) {
-  allocator.setTarget(3);
+// Spark's ApplicationMaster fails the application once numExecutorsFailed >=
+// executor.maxNumFailures (2 here), counting only exits caused by the application.
+TEST_F(ContainerAllocatorTest, MaxNumExecutorFailuresFailsTheApplicationWhenReached) {
+  allocator.setTarget(5);
   allocator.nextAsk();
-  grant({1, 2, 3});
-  EXPECT_FALSE(complete(1, 1).failApplication);
-  EXPECT_FALSE(complete(2, es::kAborted).failApplication) << "not the app's fault: not counted";
-  EXPECT_FALSE(complete(3, es::kKilledExceededPmem).failApplication);
-  allocator.nextAsk();
-  grant({4});
-  AllocatorActions third = complete(4, 2);
-  ASSERT_TRUE(third.failApplication);
-  EXPECT_NE(third.failApplication->find("Max number of executor failures (2)"), std::string::npos);
-  EXPECT_NE(third.failApplication->find("container_4"), std::string::npos)
+  grant({1, 2, 3, 4, 5});
+  EXPECT_FALSE(complete(1, es::kAborted).failApplication) << "not the app's fault: not counted";
+  EXPECT_FALSE(complete(2, es::kPreempted).failApplication) << "not the app's fault: not counted";
+  EXPECT_FALSE(complete(3, es::kKilledByAppMaster).failApplication) << "the AM's own kill";
+  EXPECT_FALSE(complete(4, 1).failApplication) << "1 of 2";
+  AllocatorActions second = complete(5, es::kKilledExceededPmem);
+  ASSERT_TRUE(second.failApplication) << "2 of 2: reached";
+  EXPECT_NE(second.failApplication->find("Max number of executor failures (2)"), std::string::npos);
+  EXPECT_NE(second.failApplication->find("container_5"), std::string::npos)
       << "the diagnostics name the cause";
 }
 
@@ -151,10 +152,10 @@ TEST_F(ContainerAllocatorTest, FailuresOlderThanTheValidityIntervalAreForgotten)
   allocator.setTarget(3);
   allocator.nextAsk();
   grant({1, 2, 3});
-  complete(1, 1);
-  complete(2, 1);
+  EXPECT_FALSE(complete(1, 1).failApplication);
   clock.set(60001);
-  EXPECT_FALSE(complete(3, 1).failApplication) << "the first two are more than 60s old";
+  EXPECT_FALSE(complete(2, 1).failApplication) << "the first is more than 60s old";
+  EXPECT_TRUE(complete(3, 1).failApplication) << "two within 60s";
 }
 
 TEST_F(ContainerAllocatorTest, ReleasingAnIdleExecutorGivesItsContainerBack) {
@@ -170,12 +171,28 @@ TEST_F(ContainerAllocatorTest, ReleasingAnIdleExecutorGivesItsContainerBack) {
   EXPECT_TRUE(complete(1, es::kAborted).lost.empty());
 }
 
-TEST_F(ContainerAllocatorTest, ALaunchFailureReleasesTheContainerAndCounts) {
+TEST_F(ContainerAllocatorTest, ALaunchFailureReleasesTheContainer) {
   allocator.setTarget(1);
   allocator.nextAsk();
   grant({1});
   expectLostWithItsContainer(allocator.onLaunchFailed("e1", "node said 401"),
                              /*wasRegistered=*/false);
+}
+
+// Spark counts toward executor.maxNumFailures only exits attributable to the application; a
+// container that could not be started is the cluster's (YarnAllocator releases it uncounted).
+TEST_F(ContainerAllocatorTest, LaunchFailuresAreNotExecutorFailures) {
+  allocator.setTarget(3);
+  allocator.nextAsk();
+  grant({1, 2, 3});
+  for (const char* executor : {"e1", "e2", "e3"}) {
+    AllocatorActions actions = allocator.onLaunchFailed(executor, "connection refused");
+    ASSERT_EQ(actions.lost.size(), 1u);
+    EXPECT_FALSE(actions.lost[0].exit.executorFailure);
+    EXPECT_EQ(actions.lost[0].exit.cause, "launch");
+    EXPECT_FALSE(actions.failApplication) << executor;
+  }
+  EXPECT_EQ(allocator.snapshot().recentFailures, 0);
 }
 
 TEST_F(ContainerAllocatorTest, ALaunchThatFailsAfterItsExecutorRegisteredLosesTheExecutor) {

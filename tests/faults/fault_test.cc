@@ -481,8 +481,9 @@ TEST_F(FaultTest, AnExecutorStoppedPastTheNetworkTimeoutAndContinuedCommitsNothi
 
 // A task over its executor's memory (the first attempt of task 0 holds 700 MB in a 256 MB
 // executor): the node manager kills the container whole with YARN's reason, which reaches the
-// AM's failures of the task; the lost executor does not count toward task.maxFailures (1 here),
-// the task runs again on a new executor, and the job succeeds with each output committed once.
+// AM's failures of the task. The loss is the application's (Spark's exitCausedByApp), so it is
+// a failure of the task toward task.maxFailures (2 here: one more try); the task runs again on
+// a new executor, and the job succeeds with each output committed once.
 TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
   const int tasks = 4;
@@ -490,7 +491,7 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   submitWritingJob("hungry", tasks,
                    "if [ {task} = 0 ] && mkdir " + first +
                        " 2>/dev/null; then head -c 700M /dev/zero | tail; fi;",
-                   2, /*session=*/true, {{"task.maxFailures", "1"}});
+                   2, /*session=*/true, {{"task.maxFailures", "2"}});
   tally.injected();
   ASSERT_TRUE(jobEnds("job-1", 120s));
   const std::vector<Failure> failures = failuresOf(checkedJob("job-1"));
@@ -504,6 +505,31 @@ TEST_F(FaultTest, ATaskOverItsMemoryLosesItsExecutorWithTheReasonAndRunsAgain) {
   EXPECT_TRUE(memoryReason) << "no failure of task 0 names the memory kill: "
                             << reasonsOf(failures);
   expectCommittedOnce(dir.path() / "out", tasks);
+  expectNothingLeft();
+}
+
+// Spark's exitCausedByApp end to end: every attempt of the task holds 700 MB in a 256 MB
+// executor, so each kill of its container for memory is a failure of the task; with
+// task.maxFailures=2 the job fails after the second, naming the memory kill (before
+// executor.maxNumFailures, 10 here, would end the application). Before, it retried forever.
+TEST_F(FaultTest, ATaskThatKeepsBlowingItsContainerFailsItsJobAfterTaskMaxFailures) {
+  startClusterWith({{"nm.memoryEnforcement", "watchdog"}});
+  submit(writingJob("hog", 1, "head -c 700M /dev/zero | tail;"),
+         {{"dynamicAllocation.maxExecutors", "1"},
+          {"task.maxFailures", "2"},
+          {"executor.maxNumFailures", "10"}},
+         /*session=*/true);
+  tally.injected();
+  ASSERT_TRUE(jobEnds("job-1", 120s));
+  const rapidjson::Document detail = job("job-1");
+  const std::string state = detail["state"].GetString();
+  const std::string message = detail["message"].GetString();
+  tally.jobChecked(state == "FAILED");
+  EXPECT_EQ(state, "FAILED") << message;
+  EXPECT_NE(message.find("task write[0] failed 2 times; most recent failure: executor "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is running beyond physical memory limits"), std::string::npos) << message;
   expectNothingLeft();
 }
 

@@ -86,6 +86,45 @@ TEST(TideSimulateCliTest, EveryExampleTraceRunsAndGivesTheSameOutputTwice) {
   EXPECT_GE(traces, 3);
 }
 
+// Issue 13 item 5 end to end: demo.conf's executors have 2 cores; "wide"'s 8 tasks take 2 cpus
+// each (one per executor) and "narrow"'s 4 take 1 (two per executor): maxNeeded is
+// 8 + 4 / 2 = 10, capped at maxExecutors 8. Counting every stage at executor.cores / task.cpus
+// (the old policy, or the trace without "cpus") asks for only (8 + 4) / 2 = 6.
+TEST(TideSimulateCliTest, WideTasksAreCountedAtTheirStagesOwnTasksPerExecutor) {
+  const Result wide = runTide(simulateArgs(kExamples + "/wide-tasks.jsonl"));
+  ASSERT_EQ(wide.status, 0) << wide.err;
+  rapidjson::Document summary;
+  summary.Parse(lines(wide.out).back().c_str());
+  ASSERT_TRUE(summary.HasMember("summary")) << wide.out;
+  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 8) << wide.out;
+  EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 12);
+
+  tide::testing_support::TempDir dir;
+  const std::string narrowOnly = dir.writeFile(
+      "narrow.jsonl",
+      "{\"t\": 0, \"type\": \"stage\", \"stage\": \"wide\", \"tasks\": 8, \"task_ms\": 4000}\n"
+      "{\"t\": 0, \"type\": \"stage\", \"stage\": \"narrow\", \"tasks\": 4, \"task_ms\": 4000}\n");
+  const Result narrow = runTide(simulateArgs(narrowOnly));
+  ASSERT_EQ(narrow.status, 0) << narrow.err;
+  summary.Parse(lines(narrow.out).back().c_str());
+  ASSERT_TRUE(summary.HasMember("summary")) << narrow.out;
+  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 6) << narrow.out;
+}
+
+TEST(TideSimulateCliTest, ATaskWiderThanAnExecutorIsRefusedNamingTheLine) {
+  tide::testing_support::TempDir dir;
+  const std::string trace = dir.writeFile("wide.jsonl",
+                                          "{\"t\": 0, \"type\": \"stage\", \"stage\": \"s1\", "
+                                          "\"tasks\": 1, \"task_ms\": 5, \"cpus\": 3}\n");
+  const Result result = runTide(simulateArgs(trace));
+  EXPECT_EQ(result.status, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_NE(result.err.find("wide.jsonl:1: field 'cpus': 3 cores per task is more than "
+                            "executor.cores (2)"),
+            std::string::npos)
+      << result.err;
+}
+
 TEST(TideSimulateCliTest, MalformedTraceExitsTwoNamingTheLine) {
   tide::testing_support::TempDir dir;
   const std::string trace = dir.writeFile(

@@ -93,6 +93,23 @@ TEST(WorkloadTraceTest, ErrorsNameTheLineAndTheField) {
   EXPECT_EQ(errorOf(R"([1, 2])"), "trace.jsonl:1: expected a JSON object");
 }
 
+// A stage's cores per task (issue 13 item 5): optional, positive; 0 stands for task.cpus.
+TEST(WorkloadTraceTest, AStagesCpusPerTask) {
+  const Trace trace =
+      parse(R"({"t": 0, "type": "stage", "stage": "w", "tasks": 2, "task_ms": 10, "cpus": 4})"
+            "\n" +
+            kStage);
+  ASSERT_EQ(trace.events.size(), 2u);
+  EXPECT_EQ(trace.events[0].cpus, 4);
+  EXPECT_EQ(trace.events[1].cpus, 0) << "not given: task.cpus";
+  EXPECT_EQ(
+      errorOf(R"({"t": 0, "type": "stage", "stage": "s1", "tasks": 1, "task_ms": 1, "cpus": 0})"),
+      "trace.jsonl:1: field 'cpus': expected a positive number of cores per task");
+  EXPECT_EQ(
+      errorOf(R"({"t": 0, "type": "stage", "stage": "s1", "tasks": 1, "task_ms": 1, "cpus": "2"})"),
+      "trace.jsonl:1: field 'cpus': expected a non-negative integer");
+}
+
 TEST(WorkloadTraceTest, BadJsonNamesTheLineAndColumn) {
   const std::string message = errorOf(kStage + "\n\n" + R"({"t": 3, "type": "executor_lost",})");
   EXPECT_EQ(message.rfind("trace.jsonl:3: invalid JSON at column ", 0), 0u) << message;
