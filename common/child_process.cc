@@ -43,6 +43,7 @@ ChildProcess::ChildProcess(const ChildSpec& spec) : ownGroup_(spec.newProcessGro
   options.stdoutPath = spec.logPath;
   options.stderrPath = spec.logPath;
   options.appendOutput = true;
+  options.workDir = spec.workDir;
   options.grouping =
       spec.newProcessGroup ? ProcessGrouping::kNewProcessGroup : ProcessGrouping::kInherit;
   options.parentDeathSignal = spec.parentDeathSignal;

@@ -19,6 +19,7 @@ struct ChildSpec {
   // Added to (or replacing in) this process's environment.
   std::vector<std::pair<std::string, std::string>> environment;
   std::string logPath;          // stdout and stderr go here (appended); empty: inherited
+  std::string workDir;          // where it runs; empty: this process's current directory
   bool newProcessGroup = true;  // so that a terminal's Ctrl-C reaches only us, and we stop it
   // The signal it gets when this process dies, even by SIGKILL (tide binaries only: see
   // SpawnOptions::parentDeathSignal). 0: it outlives us.

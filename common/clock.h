@@ -35,6 +35,16 @@ class SteadyClock final : public Clock {
   }
 };
 
+// Milliseconds since the Unix epoch: for what is compared with files' modification times.
+class SystemClock final : public Clock {
+ public:
+  TimeMs nowMs() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
 // A clock that moves only when told to: the simulator's virtual time and the tests' fake.
 class ManualClock final : public Clock {
  public:

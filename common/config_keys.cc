@@ -179,7 +179,14 @@ std::vector<KeyInfo> buildKeyTable() {
       key("nm.port", K::kInt, "8042", "Port tide-nm listens on"),
       key("nm.cores", K::kInt, "", "Cores offered to containers (default: detected)"),
       key("nm.memory", K::kSize, "", "Memory offered to containers (default: detected)", kMiB),
-      key("nm.workDir", K::kString, "", "Directory for container working directories and logs"),
+      key("nm.workDir", K::kString, "", "Directory for container working directories"),
+      key("nm.logDir", K::kString, "",
+          "Where the stdout and stderr of every container and task are kept after the "
+          "application ends, as <logDir>/<appId>/<containerId>/ (default: <nm.workDir>/logs)"),
+      key("nm.logRetention", K::kDuration, "7d",
+          "How long an application's log directory is kept after its last change; tide-nm "
+          "deletes older ones at start and every hour",
+          kMs),
       key("nm.memoryEnforcement", K::kString, "auto",
           "How container memory is enforced: auto (cgroup v2 when usable, else watchdog), "
           "cgroup, watchdog or off",

@@ -63,6 +63,10 @@ rest::ClusterMetrics ClusterClient::metrics() {
   return rest::clusterMetricsFromJson(http_.getJson("/ws/v1/cluster/metrics"));
 }
 
+std::vector<rest::NodeReport> ClusterClient::nodes() {
+  return rest::nodeReportsFromJson(http_.getJson("/ws/v1/cluster/nodes"));
+}
+
 rest::ApplicationReport applicationReportRidingOut(
     ClusterClient& cluster, const std::string& applicationId,
     const std::function<void(const std::string&)>& say, const OutagePatience& patience) {

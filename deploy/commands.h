@@ -12,5 +12,6 @@ int runSubmitCommand(int argc, char** argv);
 int runStatusCommand(int argc, char** argv);
 int runTokenCommand(int argc, char** argv);
 int runAppCommand(int argc, char** argv);
+int runLogsCommand(int argc, char** argv);
 
 }  // namespace tide::deploy

@@ -17,6 +17,8 @@ constexpr tide::deploy::Subcommand kCommands[] = {
      tide::deploy::runStatusCommand},
     {"app", "List, show and kill the applications of a tide-rm (as `yarn application`)",
      tide::deploy::runAppCommand},
+    {"logs", "Print an application's container and task logs from every node (as `yarn logs`)",
+     tide::deploy::runLogsCommand},
     {"token", "Print a client token or node credential derived from the cluster secret",
      tide::deploy::runTokenCommand},
     {"simulate", "Replay a workload trace against the allocation policy on a virtual clock",

@@ -25,6 +25,9 @@ struct MasterLocation {
 constexpr char kDefaultMaster[] = "http://127.0.0.1:8088";
 // Relative to the directory `tide run` was started in.
 constexpr char kEmbeddedClusterFile[] = ".tide/embedded-cluster";
+// Where the node of `tide run`'s embedded cluster keeps the logs of its containers and tasks
+// (nm.logDir), so that they outlive the run: `tide logs APP` reads them there.
+constexpr char kEmbeddedLogDir[] = ".tide/logs";
 
 // The master to use: `option` (--master) when given, else $TIDE_MASTER, else a live `tide run`
 // of `directory` (a pointer file whose writer has died is ignored), else kDefaultMaster.

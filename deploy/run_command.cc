@@ -153,6 +153,9 @@ int runRunCommand(int argc, char** argv) {
             throw std::runtime_error("cannot create " + pattern);
           workDir = pattern;
         }
+        // The node's logs outlive the run (and its work dir): `tide logs APP` here reads them
+        // once the cluster is gone.
+        if (!props.has("nm.logDir")) props.set("nm.logDir", absolute(kEmbeddedLogDir));
         EmbeddedClusterOptions options;
         options.workDir = workDir;
         options.nodes = 1;
@@ -188,14 +191,11 @@ int runRunCommand(int argc, char** argv) {
         interceptInterrupts({SIGINT, SIGTERM});
         SummarySources sources;
         sources.output = jobOutput;
-        const std::string logs = workDir + "/nm0/work/" + appId;
-        sources.logs = cli.option("work-dir") ? logs
-                                              : logs +
-                                                    " (removed if the job succeeds; keep them "
-                                                    "with --work-dir DIR)";
+        sources.logs = "`tide logs " + appId + "` in this directory (kept in " +
+                       props.getString("nm.logDir") + "/" + appId + ")";
         const int status = exitStatusOf(
             followAndReport(client, appId, controlToken, submission.reportFile, sources));
-        if (status != 0) std::cerr << "tide: logs are in " << workDir << "\n";
+        if (status != 0) std::cerr << "tide: the cluster's own logs are in " << workDir << "\n";
         cluster.stop();
         if (status == 0 && !cli.option("work-dir")) std::filesystem::remove_all(workDir);
         return status;
@@ -263,7 +263,7 @@ int runSubmitCommand(int argc, char** argv) {
         interceptInterrupts({SIGINT});
         SummarySources sources;
         sources.output = jobOutput;
-        sources.logs = "in each node manager's work directory (nm.workDir), under " + appId;
+        sources.logs = "`tide logs " + appId + " --master " + *master + "`";
         return exitStatusOf(followAndReport(client, appId, controlToken, std::nullopt, sources));
       },
       "tide submit");

@@ -77,6 +77,7 @@ ExecutorSettings readExecutorSettings(const Properties& properties,
   settings.containerId = required.get(kContainerIdEnv, "this executor's container id");
   required.throwIfMissing();
   settings.nodeId = environment(kNodeIdEnv).value_or("");
+  settings.logDir = environment(kLogDirEnv).value_or("");
   settings.amAddressFile = environment(kAmAddressFileEnv).value_or("");
   settings.host = environment(kNodeHostEnv).value_or("");
   if (settings.host.empty()) settings.host = localHostName();

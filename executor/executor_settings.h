@@ -29,6 +29,11 @@ inline constexpr char kNodeIdEnv[] = "TIDE_NODE_ID";
 // executor advertises it; without it, the machine's host name.
 inline constexpr char kNodeHostEnv[] = "TIDE_NODE_HOST";
 
+// Optional: where the node manager keeps this container's logs (common/app_logs.h); each
+// task's stdout and stderr go to tasks/<stage>-<index>-<attempt>/ below it. Without it, in the
+// task's own dir.
+inline constexpr char kLogDirEnv[] = "TIDE_LOG_DIR";
+
 struct ExecutorSettings {
   std::string amAddress;      // "http://host:port"
   std::string amAddressFile;  // TIDE_AM_ADDRESS_FILE; "" when not given
@@ -36,6 +41,7 @@ struct ExecutorSettings {
   std::string executorId;     // e1, e2, ...
   std::string containerId;    // the NM's container this process runs in
   std::string nodeId;         // TIDE_NODE_ID; empty when not given
+  std::string logDir;         // TIDE_LOG_DIR; empty when not given
   std::string host;           // TIDE_NODE_HOST, else the host name: bound and advertised
   int blockPort = 0;          // where this executor serves its blocks (set once it listens)
   int cores = 1;              // executor.cores

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
 
         executor::TaskRunnerOptions runnerOptions;
         runnerOptions.slots = settings.taskSlots();
+        runnerOptions.logDir = settings.logDir;
         runnerOptions.environment = executor::currentEnvironment();
         // Every command task runs below a supervisor: nothing it starts outlives it or us.
         runnerOptions.supervisorPath = selfDirectory() + "/tide-container";

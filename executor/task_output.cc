@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/app_logs.h"
+
 namespace tide::executor {
 namespace {
 
@@ -45,16 +47,7 @@ size_t validSequenceLength(std::string_view text) {
 
 std::filesystem::path taskDirectory(const std::filesystem::path& workDir, std::string_view stageId,
                                     int64_t index, int attempt) {
-  std::string name;
-  name.reserve(stageId.size() + 24);
-  for (char c : stageId) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-';
-    name += safe ? c : '_';
-  }
-  if (name.empty() || name[0] == '.') name.insert(name.begin(), '_');
-  name += '-' + std::to_string(index) + '-' + std::to_string(attempt);
-  return workDir / "tasks" / name;
+  return workDir / "tasks" / taskDirName(stageId, index, attempt);
 }
 
 std::string readFileTail(const std::filesystem::path& file, size_t maxBytes) {

@@ -10,9 +10,8 @@
 
 namespace tide::executor {
 
-// The task's own folder under the executor's work dir: tasks/<stage>-<index>-<attempt>.
-// Characters other than [A-Za-z0-9._-] in the stage id become '_' so that an id can never
-// climb out of tasks/ or name a hidden file.
+// The task's own folder under the executor's work (or log) dir: tasks/<stage>-<index>-<attempt>
+// (common/app_logs.h, taskDirName).
 std::filesystem::path taskDirectory(const std::filesystem::path& workDir, std::string_view stageId,
                                     int64_t index, int attempt);
 

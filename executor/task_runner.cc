@@ -262,8 +262,24 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
       return;
     }
   }
-  const std::string stdoutPath = (taskDir / "stdout").string();
-  std::string stderrPath = (taskDir / "stderr").string();
+  // In the kept log dir when there is one: written there directly, so a killed task or
+  // executor loses nothing; the task dir links to them.
+  std::filesystem::path outputDir = taskDir;
+  if (!options_.logDir.empty()) {
+    outputDir = taskDirectory(options_.logDir, launch.stageId, launch.index, launch.attempt);
+    std::filesystem::create_directories(outputDir, error);
+    if (error) {
+      fail(kNoProcessExitCode,
+           "cannot create log directory " + outputDir.string() + ": " + error.message());
+      return;
+    }
+    for (const char* name : {"stdout", "stderr"}) {
+      std::filesystem::remove(taskDir / name, error);
+      std::filesystem::create_symlink(outputDir / name, taskDir / name, error);
+    }
+  }
+  const std::string stdoutPath = (outputDir / "stdout").string();
+  std::string stderrPath = (outputDir / "stderr").string();
 
   // posix_spawnp's rule, with the executor's PATH (not launch.env's), like a shell would before
   // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd.

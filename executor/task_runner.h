@@ -7,7 +7,7 @@
 //   command  a process (common/spawn.h; below a tide-container supervisor when
 //            options.supervisorPath is set) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
-//            stdout and stderr in files in the task dir. Exit 0 is FINISHED, anything else
+//            stdout and stderr in files in the task dir (or the log dir, options.logDir). Exit 0 is FINISHED, anything else
 //            FAILED with the tail of stderr.
 //   noop     FINISHED at once, inside launch(): no thread, no timer, no allocation beyond
 //            its update, so the scheduler can be measured without process costs.
@@ -96,6 +96,10 @@ struct TaskRunnerOptions {
   // Task dirs go under workDir/tasks/. Empty: the current directory (the container dir the
   // node manager started the executor in).
   std::filesystem::path workDir;
+  // Where each task's stdout and stderr are written, as tasks/<stage>-<index>-<attempt>/ below
+  // it (the node's kept log dir, TIDE_LOG_DIR), linked from the task dir. Empty: in the task
+  // dir itself.
+  std::filesystem::path logDir;
   // Tasks that may run at once. More launches than free slots still run (the AM decides);
   // freeSlots() then reports 0.
   int slots = 1;

@@ -291,7 +291,7 @@ const std::vector<Codec>& codecs() {
       {"node_registration_response",
        checkCodec<NodeRegistrationResponse, nodeRegistrationResponseFromJson>,
        [] {
-         return toJson(NodeRegistrationResponse{"127.0.0.1:8042", "c2VjcmV0", 1000});
+         return toJson(NodeRegistrationResponse{"127.0.0.1:8042", "c2VjcmV0", 1000, "abc123"});
        }},
       {"node_heartbeat", checkCodec<NodeHeartbeat, nodeHeartbeatFromJson>,
        [] {

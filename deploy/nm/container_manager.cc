@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
 
+#include "common/app_logs.h"
 #include "common/child_process.h"
 #include "common/file_tail.h"
 #include "common/process_tree.h"
@@ -35,12 +37,7 @@ constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 // Container and application ids name directories and record files, so they must be plain
 // path components: no separators, no "." or "..", nothing hidden.
 void requirePathComponent(const std::string& value, const std::string& field) {
-  const bool allowed =
-      !value.empty() && value.size() <= 200 && value.front() != '.' &&
-      std::all_of(value.begin(), value.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-      });
-  if (!allowed) {
+  if (!isPlainPathComponent(value)) {
     throw rest::JsonFieldError(
         field, "must be 1-200 letters, digits, '_', '-' or '.' and not start with '.'");
   }
@@ -50,10 +47,15 @@ int64_t toMiB(int64_t bytes) {
   return (bytes + kMiB - 1) / kMiB;
 }
 
+ContainerManagerOptions withDefaultLogDir(ContainerManagerOptions options) {
+  if (options.logDir.empty()) options.logDir = options.workDir + "/logs";
+  return options;
+}
+
 }  // namespace
 
 ContainerManager::ContainerManager(ContainerManagerOptions options)
-    : options_(std::move(options)),
+    : options_(withDefaultLogDir(std::move(options))),
       clock_(options_.clock != nullptr ? options_.clock : &steadyClock_),
       // Ids cannot start with '.', so this never collides with an application's directory.
       records_(options_.workDir + "/.containers"),
@@ -89,6 +91,9 @@ void ContainerManager::start() {
   fs::create_directories(options_.workDir, ec);
   if (ec)
     throw std::runtime_error("cannot create work dir " + options_.workDir + ": " + ec.message());
+  fs::create_directories(options_.logDir, ec);
+  if (ec)
+    throw std::runtime_error("cannot create log dir " + options_.logDir + ": " + ec.message());
   records_.ensureDirectory();
   std::vector<ContainerRecord> toRecover;
   std::set<std::string> keptCgroups;
@@ -187,6 +192,9 @@ std::vector<std::string> ContainerManager::containerEnvironment(
   environment["TIDE_CONTAINER_ID"] = request.containerId;
   environment["TIDE_APPLICATION_ID"] = request.applicationId;
   environment["TIDE_NM_ADDRESS"] = options_.nmAddress;
+  // Where the executor keeps its tasks' stdout and stderr (executor/task_runner.h).
+  environment["TIDE_LOG_DIR"] =
+      containerLogDir(options_.logDir, request.applicationId, request.containerId);
   std::vector<std::string> entries;
   entries.reserve(environment.size());
   for (const auto& [name, value] : environment) entries.push_back(name + "=" + value);
@@ -215,10 +223,29 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
   fs::create_directories(container.workDir, ec);
   if (ec) throw std::runtime_error("cannot create " + container.workDir + ": " + ec.message());
 
+  // The output goes straight to the log dir, which outlives the application (nothing to copy
+  // when it ends or is killed); the work dir links to it where it always was.
+  const std::string logDir =
+      containerLogDir(options_.logDir, request.applicationId, request.containerId);
+  fs::create_directories(logDir, ec);
+  if (ec) throw std::runtime_error("cannot create " + logDir + ": " + ec.message());
+  for (const char* name : {"stdout", "stderr"}) {
+    const fs::path link = fs::path(container.workDir) / name;
+    fs::remove(link, ec);
+    fs::create_symlink(fs::path(logDir) / name, link, ec);
+  }
+  if (const auto executor = request.environment.find("TIDE_EXECUTOR_ID");
+      executor != request.environment.end()) {
+    std::FILE* file = std::fopen((logDir + "/" + kExecutorIdFile).c_str(), "w");
+    if (file != nullptr) {
+      std::fputs(executor->second.c_str(), file);
+      std::fclose(file);
+    }
+  }
   SpawnOptions spawn;
   spawn.workDir = container.workDir;
-  spawn.stdoutPath = container.workDir + "/stdout";
-  spawn.stderrPath = container.workDir + "/stderr";
+  spawn.stdoutPath = logDir + "/stdout";
+  spawn.stderrPath = logDir + "/stderr";
   spawn.environment = containerEnvironment(request, container.workDir);
   // A new session: the supervisor leads its own session and process group (pgid == pid), and a
   // terminal's Ctrl-C meant for the NM does not reach it. No parent-death signal: a container

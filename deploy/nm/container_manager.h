@@ -50,6 +50,10 @@ namespace tide::nm {
 
 struct ContainerManagerOptions {
   std::string workDir;    // containers run in <workDir>/<appId>/<containerId>/
+  // Their stdout and stderr (and their tasks', TIDE_LOG_DIR) are kept in
+  // <logDir>/<appId>/<containerId>/ (common/app_logs.h), linked from the work dir; empty:
+  // <workDir>/logs.
+  std::string logDir;
   std::string nmAddress;  // "host:port", given to containers as TIDE_NM_ADDRESS
   // Set in every container's environment (the node's TLS files, rest/tls_settings.h).
   std::vector<std::pair<std::string, std::string>> environment;

@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <set>
 
 #include "common/command_line.h"
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "deploy/nm/container_manager.h"
+#include "deploy/nm/log_retention.h"
 #include "deploy/nm/nm_config.h"
 #include "deploy/nm/node_identity.h"
 #include "deploy/nm/node_manager_server.h"
@@ -60,6 +62,7 @@ int run(CommandLine& cli) {
 
   ContainerManagerOptions containerOptions;
   containerOptions.workDir = config.workDir;
+  containerOptions.logDir = config.logDir.empty() ? config.workDir + "/logs" : config.logDir;
   containerOptions.capacity = config.capability;
   containerOptions.memoryEnforcement = config.memoryEnforcement;
   containerOptions.stopGracePeriod = config.stopGracePeriod;
@@ -93,6 +96,18 @@ int run(CommandLine& cli) {
                              "nm.recovery.enabled=false (it kills what the readable records name "
                              "and removes every record)");
   }
+  LogRetentionOptions retentionOptions;
+  retentionOptions.logDir = containers.options().logDir;
+  retentionOptions.retention = config.logRetention;
+  retentionOptions.activeApplications = [&containers] {
+    std::set<std::string> running;
+    for (const rest::ContainerReport& report : containers.reports()) {
+      if (report.state == ContainerManager::kRunning) running.insert(report.applicationId);
+    }
+    return running;
+  };
+  LogRetention retention(retentionOptions);
+  retention.start();
   log.info() << "memory enforcement: " << memoryEnforcementName(containers.memoryEnforcement())
              << " (" << containers.memoryEnforcementReason() << ")";
   if (config.recoveryEnabled) {
@@ -104,7 +119,8 @@ int run(CommandLine& cli) {
     }
   }
   log.info() << "offering " << config.capability.memoryMb << " MiB and " << config.capability.vCores
-             << " vCores; work dir " << config.workDir;
+             << " vCores; work dir " << config.workDir << "; logs kept in "
+             << containers.options().logDir << " for " << formatDuration(config.logRetention);
   log.info() << "tide-nm listening on " << address;
   writePortFile(cli, port);
 
@@ -150,6 +166,7 @@ int run(CommandLine& cli) {
   log.info() << "received signal " << received << " (SIG" << sigabbrev_np(received)
              << "); stopping containers and exiting";
   updater.stop();
+  retention.stop();
   containers.stopAll();
   server.stop();
   log.info() << "tide-nm stopped";

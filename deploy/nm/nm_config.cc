@@ -57,6 +57,12 @@ NodeManagerConfig NodeManagerConfig::fromProperties(const Properties& properties
 
   config.workDir = properties.getOptionalString("nm.workDir").value_or("");
   config.recoveryEnabled = properties.getBool("nm.recovery.enabled");
+  config.logDir = properties.getOptionalString("nm.logDir").value_or("");
+  config.logRetention = properties.getDuration("nm.logRetention");
+  if (config.logRetention <= 0) {
+    throw ConfigError(properties.describe("nm.logRetention") +
+                      ": expected a positive duration (infinity keeps logs forever)");
+  }
 
   config.defaultHeartbeatInterval = properties.getDuration("nm.heartbeatInterval");
   if (properties.has("nm.heartbeatInterval")) {

@@ -24,6 +24,8 @@ struct NodeManagerConfig {
   int port = 8042;            // nm.port; 0 = ephemeral
   rest::Resource capability;  // nm.cores, nm.memory (MiB)
   std::string workDir;        // nm.workDir; empty = derived once the port is known
+  std::string logDir;         // nm.logDir; empty = <workDir>/logs
+  DurationMs logRetention = 7 * 24 * 3600 * 1000LL;  // nm.logRetention
   // nm.heartbeatInterval when given explicitly (it then wins over the RM's suggestion).
   std::optional<DurationMs> heartbeatInterval;
   DurationMs defaultHeartbeatInterval = 1000;  // the table default of nm.heartbeatInterval

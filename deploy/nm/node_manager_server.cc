@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "common/app_logs.h"
+#include "rest/http_status.h"
 #include "rest/json.h"
+#include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
 
 namespace tide::nm {
@@ -10,6 +13,8 @@ namespace {
 
 constexpr char kContainersPath[] = "/ws/v1/node/containers";
 constexpr char kContainerPath[] = R"(/ws/v1/node/containers/([^/]+))";
+constexpr char kAppLogsPath[] = R"(/api/v1/logs/([^/]+)/?)";
+constexpr char kLogFilePath[] = R"(/api/v1/logs/([^/]+)/([^/]+)/(.*))";
 
 void writeResource(rest::JsonWriter& out, const rest::Resource& resource) {
   out.startObject().field("memory", resource.memoryMb).field("vCores", resource.vCores).endObject();
@@ -27,6 +32,8 @@ NodeManagerServer::NodeManagerServer(ContainerManager& containers, NodeIdentity&
   server_->get(kContainerPath, [this](const auto& req, auto& res) { get(req, res); });
   server_->del(kContainerPath, [this](const auto& req, auto& res) { remove(req, res); });
   server_->get("/ws/v1/node/info", [this](const auto& req, auto& res) { info(req, res); });
+  server_->get(kAppLogsPath, [this](const auto& req, auto& res) { listLogs(req, res); });
+  server_->get(kLogFilePath, [this](const auto& req, auto& res) { getLog(req, res); });
 }
 
 std::string NodeManagerServer::requireSecret() const {
@@ -58,6 +65,78 @@ void NodeManagerServer::authorizeContainer(const httplib::Request& req,
     return;
   }
   throw rest::RestError(401, "invalid container token for " + containerId);
+}
+
+bool NodeManagerServer::isClient(const httplib::Request& req) const {
+  const std::string digest = identity_.logReaderDigest();
+  if (digest.empty() || !req.has_header("Authorization")) return false;
+  const std::string token = rest::bearerTokenOf(req.get_header_value("Authorization"));
+  if (token.empty()) return false;
+  // The cluster secret is accepted as what it derives: whoever holds it holds the client token.
+  return rest::secretsEqual(rest::logReaderDigestOf(token), digest) ||
+         rest::secretsEqual(rest::logReaderDigestOf(rest::clientTokenOf(token)), digest);
+}
+
+void NodeManagerServer::listLogs(const httplib::Request& req, httplib::Response& res) {
+  const std::string appId = req.matches[1];
+  const std::string secret = requireSecret();
+  if (!isResourceManager(req, secret) && !isClient(req)) {
+    throw rest::RestError(401,
+                          "reading an application's logs needs 'Authorization: Bearer <client "
+                          "token>' (tide token), or the node secret");
+  }
+  std::vector<ContainerLogs> containers;
+  rest::throwIfError(listApplicationLogs(containers_.options().logDir, appId, &containers));
+  rest::JsonWriter out;
+  out.startObject()
+      .field("applicationId", appId)
+      .field("nodeId", identity_.nodeId())
+      .key("containers")
+      .startArray();
+  for (const ContainerLogs& container : containers) {
+    out.startObject()
+        .field("containerId", container.containerId)
+        .field("executorId", container.executorId)
+        .key("files")
+        .startArray();
+    for (const LogFile& file : container.files) {
+      out.startObject().field("path", file.path).field("size", file.size).endObject();
+    }
+    out.endArray().endObject();
+  }
+  out.endArray().endObject();
+  rest::replyJson(res, out.str());
+}
+
+void NodeManagerServer::getLog(const httplib::Request& req, httplib::Response& res) {
+  const std::string appId = req.matches[1];
+  const std::string containerId = req.matches[2];
+  const std::string path = req.matches[3];
+  const std::string secret = requireSecret();
+  if (!isClient(req)) {
+    authorizeContainer(req, containerId);
+    // A container's token reads that container's logs only, under its own application.
+    const std::optional<rest::ContainerReport> report = containers_.report(containerId);
+    if (report && report->applicationId != appId && !isResourceManager(req, secret)) {
+      throw rest::RestError(404, "container " + containerId + " is not one of " + appId);
+    }
+  }
+  std::optional<int64_t> tail;
+  if (req.has_param("tail")) {
+    const std::string value = req.get_param_value("tail");
+    const bool digits = !value.empty() && value.size() <= 18 &&
+                        value.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
+      throw rest::RestError(400, "bad tail '" + value + "': expected a number of bytes");
+    }
+    tail = std::stoll(value);
+  }
+  std::string file;
+  rest::throwIfError(resolveLogFile(containers_.options().logDir, appId, containerId, path, &file));
+  std::string content;
+  rest::throwIfError(readLogFile(file, tail, &content));
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(content, "text/plain; charset=utf-8");
 }
 
 void NodeManagerServer::launch(const httplib::Request& req, httplib::Response& res) {

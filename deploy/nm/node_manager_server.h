@@ -6,6 +6,10 @@
 //   GET    /ws/v1/node/containers/{id}   one container           (its token, or node secret)
 //   DELETE /ws/v1/node/containers/{id}   stop it (exit -105)     (its token, or node secret)
 //   GET    /ws/v1/node/info              node id, resources, enforcement (no auth)
+//   GET    /api/v1/logs/{app}            an application's kept logs: containers, files, sizes
+//                                        (client token, or node secret)
+//   GET    /api/v1/logs/{app}/{c}/{path} one log file, ?tail=BYTES (client token, node secret,
+//                                        or container c's token)
 // A container token is sent as `X-Tide-Container-Token: <containerToken(secret, id)>`; the RM
 // authenticates with `Authorization: Bearer <nodeSecret>`.
 
@@ -39,12 +43,17 @@ class NodeManagerServer {
   void get(const httplib::Request& req, httplib::Response& res);
   void remove(const httplib::Request& req, httplib::Response& res);
   void info(const httplib::Request& req, httplib::Response& res);
+  void listLogs(const httplib::Request& req, httplib::Response& res);
+  void getLog(const httplib::Request& req, httplib::Response& res);
 
   // The secret, or a 503 when the node has not registered yet (no token can be checked).
   std::string requireSecret() const;
   bool isResourceManager(const httplib::Request& req, const std::string& secret) const;
   // Throws a 401 unless the request carries the RM's bearer secret or the container's token.
   void authorizeContainer(const httplib::Request& req, const std::string& containerId) const;
+  // Whether the request carries the cluster's client token (or the cluster secret) as a bearer
+  // token, checked against the digest tide-rm gave this node.
+  bool isClient(const httplib::Request& req) const;
 
   ContainerManager& containers_;
   NodeIdentity& identity_;

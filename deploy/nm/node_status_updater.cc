@@ -91,7 +91,7 @@ DurationMs NodeStatusUpdater::registerNode() {
   }
   const rest::NodeRegistrationResponse answer =
       rest::nodeRegistrationResponseFromJson(rest::parseJson(response.body));
-  identity_.set(answer.nodeId, answer.nodeSecret);
+  identity_.set(answer.nodeId, answer.nodeSecret, answer.logReaderDigest);
   rmInterval_ = answer.heartbeatIntervalMs;
   consecutiveFailures_ = 0;
   log_.info() << "registered with the resource manager at " << options_.rmUrl << " as node "

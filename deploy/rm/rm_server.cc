@@ -262,8 +262,15 @@ void ResourceManagerServer::addRoutes() {
   server_.post("/ws/v1/nm/register", [this](const Request& req, Response& res) {
     const rapidjson::Document body = rest::parseJson(req.body);
     const rest::NodeRegistration registration = rest::nodeRegistrationFromJson(body);
-    rest::replyJson(
-        res, toJson(withState([&](ClusterState& s) { return s.registerNode(registration); })));
+    rest::NodeRegistrationResponse answer =
+        withState([&](ClusterState& s) { return s.registerNode(registration); });
+    // The node checks the client tokens that read its logs against this; it cannot derive the
+    // token from it.
+    if (options_.config.authenticate) {
+      answer.logReaderDigest =
+          rest::logReaderDigestOf(rest::clientTokenOf(options_.clusterSecret));
+    }
+    rest::replyJson(res, toJson(answer));
   });
   server_.post(R"(/ws/v1/nm/([^/]+)/heartbeat)", [this](const Request& req, Response& res) {
     const std::string nodeId = req.matches[1];

@@ -46,6 +46,10 @@ std::string controlTokenOf(const std::string& applicationSecret) {
   return hmacSha256Hex(applicationSecret, "tide-control");
 }
 
+std::string logReaderDigestOf(const std::string& clientToken) {
+  return hmacSha256Hex(clientToken, "tide-logs");
+}
+
 RmCredential classifyRmToken(const std::string& clusterSecret, const std::string& token) {
   if (token.empty() || clusterSecret.empty()) return RmCredential::kNone;
   // Every comparison runs, so the time taken does not say which one matched.

@@ -29,6 +29,9 @@ std::string hmacSha256Hex(const std::string& key, const std::string& message);
 std::string clientTokenOf(const std::string& clusterSecret);
 std::string nodeCredentialOf(const std::string& clusterSecret);
 std::string controlTokenOf(const std::string& applicationSecret);
+// HMAC-SHA256(client token, "tide-logs"): what tide-rm gives each node manager at registration
+// to check that a bearer token is the cluster's client token (docs/security.md).
+std::string logReaderDigestOf(const std::string& clientToken);
 
 // What a bearer token presented to tide-rm allows.
 enum class RmCredential { kNone, kClient, kNode, kAdmin };

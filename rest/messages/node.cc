@@ -64,7 +64,8 @@ const JsonFields<NodeRegistrationResponse>& nodeRegistrationResponseFields() {
           .required("nodeSecret", &NodeRegistrationResponse::nodeSecret, nonEmpty())
           .optional("heartbeatIntervalMs", &NodeRegistrationResponse::heartbeatIntervalMs,
                     NodeRegistrationResponse().heartbeatIntervalMs,
-                    json_check::positive<int64_t>());
+                    json_check::positive<int64_t>())
+          .optional("logReaderDigest", &NodeRegistrationResponse::logReaderDigest, "");
   return fields;
 }
 

@@ -49,6 +49,10 @@ struct NodeRegistrationResponse {
   std::string nodeId;      // "host:port"
   std::string nodeSecret;  // signs container tokens; authenticates the RM to the node
   int64_t heartbeatIntervalMs = 1000;
+  // logReaderDigestOf(client token): lets the node check the client tokens that read its logs
+  // without holding anything that would let it act as a client. Empty when the RM
+  // authenticates nobody (rm.authentication=none).
+  std::string logReaderDigest;
 };
 
 // One container as the node sees it. state: "RUNNING" or "COMPLETE".

@@ -133,10 +133,12 @@ TEST(TideRun, AnnouncesThePageThenEndsWithASummary) {
                                                 "in [0-9]+\\.[0-9] s\n")))
       << out;
   EXPECT_THAT(out, HasSubstr("  output        " + (dir.path() / "results").string() + "\n"));
-  EXPECT_THAT(out, HasSubstr("  logs          " + work + "/nm0/work/" + appId + "\n"));
+  const std::string kept = (std::filesystem::current_path() / ".tide" / "logs" / appId).string();
+  EXPECT_THAT(out, HasSubstr("  logs          `tide logs " + appId + "` in this directory (kept in " +
+                             kept + ")\n"));
   // What it points to is there.
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "results" / "part-2"));
-  EXPECT_TRUE(std::filesystem::is_directory(work + "/nm0/work/" + appId)) << out;
+  EXPECT_TRUE(std::filesystem::is_directory(kept)) << out;
   // The page comes before the summary.
   EXPECT_LT(out.find("status page"), out.find("final status"));
 }

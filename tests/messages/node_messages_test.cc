@@ -65,18 +65,20 @@ TEST(NodeMessagesTest, NodeRegistrationNamesBadFields) {
 }
 
 TEST(NodeMessagesTest, NodeRegistrationResponseRoundTrips) {
-  const NodeRegistrationResponse response{"127.0.0.1:8042", "s3cret", 250};
+  const NodeRegistrationResponse response{"127.0.0.1:8042", "s3cret", 250, "d1g3st"};
   const NodeRegistrationResponse decoded =
       nodeRegistrationResponseFromJson(parseJson(toJson(response)));
   EXPECT_EQ(decoded.nodeId, "127.0.0.1:8042");
   EXPECT_EQ(decoded.nodeSecret, "s3cret");
   EXPECT_EQ(decoded.heartbeatIntervalMs, 250);
+  EXPECT_EQ(decoded.logReaderDigest, "d1g3st");
 }
 
 TEST(NodeMessagesTest, NodeRegistrationResponseDefaultsAndErrors) {
   const NodeRegistrationResponse defaulted =
       nodeRegistrationResponseFromJson(parseJson(R"({"nodeId":"n","nodeSecret":"s"})"));
   EXPECT_EQ(defaulted.heartbeatIntervalMs, 1000);
+  EXPECT_EQ(defaulted.logReaderDigest, "");  // from a tide-rm that authenticates nobody
   auto decode = [](const rapidjson::Value& json) { nodeRegistrationResponseFromJson(json); };
   EXPECT_EQ(refusedField(R"({"nodeSecret":"s"})", decode), "nodeId");
   EXPECT_EQ(refusedField(R"({"nodeId":"n"})", decode), "nodeSecret");

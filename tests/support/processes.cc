@@ -64,10 +64,11 @@ pid_t findProcess(const std::string& commandPart, const std::string& variable,
 }
 
 CommandResult runCommand(const std::vector<std::string>& argv, const std::string& logPath,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, const std::string& workDir) {
   ChildSpec spec;
   spec.argv = argv;
   spec.logPath = logPath;
+  spec.workDir = workDir;
   ChildProcess child(spec);
   CommandResult result;
   auto status = child.waitFor(timeout);

@@ -26,12 +26,12 @@ std::vector<pid_t> processesUnder(const std::filesystem::path& root);
 
 // Runs a command to its end (bounded: a test failure and a stopped command when it takes
 // longer than `timeout`) and returns its exit status and output (stdout and stderr, which go
-// to `logPath`).
+// to `logPath`), in `workDir` when given.
 struct CommandResult {
   int status = -1;
   std::string output;
 };
 CommandResult runCommand(const std::vector<std::string>& argv, const std::string& logPath,
-                         std::chrono::milliseconds timeout);
+                         std::chrono::milliseconds timeout, const std::string& workDir = "");
 
 }  // namespace tide::testing_support
