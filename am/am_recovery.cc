@@ -122,6 +122,10 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     }
     const std::string& id = known->second.executorId;
     allocator_.adopt(container, id);
+    {
+      std::lock_guard<std::mutex> containersLock(executorContainersMutex_);
+      executorContainers_[id] = container;
+    }
     Executor& executor = executors_[id];
     executor.id = id;
     executor.containerId = container.id;

@@ -463,6 +463,20 @@ ExecutorLaunch ApplicationMaster::executorLaunchFor(const std::string& executorI
   return launch;
 }
 
+Status ApplicationMaster::executorLog(const std::string& executorId, const std::string& path,
+                                      std::optional<int64_t> tailBytes, std::string* content) {
+  rest::Container container;
+  {
+    std::lock_guard<std::mutex> lock(executorContainersMutex_);
+    const auto it = executorContainers_.find(executorId);
+    if (it == executorContainers_.end()) {
+      return Status::notFound("no executor " + executorId + " of this application");
+    }
+    container = it->second;
+  }
+  return rm_->readContainerLog(container, info_.applicationId, path, tailBytes, content);
+}
+
 void ApplicationMaster::launchLoop() {
   while (true) {
     std::pair<rest::Container, std::string> next;
@@ -480,6 +494,10 @@ void ApplicationMaster::launchLoop() {
           "TIDE_NODE_HOST",
           next.first.nodeHttpAddress.substr(0, next.first.nodeHttpAddress.rfind(':')));
       journal(JournalRecord::executorStarted(next.second, next.first.id));
+      {
+        std::lock_guard<std::mutex> containersLock(executorContainersMutex_);
+        executorContainers_[next.second] = next.first;
+      }
       return false;
     });
     if (stopping) return;

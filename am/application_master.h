@@ -111,6 +111,8 @@ class ApplicationMaster : public MasterControl {
                       rest::ExecutorSyncReply* reply) override;
   rest::CommitDecision decideCommit(const std::string& executorId,
                                     const rest::CommitRequest& request) override;
+  Status executorLog(const std::string& executorId, const std::string& path,
+                     std::optional<int64_t> tailBytes, std::string* content) override;
 
  private:
   // Writes reportJson() to config_.reportFile (run() does, before it unregisters).
@@ -233,6 +235,11 @@ class ApplicationMaster : public MasterControl {
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
   std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
   std::deque<std::pair<rest::Container, std::string>> launchQueue_;
+  // Every executor's container as launched (or adopted), kept after the executor goes: where
+  // its logs are (executorLog). Its own mutex (taken inside mu_ too, never around it), so that
+  // the log handlers never wait for the AM's lock.
+  std::mutex executorContainersMutex_;
+  std::map<std::string, rest::Container> executorContainers_;
   bool heartbeatRequested_ = false;
   std::optional<AmOutcome> stopOutcome_;
   bool stopping_ = false;

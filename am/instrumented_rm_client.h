@@ -40,6 +40,13 @@ class InstrumentedResourceManagerClient final : public ResourceManagerClient {
     });
   }
 
+  // Not an RM call: a node manager's, for the status page.
+  Status readContainerLog(const rest::Container& container, const std::string& applicationId,
+                          const std::string& path, std::optional<int64_t> tailBytes,
+                          std::string* content) override {
+    return inner_->readContainerLog(container, applicationId, path, tailBytes, content);
+  }
+
   ResourceManagerClient& inner() { return *inner_; }
 
  private:

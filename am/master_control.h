@@ -91,6 +91,17 @@ class MasterControl {
   // refusal carries its reason; an executor no longer registered is refused.
   virtual rest::CommitDecision decideCommit(const std::string& executorId,
                                             const rest::CommitRequest& request) = 0;
+
+  // Logs. A file of an executor's kept logs ("stderr", "tasks/<stage>-<index>-<attempt>/stderr",
+  // common/app_logs.h), read from its node manager with its container's token, also once the
+  // executor is gone: kNotFound for an executor this AM never started (or a missing file),
+  // kUnavailable when its node cannot be reached, kFailedPrecondition where executors have no
+  // node manager (Slurm). Takes the AM's lock only to find the container.
+  virtual Status executorLog(const std::string& executorId, const std::string& path,
+                             std::optional<int64_t> tailBytes, std::string* content) {
+    (void)executorId, (void)path, (void)tailBytes, (void)content;
+    return Status::failedPrecondition("this application master keeps no executor logs");
+  }
 };
 
 }  // namespace tide::am

@@ -15,6 +15,7 @@
 #include "am/status/metrics.h"
 #include "am/status/request_pacer.h"
 #include "am/status/status_page.h"
+#include "common/app_logs.h"
 #include "common/config.h"
 #include "rest/http_status.h"
 #include "rest/json.h"
@@ -221,6 +222,38 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
   s.get("/api/v1/executors", [this](const httplib::Request&, httplib::Response& res) {
     rest::replyJson(res, executorsJson());
   });
+  // An executor's or a failed task attempt's stdout or stderr, from its node manager (the
+  // browser holds only this AM's token; the AM holds the containers' tokens).
+  s.get(R"(/api/v1/executors/([^/]+)/logs/(stdout|stderr))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          replyLog(req, res, req.matches[1], req.matches[2]);
+        });
+  s.get(R"(/api/v1/tasks/([^/]+)/([0-9]{1,9})/([0-9]{1,9})/logs/(stdout|stderr))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          const std::string stage = req.matches[1];
+          const int64_t index = std::stoll(req.matches[2]);
+          const int attempt = std::stoi(req.matches[3]);
+          // The executor that ran it: the failed attempts each job keeps (newest job first).
+          std::string executorId;
+          control_.run([&] {
+            for (const JobSummary& job : master_.jobs()) {
+              for (const FailedAttempt& failure : job.recentFailures) {
+                if (failure.stageId == stage && failure.index == index &&
+                    failure.attempt == attempt) {
+                  executorId = failure.executorId;
+                }
+              }
+            }
+          });
+          if (executorId.empty()) {
+            throw rest::RestError(404, "no failed attempt " + std::to_string(attempt) +
+                                           " of task " + stage + ":" + std::to_string(index) +
+                                           " is known (only failed attempts link to logs)");
+          }
+          replyLog(
+              req, res, executorId,
+              "tasks/" + taskDirName(stage, index, attempt) + "/" + std::string(req.matches[4]));
+        });
   s.get("/api/v1/jobs", onControlThread([this](const httplib::Request&, httplib::Response& res) {
           rest::replyJson(res, jobsJson(std::nullopt));
         }));
@@ -271,6 +304,16 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           handleBoundsUpdate(req, res);
         }));
+}
+
+void StatusHandlers::replyLog(const httplib::Request& req, httplib::Response& res,
+                              const std::string& executorId, const std::string& path) {
+  std::optional<int64_t> tail;
+  if (req.has_param("tail")) tail = queryInteger(req, "tail", 0);
+  std::string content;
+  rest::throwIfError(master_.executorLog(executorId, path, tail, &content));
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(content, "text/plain; charset=utf-8");
 }
 
 void StatusHandlers::handleBoundsUpdate(const httplib::Request& req, httplib::Response& res) {

@@ -36,6 +36,9 @@ class StatusHandlers {
   std::string jobsJson(const std::optional<std::string>& jobId);
   std::string cacheJson();
   void handleBoundsUpdate(const httplib::Request& req, httplib::Response& res);
+  // Answers with the file `path` of the executor's kept logs (?tail=BYTES: its end).
+  void replyLog(const httplib::Request& req, httplib::Response& res, const std::string& executorId,
+                const std::string& path);
 
   MasterControl& master_;
   // Runs the status port's requests that take the AM's lock (its own threads serve at idle

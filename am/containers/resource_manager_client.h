@@ -8,10 +8,12 @@
 // nothing.
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "rest/messages/cluster.h"
 
 namespace tide::am {
@@ -86,6 +88,17 @@ class ResourceManagerClient {
   // Starts the executor in a granted container. Throws with a message naming the node.
   virtual void launchExecutor(const rest::Container& container, const ExecutorLaunch& launch) = 0;
   virtual void unregister(const std::string& finalStatus, const std::string& diagnostics) = 0;
+  // A file of the container's kept logs ("stderr", "tasks/<stage>-<index>-<attempt>/stdout",
+  // common/app_logs.h) from its node manager, read with the container's token; with
+  // `tailBytes`, its last bytes. Thread-safe (the status page's handlers call it). Backends
+  // without node managers keep no such logs: kFailedPrecondition.
+  virtual Status readContainerLog(const rest::Container& container,
+                                  const std::string& applicationId, const std::string& path,
+                                  std::optional<int64_t> tailBytes, std::string* content) {
+    (void)container, (void)applicationId, (void)path, (void)tailBytes, (void)content;
+    return Status::failedPrecondition(
+        "this resource manager's executors keep no logs on a node manager");
+  }
 };
 
 }  // namespace tide::am

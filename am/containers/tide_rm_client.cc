@@ -126,6 +126,28 @@ void TideRmClient::launchExecutor(const rest::Container& container, const Execut
     throw rest::HttpError::fromResponse("POST", node.urlFor("/ws/v1/node/containers"), response);
 }
 
+Status TideRmClient::readContainerLog(const rest::Container& container,
+                                      const std::string& applicationId, const std::string& path,
+                                      std::optional<int64_t> tailBytes, std::string* content) {
+  std::string url = "/api/v1/logs/" + applicationId + "/" + container.id + "/" + path;
+  if (tailBytes) url += "?tail=" + std::to_string(*tailBytes);
+  rest::HttpResponse response;
+  try {
+    response = nodeClient(container.nodeHttpAddress)
+                   .request("GET", url, "", {{"X-Tide-Container-Token", container.token}});
+  } catch (const std::exception& e) {
+    return Status::unavailable("the node manager " + container.nodeHttpAddress + " of container " +
+                               container.id + " cannot be reached: " + e.what());
+  }
+  if (response.status == 404) return Status::notFound(response.body);
+  if (!response.ok()) {
+    return Status::unavailable("the node manager " + container.nodeHttpAddress + " answered HTTP " +
+                               std::to_string(response.status) + ": " + response.body);
+  }
+  *content = std::move(response.body);
+  return Status();
+}
+
 void TideRmClient::unregister(const std::string& finalStatus, const std::string& diagnostics) {
   rest::FinishApplicationMasterRequest request{finalStatus, diagnostics};
   // An AM that ends while tide-rm restarts waits for it (as YARN's AMRMClient does): leaving

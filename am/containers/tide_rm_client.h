@@ -35,6 +35,10 @@ class TideRmClient final : public ResourceManagerClient {
   // status.
   void unregister(const std::string& finalStatus, const std::string& diagnostics) override;
   static constexpr std::chrono::milliseconds kUnregisterPatience{std::chrono::minutes(3)};
+  // GET /api/v1/logs/{app}/{container}/{path} on the container's node manager.
+  Status readContainerLog(const rest::Container& container, const std::string& applicationId,
+                          const std::string& path, std::optional<int64_t> tailBytes,
+                          std::string* content) override;
 
  private:
   rest::HttpClient& nodeClient(const std::string& nodeHttpAddress);

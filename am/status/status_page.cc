@@ -7,7 +7,8 @@ namespace {
 
 // It reads the same JSON API as `tide status` (relative URLs, so it also works behind a path
 // prefix). Elements the browser test reads: #points (points plotted), #executors rows with
-// data-executor-id, #decisions rows.
+// data-executor-id, #decisions rows, #failedTasks items with data-task, the a[data-log] links
+// and #logView.
 constexpr std::string_view kStyle = R"css(:root {
   --target: #2563eb; --live: #16a34a; --busy: #ea580c; --tasks: #94a3b8; --bound: #dc2626;
 }
@@ -26,6 +27,10 @@ main { padding: 14px 24px 24px; max-width: 1440px; margin: 0 auto; }
   margin-right: 5px; border-radius: 2px; }
 .swatch.dashed { height: 0; border-top: 2px dashed var(--bound); background: none; }
 .swatch.area { height: 10px; background: rgba(148, 163, 184, .35); border-top: 2px solid var(--tasks); }
+.logs a { margin-left: 6px; font-size: 11px; }
+#failedTasks { margin: 0; padding-left: 18px; font-size: 13px; }
+#logView { max-height: 320px; overflow: auto; background: var(--card); border: 1px solid var(--border);
+  border-radius: 6px; padding: 8px; font-size: 12px; white-space: pre-wrap; }
 #readout { font-size: 12px; color: var(--muted); margin-left: auto; min-height: 18px;
   font-variant-numeric: tabular-nums; }
 .chartbox { position: relative; }
@@ -115,6 +120,11 @@ constexpr std::string_view kBody = R"html(<header>
       <tbody></tbody>
     </table>
   </section>
+  <section>
+    <div class="head"><h2>Failed task attempts</h2><span class="rep">newest first</span></div>
+    <ul id="failedTasks"></ul>
+    <pre id="logView" hidden></pre>
+  </section>
 </main>
 )html";
 
@@ -145,6 +155,44 @@ async function getJson(path) {
   const response = await fetch(path, { cache: "no-store", headers: authHeaders() });
   if (!response.ok) throw new Error(path + ": HTTP " + response.status);
   return response.json();
+}
+
+// stdout and stderr links of an executor or a failed task attempt (the AM fetches them from
+// the node manager): clicked, the file is fetched with the token and shown in #logView.
+function logLinks(base) {
+  return el("span", { class: "logs" }, ["stdout", "stderr"].map((name) => {
+    const link = el("a", { href: base + "/logs/" + name, text: name, "data-log": name });
+    link.addEventListener("click", async (event) => {
+      event.preventDefault();
+      const pane = document.getElementById("logView");
+      pane.hidden = false;
+      pane.dataset.source = link.getAttribute("href");
+      try {
+        const response = await fetch(link.getAttribute("href"), { cache: "no-store", headers: authHeaders() });
+        const text = await response.text();
+        pane.textContent = response.ok ? text : "HTTP " + response.status + ": " + text;
+      } catch (error) {
+        pane.textContent = error.message;
+      }
+    });
+    return link;
+  }));
+}
+
+async function refreshFailures() {
+  try {
+    const data = await getJson("api/v1/jobs");
+    const failed = data.jobs.flatMap((j) => j.failures || []).reverse().slice(0, 50);
+    const items = failed.map((f) => el("li", { "data-task": f.stage + ":" + f.index + ":" + f.attempt }, [
+      f.stage + ":" + f.index + " attempt " + f.attempt + " on " + f.executor + ": " + f.reason,
+      logLinks("api/v1/tasks/" + encodeURIComponent(f.stage) + "/" + f.index + "/" + f.attempt)]));
+    if (items.length === 0) items.push(el("li", { class: "empty", text: "no failed attempts" }));
+    document.getElementById("failedTasks").replaceChildren(...items);
+  } catch (error) {
+    // refresh() says when the AM cannot be reached.
+  } finally {
+    setTimeout(refreshFailures, 3000);
+  }
 }
 
 function renderCards(s) {
@@ -181,7 +229,8 @@ function renderExecutors(data) {
     // Container ids repeat the application id: the tail is what tells them apart.
     const container = e.container.replace(/^container_\d+_\d+_/, "…");
     return el("tr", { "data-executor-id": e.id }, [
-      el("td", { text: e.id }), el("td", { text: e.host }),
+      el("td", {}, [e.id, logLinks("api/v1/executors/" + encodeURIComponent(e.id))]),
+      el("td", { text: e.host }),
       el("td", { text: container, title: e.container }),
       el("td", {}, [el("span", { class: "pill " + e.state, text: e.state.toLowerCase().replace("_", " ") })]),
       el("td", { class: "num", text: e.runningTasks + "/" + e.cores }),
@@ -397,6 +446,7 @@ document.getElementById("boundsForm").addEventListener("submit", async (event) =
   }
 });
 refresh();
+refreshFailures();
 )js";
 
 }  // namespace

@@ -446,7 +446,7 @@ rest::NodeRegistrationResponse ClusterState::registerNode(
   log_.info() << "node " << id << " registered with " << node.capability.memoryMb << " MB, "
               << node.capability.vCores
               << " vCores; ready for containers after its first heartbeat";
-  return {id, node.secret, options_.config.nodeHeartbeatIntervalMs()};
+  return {id, node.secret, options_.config.nodeHeartbeatIntervalMs(), /*logReaderDigest=*/""};
 }
 
 void ClusterState::authenticateNode(const std::string& nodeId,
