@@ -58,8 +58,8 @@ std::string taskDirName(std::string_view stageId, int64_t index, int attempt) {
   std::string name;
   name.reserve(stageId.size() + 24);
   for (char c : stageId) {
-    const bool safe = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
-                      c == '-';
+    const bool safe =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     name += safe ? c : '_';
   }
   if (name.empty() || name[0] == '.') name.insert(name.begin(), '_');
@@ -117,10 +117,9 @@ Status listApplicationLogs(const std::string& logDir, const std::string& appId,
               [](const LogFile& a, const LogFile& b) { return a.path < b.path; });
     containers->push_back(std::move(logs));
   }
-  std::sort(containers->begin(), containers->end(),
-            [](const ContainerLogs& a, const ContainerLogs& b) {
-              return a.containerId < b.containerId;
-            });
+  std::sort(
+      containers->begin(), containers->end(),
+      [](const ContainerLogs& a, const ContainerLogs& b) { return a.containerId < b.containerId; });
   return Status();
 }
 
@@ -186,8 +185,8 @@ Status readLogFile(const std::string& path, std::optional<int64_t> tailBytes,
     return Status::invalidArgument(path + " is not a file");
   }
   const int64_t size = info.st_size;
-  const int64_t length = tailBytes ? std::min<int64_t>(std::max<int64_t>(*tailBytes, 0), size)
-                                   : size;
+  const int64_t length =
+      tailBytes ? std::min<int64_t>(std::max<int64_t>(*tailBytes, 0), size) : size;
   content->resize(static_cast<size_t>(length));
   int64_t done = 0;
   while (done < length) {

@@ -153,7 +153,8 @@ class NodeManagerLogSource final : public NodeLogSource {
     options.requestTimeout = std::chrono::milliseconds(20000);
     options.retry.maxAttempts = 2;
     options.log = [](const std::string&) {};
-    if (token && !token->empty()) options.defaultHeaders.push_back({"Authorization", "Bearer " + *token});
+    if (token && !token->empty())
+      options.defaultHeaders.push_back({"Authorization", "Bearer " + *token});
     return options;
   }
   Status get(const std::string& path, std::string* body) {

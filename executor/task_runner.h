@@ -7,8 +7,8 @@
 //   command  a process (common/spawn.h; below a tide-container supervisor when
 //            options.supervisorPath is set) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
-//            stdout and stderr in files in the task dir (or the log dir, options.logDir). Exit 0 is FINISHED, anything else
-//            FAILED with the tail of stderr.
+//            stdout and stderr in files in the task dir (or the log dir, options.logDir). Exit 0 is
+//            FINISHED, anything else FAILED with the tail of stderr.
 //   noop     FINISHED at once, inside launch(): no thread, no timer, no allocation beyond
 //            its update, so the scheduler can be measured without process costs.
 //   sleep    FINISHED after sleepMs, on the runner's timer list.

@@ -49,7 +49,7 @@
 namespace tide::nm {
 
 struct ContainerManagerOptions {
-  std::string workDir;    // containers run in <workDir>/<appId>/<containerId>/
+  std::string workDir;  // containers run in <workDir>/<appId>/<containerId>/
   // Their stdout and stderr (and their tasks', TIDE_LOG_DIR) are kept in
   // <logDir>/<appId>/<containerId>/ (common/app_logs.h), linked from the work dir; empty:
   // <workDir>/logs.

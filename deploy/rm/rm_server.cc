@@ -267,8 +267,7 @@ void ResourceManagerServer::addRoutes() {
     // The node checks the client tokens that read its logs against this; it cannot derive the
     // token from it.
     if (options_.config.authenticate) {
-      answer.logReaderDigest =
-          rest::logReaderDigestOf(rest::clientTokenOf(options_.clusterSecret));
+      answer.logReaderDigest = rest::logReaderDigestOf(rest::clientTokenOf(options_.clusterSecret));
     }
     rest::replyJson(res, toJson(answer));
   });

@@ -63,8 +63,7 @@ const JsonFields<NodeRegistrationResponse>& nodeRegistrationResponseFields() {
           .required("nodeId", &NodeRegistrationResponse::nodeId, nonEmpty())
           .required("nodeSecret", &NodeRegistrationResponse::nodeSecret, nonEmpty())
           .optional("heartbeatIntervalMs", &NodeRegistrationResponse::heartbeatIntervalMs,
-                    NodeRegistrationResponse().heartbeatIntervalMs,
-                    json_check::positive<int64_t>())
+                    NodeRegistrationResponse().heartbeatIntervalMs, json_check::positive<int64_t>())
           .optional("logReaderDigest", &NodeRegistrationResponse::logReaderDigest, "");
   return fields;
 }

@@ -134,8 +134,8 @@ TEST(TideRun, AnnouncesThePageThenEndsWithASummary) {
       << out;
   EXPECT_THAT(out, HasSubstr("  output        " + (dir.path() / "results").string() + "\n"));
   const std::string kept = (std::filesystem::current_path() / ".tide" / "logs" / appId).string();
-  EXPECT_THAT(out, HasSubstr("  logs          `tide logs " + appId + "` in this directory (kept in " +
-                             kept + ")\n"));
+  EXPECT_THAT(out, HasSubstr("  logs          `tide logs " + appId +
+                             "` in this directory (kept in " + kept + ")\n"));
   // What it points to is there.
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "results" / "part-2"));
   EXPECT_TRUE(std::filesystem::is_directory(kept)) << out;
