@@ -13,6 +13,9 @@ namespace {
 
 constexpr char kContainersPath[] = "/ws/v1/node/containers";
 constexpr char kContainerPath[] = R"(/ws/v1/node/containers/([^/]+))";
+constexpr char kLogsNeedAClientToken[] =
+    "reading an application's logs needs 'Authorization: Bearer <client token>' (tide token; "
+    "the cluster secret is accepted too), or the node secret";
 constexpr char kAppLogsPath[] = R"(/api/v1/logs/([^/]+)/?)";
 constexpr char kLogFilePath[] = R"(/api/v1/logs/([^/]+)/([^/]+)/(.*))";
 
@@ -81,9 +84,7 @@ void NodeManagerServer::listLogs(const httplib::Request& req, httplib::Response&
   const std::string appId = req.matches[1];
   const std::string secret = requireSecret();
   if (!isResourceManager(req, secret) && !isClient(req)) {
-    throw rest::RestError(401,
-                          "reading an application's logs needs 'Authorization: Bearer <client "
-                          "token>' (tide token), or the node secret");
+    throw rest::RestError(401, kLogsNeedAClientToken);
   }
   std::vector<ContainerLogs> containers;
   rest::throwIfError(listApplicationLogs(containers_.options().logDir, appId, &containers));
@@ -113,11 +114,12 @@ void NodeManagerServer::getLog(const httplib::Request& req, httplib::Response& r
   const std::string containerId = req.matches[2];
   const std::string path = req.matches[3];
   const std::string secret = requireSecret();
-  if (!isClient(req)) {
+  if (!isClient(req) && !isResourceManager(req, secret)) {
+    if (!req.has_header(kTokenHeader)) throw rest::RestError(401, kLogsNeedAClientToken);
     authorizeContainer(req, containerId);
     // A container's token reads that container's logs only, under its own application.
     const std::optional<rest::ContainerReport> report = containers_.report(containerId);
-    if (report && report->applicationId != appId && !isResourceManager(req, secret)) {
+    if (report && report->applicationId != appId) {
       throw rest::RestError(404, "container " + containerId + " is not one of " + appId);
     }
   }
