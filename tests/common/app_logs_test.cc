@@ -34,8 +34,10 @@ class AppLogsTest : public ::testing::Test {
   static void setModified(const fs::path& path, int64_t epochMs) {
     const struct timespec when = {static_cast<time_t>(epochMs / 1000), 0};
     const struct timespec times[2] = {when, when};
-    for (const auto& entry : fs::recursive_directory_iterator(path)) {
-      ASSERT_EQ(::utimensat(AT_FDCWD, entry.path().c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
+    if (fs::is_directory(path)) {
+      for (const auto& entry : fs::recursive_directory_iterator(path)) {
+        ASSERT_EQ(::utimensat(AT_FDCWD, entry.path().c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
+      }
     }
     ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW), 0);
   }
