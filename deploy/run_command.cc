@@ -3,6 +3,7 @@
 // succeeded.
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -155,7 +156,20 @@ int runRunCommand(int argc, char** argv) {
         }
         // The node's logs outlive the run (and its work dir): `tide logs APP` here reads them
         // once the cluster is gone.
-        if (!props.has("nm.logDir")) props.set("nm.logDir", absolute(kEmbeddedLogDir));
+        if (!props.has("nm.logDir")) {
+          std::error_code unwritable;
+          std::filesystem::create_directories(kEmbeddedLogDir, unwritable);
+          if (unwritable) {
+            std::cerr << "tide: warning: cannot create " << absolute(kEmbeddedLogDir) << " ("
+                      << unwritable.message() << "): the logs stay in " << workDir
+                      << "/logs, removed if the job succeeds\n";
+            props.set("nm.logDir", workDir + "/logs");
+          } else {
+            // The logs are private: only this user may read them (as .tide's pointer file).
+            ::chmod(std::filesystem::path(kEmbeddedLogDir).parent_path().c_str(), 0700);
+            props.set("nm.logDir", absolute(kEmbeddedLogDir));
+          }
+        }
         EmbeddedClusterOptions options;
         options.workDir = workDir;
         options.nodes = 1;

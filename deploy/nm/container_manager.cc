@@ -91,7 +91,10 @@ void ContainerManager::start() {
   fs::create_directories(options_.workDir, ec);
   if (ec)
     throw std::runtime_error("cannot create work dir " + options_.workDir + ": " + ec.message());
-  fs::create_directories(options_.logDir, ec);
+  // Logs are private: a log dir tide-nm creates is its user's only.
+  if (fs::create_directories(options_.logDir, ec) && !ec) {
+    fs::permissions(options_.logDir, fs::perms::owner_all, ec);
+  }
   if (ec)
     throw std::runtime_error("cannot create log dir " + options_.logDir + ": " + ec.message());
   records_.ensureDirectory();

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -62,7 +63,11 @@ int run(CommandLine& cli) {
 
   ContainerManagerOptions containerOptions;
   containerOptions.workDir = config.workDir;
-  containerOptions.logDir = config.logDir.empty() ? config.workDir + "/logs" : config.logDir;
+  // Absolute: containers are given it (TIDE_LOG_DIR) and run elsewhere.
+  containerOptions.logDir = std::filesystem::absolute(
+                                config.logDir.empty() ? config.workDir + "/logs" : config.logDir)
+                                .lexically_normal()
+                                .string();
   containerOptions.capacity = config.capability;
   containerOptions.memoryEnforcement = config.memoryEnforcement;
   containerOptions.stopGracePeriod = config.stopGracePeriod;

@@ -64,6 +64,9 @@ TEST(TideLogs, AfterTideRunEndsTheFailedTasksStderrIsPrintedFromTheKeptLogs) {
   const std::string appId = match[1];
   // The cluster is gone (no --work-dir, and its work dir may be removed); the logs are here.
   EXPECT_TRUE(fs::is_directory(cwd + "/.tide/logs/" + appId)) << run.output;
+  // Only this user may read them.
+  EXPECT_EQ(fs::status(cwd + "/.tide").permissions() & (fs::perms::group_all | fs::perms::others_all),
+            fs::perms::none);
   EXPECT_THAT(run.output, HasSubstr("`tide logs " + appId + "` in this directory"));
 
   const auto task = tide(dir, {"logs", appId, "--task", "bad:1"}, cwd, "task.log");
@@ -149,6 +152,8 @@ TEST_F(LogsIntegrationTest, NodeManagersServeTheLogsToTheClientTokenOnlyAndInsid
     }
   }
   startCluster(/*nodes=*/2, /*coresPerNode=*/3);
+  // A log dir tide-nm creates is private to its user.
+  EXPECT_EQ(fs::status(nodeLogDir(1)).permissions(), fs::perms::owner_all);
   EXPECT_FALSE(fs::exists(nodeLogDir(0) / "application_1_0001"));
   EXPECT_TRUE(fs::exists(nodeLogDir(0) / "application_1_0002"));
 

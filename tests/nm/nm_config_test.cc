@@ -43,6 +43,16 @@ TEST(NodeManagerConfigTest, Defaults) {
   EXPECT_EQ(config.stopGracePeriod, 2000);
 }
 
+TEST(NodeManagerConfigTest, LogDirAndRetention) {
+  EXPECT_EQ(configFrom({}).logDir, "");  // tide-nm then uses <nm.workDir>/logs
+  EXPECT_EQ(configFrom({}).logRetention, 7 * 24 * 3600 * 1000LL);
+  const NodeManagerConfig config = configFrom({"nm.logDir=/var/log/tide", "nm.logRetention=2h"});
+  EXPECT_EQ(config.logDir, "/var/log/tide");
+  EXPECT_EQ(config.logRetention, 2 * 3600 * 1000);
+  EXPECT_EQ(configFrom({"nm.logRetention=infinity"}).logRetention, kInfiniteMs);
+  EXPECT_NE(errorOf({"nm.logRetention=0"}).find("nm.logRetention"), std::string::npos);
+}
+
 TEST(NodeManagerConfigTest, ExplicitValuesAndUnits) {
   const NodeManagerConfig config = configFrom(
       {"nm.rm=http://rm:9000/", "nm.port=0", "nm.cores=3", "nm.memory=2g", "nm.workDir=/srv/nm",
