@@ -64,10 +64,10 @@ int run(CommandLine& cli) {
   ContainerManagerOptions containerOptions;
   containerOptions.workDir = config.workDir;
   // Absolute: containers are given it (TIDE_LOG_DIR) and run elsewhere.
-  containerOptions.logDir = std::filesystem::absolute(
-                                config.logDir.empty() ? config.workDir + "/logs" : config.logDir)
-                                .lexically_normal()
-                                .string();
+  containerOptions.logDir =
+      std::filesystem::absolute(config.logDir.empty() ? config.workDir + "/logs" : config.logDir)
+          .lexically_normal()
+          .string();
   containerOptions.capacity = config.capability;
   containerOptions.memoryEnforcement = config.memoryEnforcement;
   containerOptions.stopGracePeriod = config.stopGracePeriod;

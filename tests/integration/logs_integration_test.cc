@@ -65,8 +65,9 @@ TEST(TideLogs, AfterTideRunEndsTheFailedTasksStderrIsPrintedFromTheKeptLogs) {
   // The cluster is gone (no --work-dir, and its work dir may be removed); the logs are here.
   EXPECT_TRUE(fs::is_directory(cwd + "/.tide/logs/" + appId)) << run.output;
   // Only this user may read them.
-  EXPECT_EQ(fs::status(cwd + "/.tide").permissions() & (fs::perms::group_all | fs::perms::others_all),
-            fs::perms::none);
+  EXPECT_EQ(
+      fs::status(cwd + "/.tide").permissions() & (fs::perms::group_all | fs::perms::others_all),
+      fs::perms::none);
   EXPECT_THAT(run.output, HasSubstr("`tide logs " + appId + "` in this directory"));
 
   const auto task = tide(dir, {"logs", appId, "--task", "bad:1"}, cwd, "task.log");
