@@ -251,6 +251,30 @@ TEST_F(LogsIntegrationTest, NodeManagersServeTheLogsToTheClientTokenOnlyAndInsid
   EXPECT_THAT(partial.output, HasSubstr("task 1 attempt 0 failed\n"));
 }
 
+TEST_F(LogsIntegrationTest, WhatTheTasksOfAKilledApplicationWroteIsKept) {
+  startCluster(/*nodes=*/1, /*coresPerNode=*/3);
+  const fs::path started = dir.path() / "started";
+  submit(R"({"name": "killed", "stages": [{"id": "long", "tasks": 1, "command": ["sh", "-c",
+      "echo before the kill; echo on stderr too >&2; touch )" +
+             started.string() + R"(; sleep 60"]}]})",
+         {}, /*session=*/false);
+  ASSERT_TRUE(testing_support::eventually([&] { return fs::exists(started); }, 60s));
+  client->kill(appId);
+  EXPECT_EQ(waitForEnd(60s).finalStatus, "KILLED");
+
+  // Its executor and task were killed with it; their files stay, complete.
+  std::error_code ec;
+  fs::path taskDir;
+  for (const auto& entry : fs::directory_iterator(nodeLogDir(0) / appId, ec)) {
+    if (fs::exists(entry.path() / "tasks" / "long-0-0"))
+      taskDir = entry.path() / "tasks" / "long-0-0";
+  }
+  ASSERT_FALSE(taskDir.empty()) << "no container kept tasks/long-0-0";
+  EXPECT_EQ(readFile(taskDir / "stdout"), "before the kill\n");
+  EXPECT_EQ(readFile(taskDir / "stderr"), "on stderr too\n");
+  EXPECT_GT(fs::file_size(taskDir.parent_path().parent_path() / "stderr"), 0u);  // the executor's
+}
+
 TEST_F(LogsIntegrationTest, TheAmServesAFailedTasksAndAnExecutorsLogsAndItsPageLinksThem) {
   startCluster(/*nodes=*/1, /*coresPerNode=*/4);
   // A session AM stays up after its job failed, with its page.
