@@ -129,7 +129,8 @@ class StatusView {
     for (const auto& decision : d["decisions"].GetArray()) {
       out << "  " << std::setw(6) << std::setfill(' ') << clock(decision["lastMs"].GetInt64())
           << "  " << std::left << std::setw(15) << decision["action"].GetString() << " "
-          << std::right << decision["why"].GetString();
+          << std::right
+          << (decision.HasMember("summary") ? decision["summary"] : decision["why"]).GetString();
       if (decision["repeats"].GetInt64() > 1)
         out << "  (x" << decision["repeats"].GetInt64() << ")";
       out << "\n";
