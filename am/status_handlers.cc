@@ -60,15 +60,19 @@ TimeMs uptimeOf(TimeMs at, TimeMs startedAt) {
   return at >= 0 ? at - startedAt : -1;
 }
 
-void writeStage(JsonWriter& w, const StageSummary& stage) {
-  w.startObject()
-      .field("id", stage.id)
+// What the stage is and how far it got: in a job's stages and in the status's.
+JsonWriter& writeStageProgress(JsonWriter& w, const StageSummary& stage) {
+  return w.field("id", stage.id)
       .field("state", stageStateName(stage.state))
       .field("tasks", stage.numTasks)
       .field("pending", stage.pending)
       .field("running", stage.running)
       .field("succeeded", stage.succeeded)
       .field("failedAttempts", stage.failedAttempts);
+}
+
+void writeStage(JsonWriter& w, const StageSummary& stage) {
+  writeStageProgress(w.startObject(), stage);
   writeStrings(w, "dependsOn", stage.dependsOn);
   const DurationMs duration =
       stage.submittedMs < 0
@@ -448,15 +452,7 @@ std::string StatusHandlers::statusJson() {
   const auto [stages, omitted] = statusStages(snapshot->jobs);
   writeArray(w, "stages", stages, [&](JsonWriter& out, const auto& entry) {
     const StageSummary& stage = *entry.second;
-    out.startObject()
-        .field("job", entry.first->jobId)
-        .field("id", stage.id)
-        .field("state", stageStateName(stage.state))
-        .field("tasks", stage.numTasks)
-        .field("pending", stage.pending)
-        .field("running", stage.running)
-        .field("succeeded", stage.succeeded)
-        .field("failedAttempts", stage.failedAttempts)
+    writeStageProgress(out.startObject().field("job", entry.first->jobId), stage)
         .field("submittedMs", uptimeOf(stage.submittedMs, info.startedAt))
         .field("completedMs", uptimeOf(stage.completedMs, info.startedAt))
         .endObject();
@@ -501,10 +497,10 @@ std::string StatusHandlers::executorsJson(size_t removedLimit) {
     w.field("expiry", e.expiry.why).endObject();
   });
   // Gone ones, newest first, with why (Spark's dead executors): the timeline's ended bars.
-  const std::vector<RemovedExecutor>& removed = *snapshot->removed;
   w.key("removed").startArray();
-  for (size_t i = 0; i < removed.size() && i < removedLimit; ++i) {
-    const RemovedExecutor& e = removed[i];
+  const size_t removedCount = snapshot->removed ? snapshot->removed->size() : 0;
+  for (size_t i = 0; i < removedCount && i < removedLimit; ++i) {
+    const RemovedExecutor& e = (*snapshot->removed)[i];
     w.startObject()
         .field("id", e.id)
         .field("host", e.host)

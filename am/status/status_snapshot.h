@@ -46,7 +46,7 @@ struct StatusSnapshot {
   std::vector<JobSummary> jobs;
   std::vector<ExecutorStatus> executors;                        // registration order
   ClusterCapacity capacity;                                     // as of the last heartbeat
-  std::shared_ptr<const std::vector<RemovedExecutor>> removed;  // newest first, bounded
+  std::shared_ptr<const std::vector<RemovedExecutor>> removed;  // newest first, bounded; or null
   int64_t removedTotal = 0;
 };
 

@@ -156,6 +156,8 @@ TEST(StatusDocumentsTest, ThousandsOfStagesAreCappedKeepingTheRunningOnes) {
 TEST(StatusDocumentsTest, RemovedExecutorsWithTheirReasonNewestFirstAndBounded) {
   FakeMaster master;
   StatusHandlers handlers(master);
+  master.snapshot().removed = nullptr;  // a snapshot made without them
+  EXPECT_EQ(rest::parseJson(handlers.executorsJson(100))["removed"].Size(), 0u);
   RemovedExecutors removed(3);
   removed.add({"e1", "127.0.0.1", "container_1_0001_01_000002", kStartedAt + 500, kStartedAt + 6000,
                "idle_timeout", "removing e1: idle for 2.0s"});
