@@ -306,7 +306,8 @@ function renderCapacity(s) {
   const parts = ["cluster capacity: ", el("b", { text: String(c.executorsFitTotal) }),
                  " executors of " + size + " fit on its live nodes in all, ",
                  el("b", { text: String(c.executorsFitNow) }), " more fit now"];
-  const reachable = a.live + c.executorsFitNow;
+  // Granted containers whose executors are starting hold their room already.
+  const reachable = a.live + (s.containers ? s.containers.starting : 0) + c.executorsFitNow;
   if (a.target > reachable) {
     parts.push(" — target " + a.target + " is beyond what fits: " + reachable + " can be live now" +
                (a.target > c.executorsFitTotal ? ", " + c.executorsFitTotal + " when the cluster is empty" : ""));

@@ -233,6 +233,9 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_THAT(view.output, HasSubstr(appId));
     EXPECT_THAT(view.output, HasSubstr("executors  target 0  live 0"));
     EXPECT_THAT(view.output, HasSubstr("max 3"));
+    // 2 nodes of 5 cores: ten executors of 1 core (and 9 more now, the AM's core taken, once
+    // the released containers are gone).
+    EXPECT_THAT(view.output, HasSubstr("cluster    fits 10 executors in all, "));
     EXPECT_THAT(view.output, HasSubstr("succeeded 60"));
     EXPECT_THAT(view.output, HasSubstr("removing e"));  // the last decisions
 
