@@ -9,7 +9,11 @@
 #include <memory>
 
 #include "am/status_handlers.h"
+#include "rest/http_server.h"
 #include "rest/json.h"
+#include "tests/support/files.h"
+#include "tests/support/headless_chromium.h"
+#include "tests/support/temp_dir.h"
 
 namespace tide::am {
 namespace {
@@ -212,6 +216,66 @@ TEST(StatusDocumentsTest, DecisionsCarryTheirRunsFirstValuesAndSummary) {
   EXPECT_EQ(std::string(d["firstWhy"].GetString()), "lowered");
   EXPECT_EQ(std::string(d["summary"].GetString()),
             "lowered target 10 \u2192 5 in 5 steps over 400 ms");
+}
+
+// Thousands of executors and stages: the page draws at most 60 timeline bars, 4 stage lanes,
+// 25 stage rows and 40 removed rows, and says how many more there are.
+TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) {
+  const std::string chromium =
+      testing_support::chromiumForTest("the page's bounds need a real browser");
+  if (chromium.empty()) return;
+  FakeMaster master;
+  StatusSnapshot& snapshot = master.snapshot();
+  for (int i = 1; i <= 1000; ++i) {
+    ExecutorStatus e;
+    e.id = "e" + std::to_string(i);
+    e.host = "127.0.0.1";
+    e.container = "container_1_0001_01_" + std::to_string(i);
+    e.registeredAt = kStartedAt + i;
+    snapshot.executors.push_back(e);
+  }
+  RemovedExecutors removed;  // keeps 500 of them
+  for (int i = 1001; i <= 4000; ++i) {
+    removed.add({"e" + std::to_string(i), "127.0.0.1", "c", kStartedAt + 100, kStartedAt + 5000,
+                 "idle_timeout", "removing: idle"});
+  }
+  snapshot.removed = removed.newest();
+  snapshot.removedTotal = removed.total();
+  JobSummary job;
+  job.jobId = "job-1";
+  job.submittedMs = kStartedAt;
+  for (int i = 0; i < 3000; ++i) {
+    job.stages.push_back(stage("s" + std::to_string(i), StageState::kSucceeded, kStartedAt + i * 2,
+                               kStartedAt + i * 2 + 1000));
+  }
+  snapshot.jobs = {job};
+  for (int i = 0; i < 2000; ++i) master.log.add(i, "allocation", "lower_target", 1, "x", "", 2);
+
+  StatusHandlers handlers(master);
+  rest::HttpServer server;
+  handlers.registerStatusRoutes(server);
+  server.start();
+  testing_support::TempDir dir;
+  const std::string domFile = (dir.path() / "dom.html").string();
+  testing_support::runHeadlessChromium(chromium, dir.path(), "bounded", {"--dump-dom"},
+                                       server.baseUrl() + "/", 5000, domFile);
+  const std::string dom = testing_support::readFile(domFile);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = dom.find(needle); at != std::string::npos; at = dom.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("class=\"ebar"), 60u) << dom.substr(0, 3000);
+  EXPECT_THAT(dom, HasSubstr("3940 more executors not shown"));  // 1000 live + 3000 removed
+  EXPECT_EQ(count("class=\"sbar"), 4u) << "back to back, 4 lanes hold 4 of them at a time";
+  EXPECT_THAT(dom, HasSubstr("2996 more stages not shown"));  // 200 sent, of which 196 not drawn
+  EXPECT_EQ(count("<tr data-stage="), 25u);
+  EXPECT_THAT(dom, HasSubstr("2975 more stages"));
+  EXPECT_EQ(count("data-reason=\"idle_timeout\""), 40u);
+  EXPECT_THAT(dom, HasSubstr("2960 more removed"));
+  EXPECT_EQ(count("<tr data-repeats="), 1u) << "2000 lowered targets in a row are one row";
+  EXPECT_THAT(dom, HasSubstr("lowered target 2 \u2192 1 in 2000 steps"));
+  server.stop();
 }
 
 }  // namespace
