@@ -247,6 +247,7 @@ function renderCards(s) {
   }
 }
 
+const MAX_EXECUTOR_ROWS = 50;
 function renderExecutors(data) {
   const body = document.querySelector("#executors tbody");
   const rows = data.executors.map((e) => {
@@ -265,6 +266,12 @@ function renderExecutors(data) {
       el("td", { text: holds }), el("td", { class: "why", text: expires })]);
   });
   if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "8", class: "empty", text: "no executors" })]));
+  // Thousands of rows would push everything else off the page: the first ones, and how many more.
+  if (rows.length > MAX_EXECUTOR_ROWS) {
+    const more = rows.length - MAX_EXECUTOR_ROWS;
+    rows.length = MAX_EXECUTOR_ROWS;
+    rows.push(el("tr", {}, [el("td", { colspan: "8", class: "more", text: more + " more live executors" })]));
+  }
   body.replaceChildren(...rows);
   document.getElementById("execCount").textContent = data.executors.length + " live";
 }

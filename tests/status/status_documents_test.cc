@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "am/status_handlers.h"
@@ -218,8 +219,8 @@ TEST(StatusDocumentsTest, DecisionsCarryTheirRunsFirstValuesAndSummary) {
             "lowered target 10 \u2192 5 in 5 steps over 400 ms");
 }
 
-// Thousands of executors and stages: the page draws at most 60 timeline bars, 4 stage lanes,
-// 25 stage rows and 40 removed rows, and says how many more there are.
+// Thousands of executors and stages: the page draws at most 50 live executor rows, 60 timeline
+// bars, 4 stage lanes, 25 stage rows and 40 removed rows, and says how many more there are.
 TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) {
   const std::string chromium =
       testing_support::chromiumForTest("the page's bounds need a real browser");
@@ -250,6 +251,7 @@ TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) 
   }
   snapshot.jobs = {job};
   for (int i = 0; i < 2000; ++i) master.log.add(i, "allocation", "lower_target", 1, "x", "", 2);
+  snapshot.capacity = {-1, -1, "unknown: Slurm does not say"};
 
   StatusHandlers handlers(master);
   rest::HttpServer server;
@@ -266,6 +268,8 @@ TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) 
     return n;
   };
   EXPECT_EQ(count("class=\"ebar"), 60u) << dom.substr(0, 3000);
+  EXPECT_EQ(count("<tr data-executor-id="), 50u + 40u) << "50 live rows, 40 removed ones";
+  EXPECT_THAT(dom, HasSubstr("950 more live executors"));
   EXPECT_THAT(dom, HasSubstr("3940 more executors not shown"));  // 1000 live + 3000 removed
   EXPECT_EQ(count("class=\"sbar"), 4u) << "back to back, 4 lanes hold 4 of them at a time";
   EXPECT_THAT(dom, HasSubstr("2996 more stages not shown"));  // 200 sent, of which 196 not drawn
@@ -275,6 +279,17 @@ TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) 
   EXPECT_THAT(dom, HasSubstr("2960 more removed"));
   EXPECT_EQ(count("<tr data-repeats="), 1u) << "2000 lowered targets in a row are one row";
   EXPECT_THAT(dom, HasSubstr("lowered target 2 \u2192 1 in 2000 steps"));
+  // A backend that cannot say: unknown, with why.
+  EXPECT_THAT(dom, HasSubstr(R"(id="capacity" data-fit-now="unknown" data-fit-total="unknown")"));
+  EXPECT_THAT(dom, HasSubstr("<b>unknown</b> (unknown: Slurm does not say)"));
+  // For people to look at: what thousands look like.
+  const std::filesystem::path screenshot = TIDE_BOUNDED_PAGE_SCREENSHOT;
+  std::filesystem::create_directories(screenshot.parent_path());
+  testing_support::runHeadlessChromium(
+      chromium, dir.path(), "bounded-shot",
+      {"--screenshot=" + screenshot.string(), "--window-size=1280,2400", "--hide-scrollbars"},
+      server.baseUrl() + "/", 5000, (dir.path() / "shot.out").string());
+  EXPECT_TRUE(std::filesystem::exists(screenshot));
   server.stop();
 }
 
