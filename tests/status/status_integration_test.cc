@@ -374,6 +374,11 @@ TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting
   EXPECT_EQ(s["allocation"]["live"].GetInt(), 2);
   EXPECT_EQ(s["allocation"]["pending"].GetInt(), 2);
   EXPECT_GE(s["containers"]["waitingMs"].GetInt64(), 10000);
+  // Why: the cluster holds 3 such executors in all and has room for none more now (the AM
+  // and two executors take its 3 cores), next to the target of 4.
+  EXPECT_TRUE(s["capacity"]["known"].GetBool());
+  EXPECT_EQ(s["capacity"]["executorsFitTotal"].GetInt(), 3);
+  EXPECT_EQ(s["capacity"]["executorsFitNow"].GetInt(), 0);
   auto metrics = testing_support::parsePrometheusText(get("metrics").body);
   EXPECT_EQ(metrics.at("tide_executors{state=\"pending\"}"), 2);
 }
