@@ -116,6 +116,9 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
   snapshot->pendingTasks = scheduler_->pendingTaskCount();
   snapshot->runningTasks = scheduler_->runningTaskCount();
   snapshot->jobs = scheduler_->jobSummaries();
+  snapshot->capacity = clusterCapacity_;
+  snapshot->removed = removedExecutors_.newest();
+  snapshot->removedTotal = removedExecutors_.total();
   const auto& monitor = allocation_.monitor();
   for (const auto* tracker : monitor.all()) {
     ExecutorStatus e;

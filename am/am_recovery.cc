@@ -255,7 +255,7 @@ void ApplicationMaster::resumeExecutor(Executor& executor,
       recordDecision("recovery", "outputs_lost", allocator_.target(),
                      executor.id + " registered again without the blocks of " +
                          std::to_string(lost) + " committed task outputs; they are made again",
-                     "");
+                     "outputs_lost/" + executor.id);  // one record per executor, never a run
     }
   }
   log_.info() << "executor " << executor.id << " (" << executor.containerId

@@ -75,6 +75,7 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
       scheduler_(std::make_unique<TaskScheduler>(config_.scheduler, clock_,
                                                  static_cast<uint64_t>(startedAt_))),
       allocator_(config_.containers, clock_) {
+  info_.executorMemoryMb = config_.containers.executorResource.memoryMb;
   // The scheduler's one listener list: the policy first (as Spark's ExecutorAllocationListener),
   // then the metrics, then the job bookkeeping.
   scheduler_->subscribe(allocationListener_);
@@ -270,14 +271,21 @@ void ApplicationMaster::allocationLoop() {
 }
 
 void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs now) {
+  std::map<std::string, std::string> removalWhy;  // executor -> the policy's sentence
+  int targetBefore = allocator_.target();
   for (const auto& decision : result.decisions) {
     const std::string action = allocation::actionName(decision.action);
+    if (decision.action == allocation::Decision::Action::kRemove) {
+      removalWhy[decision.executor] = decision.why;
+    }
     // States that hold tick after tick (not adding, keeping) are one record with repeats;
     // every other decision is an event of its own (an empty key is never merged).
     const bool repeating = decision.action == allocation::Decision::Action::kNotAdding ||
                            decision.action == allocation::Decision::Action::kKeep;
+    // The target each event started from: a run of them shows "137 → 27".
     recordDecision("allocation", action, decision.target, decision.why,
-                   repeating ? action + "/" + decision.executor : "");
+                   repeating ? action + "/" + decision.executor : "", targetBefore);
+    targetBefore = decision.target;
     metrics_.decisionCounter(action).inc();
     if (decision.action != allocation::Decision::Action::kNotAdding &&
         decision.action != allocation::Decision::Action::kKeep) {
@@ -289,28 +297,34 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
     heartbeatRequested_ = true;
     heartbeatWake_.notify_all();
   }
-  for (const auto& id : result.toRemove) releaseExecutor(id, "idle", now);
+  for (const auto& id : result.toRemove) {
+    auto why = removalWhy.find(id);
+    releaseExecutor(id, "idle_timeout", why != removalWhy.end() ? why->second : "idle", now);
+  }
 }
 
-void ApplicationMaster::releaseExecutor(const std::string& executorId, const std::string& why,
-                                        TimeMs now) {
+void ApplicationMaster::releaseExecutor(const std::string& executorId, const std::string& reason,
+                                        const std::string& detail, TimeMs now) {
   allocator_.release(executorId);
   releasedExecutors_.insert(executorId);
-  forgetExecutor(executorId, now);
+  forgetExecutor(executorId, reason, detail, now);
   scheduler_->executorRemoved(executorId);  // its blocks go with it
   // The executor is gone for the policy and the scheduler from now on; it gets no more tasks
   // and is told to shut down at its next sync.
   allocation_.onExecutorRemoved(executorId);
-  log_.info() << "releasing executor " << executorId << " (" << why << ")";
+  log_.info() << "releasing executor " << executorId << " (" << reason << ")";
   heartbeatRequested_ = true;
   heartbeatWake_.notify_all();
   workAvailable_.notify_all();
 }
 
-void ApplicationMaster::forgetExecutor(const std::string& executorId, TimeMs now) {
+void ApplicationMaster::forgetExecutor(const std::string& executorId, const std::string& reason,
+                                       const std::string& detail, TimeMs now) {
   auto it = executors_.find(executorId);
   if (it == executors_.end()) return;
   executorMsClosed_ += now - it->second.registeredAt;
+  removedExecutors_.add({executorId, it->second.host, it->second.containerId,
+                         it->second.registeredAt, now, reason, detail});
   executors_.erase(it);
 }
 
@@ -328,13 +342,14 @@ void ApplicationMaster::detectSilentExecutors(TimeMs now) {
     recordDecision("containers", "lost", allocator_.target(), reason, "lost/" + id);
     metrics_.executorFailures.labels({"heartbeat_timeout"}).inc();
     scheduler_->executorLost(id, reason);
-    releaseExecutor(id, "lost", now);
+    releaseExecutor(id, "heartbeat_timeout", reason, now);
   }
 }
 
 void ApplicationMaster::recordDecision(const std::string& source, const std::string& action,
-                                       int target, const std::string& why, const std::string& key) {
-  decisions_.add(clock_.nowMs() - startedAt_, source, action, target, why, key);
+                                       int target, const std::string& why, const std::string& key,
+                                       int fromTarget) {
+  decisions_.add(clock_.nowMs() - startedAt_, source, action, target, why, key, fromTarget);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -348,15 +363,17 @@ void ApplicationMaster::heartbeatLoop() {
     {
       const StateLock lock = lockState();
       if (stopping_) return;
-      std::vector<std::string> decisions;
+      std::optional<AskChange> change;
       int64_t localityAwareTasks = 0;
       auto tasksByNode = scheduler_->containerPlacementHints(&localityAwareTasks);
       allocator_.setLocalityHints(std::move(tasksByNode), localityAwareTasks,
                                   config_.allocation.tasksPerExecutor());
-      ask = allocator_.nextAsk(&decisions);
-      for (const auto& why : decisions) {
-        log_.info() << why;
-        recordDecision("containers", "request", allocator_.target(), why, why);
+      ask = allocator_.nextAsk(&change);
+      if (change) {
+        log_.info() << change->why;
+        // Events: while a backlog drains, one every heartbeat, coalesced into a run.
+        recordDecision("containers", change->cancelled ? "cancel_requests" : "request",
+                       allocator_.target(), change->why, "");
       }
       const auto summaries = scheduler_->jobSummaries();
       int64_t total = 0, done = 0;
@@ -385,6 +402,7 @@ void ApplicationMaster::heartbeatLoop() {
     }
     StateLock lock = lockState();
     if (ok) {
+      clusterCapacity_ = result.capacity;
       AllocatorActions actions = allocator_.onHeartbeat(result);
       applyAllocatorActions(actions, clock_.nowMs());
       startingExecutors_ =
@@ -419,7 +437,7 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
       scheduler_->executorLost(lost.executorId, lost.reason, lost.exit.executorFailure);
     }
     allocation_.onExecutorRemoved(lost.executorId);
-    forgetExecutor(lost.executorId, now);
+    forgetExecutor(lost.executorId, lost.exit.cause, lost.reason, now);
   }
   for (auto& launch : actions.launches) launchQueue_.push_back(std::move(launch));
   if (!actions.launches.empty()) launchWake_.notify_all();

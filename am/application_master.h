@@ -165,8 +165,11 @@ class ApplicationMaster : public MasterControl {
   // holds it (else skipped then, for the next tick).
   void publishStatusSnapshot(TimeMs now, bool wait = true);
   void applyAllocatorActions(AllocatorActions& actions, TimeMs now);
-  void releaseExecutor(const std::string& executorId, const std::string& why, TimeMs now);
-  void forgetExecutor(const std::string& executorId, TimeMs now);
+  // `reason` and `detail` as RemovedExecutor's.
+  void releaseExecutor(const std::string& executorId, const std::string& reason,
+                       const std::string& detail, TimeMs now);
+  void forgetExecutor(const std::string& executorId, const std::string& reason,
+                      const std::string& detail, TimeMs now);
   void detectSilentExecutors(TimeMs now);
   void routeKills();
   // Fills `reply` with what the executor should do now: true when that is something (tasks,
@@ -188,8 +191,9 @@ class ApplicationMaster : public MasterControl {
   void writeAmAddressFile();
   // Under mu_: an adopted executor registers again: its running tasks are matched.
   void resumeExecutor(Executor& executor, const rest::ExecutorRegistration& registration);
+  // `fromTarget`: what the target was before this decision (-1: unchanged), as DecisionLog.
   void recordDecision(const std::string& source, const std::string& action, int target,
-                      const std::string& why, const std::string& key);
+                      const std::string& why, const std::string& key, int fromTarget = -1);
   ExecutorTemplate executorTemplate() const;
   ExecutorLaunch executorLaunchFor(const std::string& executorId, const std::string& containerId);
 
@@ -232,6 +236,8 @@ class ApplicationMaster : public MasterControl {
   bool jobEndedSincePublish_ = false;  // publish at once: "job done" and the status agree
   TimeMs waitingSince_ = -1;           // outstanding requests reported as waiting since then
   std::map<std::string, Executor> executors_;  // registered and not released
+  RemovedExecutors removedExecutors_;          // those that were, and why they went
+  ClusterCapacity clusterCapacity_;            // the last heartbeat's
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
   std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
   std::deque<std::pair<rest::Container, std::string>> launchQueue_;

@@ -34,6 +34,7 @@ struct MasterInfo {
   bool session = false;            // accepts more jobs (POST /api/v1/jobs)
   int uiMaxRequestsPerSecond = 0;  // ui.maxRequestsPerSecond
   int recoveredFromAttempt = 0;    // the AM attempt this one took over from (0: none)
+  int64_t executorMemoryMb = 0;    // an executor container's size, with executorCores
 };
 
 // The run's summary for `tide run --report`, copied under the AM's lock.

@@ -28,6 +28,11 @@ namespace {
 
 // Decisions one request may ask for (the log keeps 1000).
 constexpr size_t kMaxDecisionsPerRequest = 1000;
+// Stages GET /api/v1/status lists (the running ones first, then the newest): the page's
+// progress bars and timeline markers stay cheap with thousands of stages.
+constexpr size_t kStatusStages = 200;
+// Removed executors GET /api/v1/executors lists by default, and at most (?removed=).
+constexpr int64_t kRemovedExecutorsDefault = 100;
 
 // The shapes every document here repeats: `"key": [each item written by write]`, and a list
 // document `{"nowMs": ..., "key": [...]}` (executors, decisions).
@@ -51,15 +56,24 @@ std::string listDocument(TimeMs nowMs, std::string_view key, const Items& items,
   return w.str();
 }
 
-void writeStage(JsonWriter& w, const StageSummary& stage) {
-  w.startObject()
-      .field("id", stage.id)
+// A clock time as AM uptime; -1 (not yet) stays -1.
+TimeMs uptimeOf(TimeMs at, TimeMs startedAt) {
+  return at >= 0 ? at - startedAt : -1;
+}
+
+// What the stage is and how far it got: in a job's stages and in the status's.
+JsonWriter& writeStageProgress(JsonWriter& w, const StageSummary& stage) {
+  return w.field("id", stage.id)
       .field("state", stageStateName(stage.state))
       .field("tasks", stage.numTasks)
       .field("pending", stage.pending)
       .field("running", stage.running)
       .field("succeeded", stage.succeeded)
       .field("failedAttempts", stage.failedAttempts);
+}
+
+void writeStage(JsonWriter& w, const StageSummary& stage) {
+  writeStageProgress(w.startObject(), stage);
   writeStrings(w, "dependsOn", stage.dependsOn);
   const DurationMs duration =
       stage.submittedMs < 0
@@ -84,12 +98,14 @@ void writeStage(JsonWriter& w, const StageSummary& stage) {
   w.endObject();
 }
 
-void writeJob(JsonWriter& w, const JobSummary& job, bool detailed) {
+void writeJob(JsonWriter& w, const JobSummary& job, bool detailed, TimeMs startedAt) {
   w.startObject()
       .field("id", job.jobId)
       .field("name", job.name)
       .field("state", jobStateName(job.state))
       .field("message", job.message)
+      .field("submittedMs", uptimeOf(job.submittedMs, startedAt))
+      .field("completedMs", uptimeOf(job.completedMs, startedAt))
       .field("tasks", job.numTasks)
       .field("pending", job.pending)
       .field("running", job.running)
@@ -111,6 +127,54 @@ void writeJob(JsonWriter& w, const JobSummary& job, bool detailed) {
     });
   }
   w.endObject();
+}
+
+// What the cluster could hold of this application's executors, next to the target.
+void writeCapacity(JsonWriter& w, const ClusterCapacity& capacity, const MasterInfo& info) {
+  auto countOrNull = [&](std::string_view key, int count) {
+    if (count < 0) {
+      w.key(key).null();
+    } else {
+      w.field(key, count);
+    }
+  };
+  w.key("capacity").startObject().field("known", capacity.fitTotal >= 0);
+  countOrNull("executorsFitNow", capacity.fitNow);
+  countOrNull("executorsFitTotal", capacity.fitTotal);
+  w.field("executorMemoryMb", info.executorMemoryMb)
+      .field("executorCores", info.executorCores)
+      .field("source", capacity.source)
+      .endObject();
+}
+
+// At most kStatusStages of all jobs' stages: the running ones, then the newest submitted,
+// then waiting ones; listed by submission (waiting last). Returns how many were left out.
+std::pair<std::vector<std::pair<const JobSummary*, const StageSummary*>>, size_t> statusStages(
+    const std::vector<JobSummary>& jobs) {
+  std::vector<std::pair<const JobSummary*, const StageSummary*>> all;
+  for (const auto& job : jobs) {
+    for (const auto& stage : job.stages) all.emplace_back(&job, &stage);
+  }
+  auto rank = [](const StageSummary& s) {  // lower first
+    if (s.state == StageState::kRunning) return 0;
+    return s.submittedMs >= 0 ? 1 : 2;
+  };
+  auto byRelevance = [&](const auto& a, const auto& b) {
+    const int ra = rank(*a.second), rb = rank(*b.second);
+    if (ra != rb) return ra < rb;
+    return a.second->submittedMs > b.second->submittedMs;
+  };
+  const size_t omitted = all.size() > kStatusStages ? all.size() - kStatusStages : 0;
+  if (omitted > 0) {
+    std::stable_sort(all.begin(), all.end(), byRelevance);
+    all.resize(kStatusStages);
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    const TimeMs ta = a.second->submittedMs < 0 ? INT64_MAX : a.second->submittedMs;
+    const TimeMs tb = b.second->submittedMs < 0 ? INT64_MAX : b.second->submittedMs;
+    return ta < tb;
+  });
+  return {std::move(all), omitted};
 }
 
 void writeBounds(JsonWriter& w, const allocation::Bounds& bounds) {
@@ -219,8 +283,9 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
   s.get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
     rest::replyJson(res, statusJson());
   });
-  s.get("/api/v1/executors", [this](const httplib::Request&, httplib::Response& res) {
-    rest::replyJson(res, executorsJson());
+  s.get("/api/v1/executors", [this](const httplib::Request& req, httplib::Response& res) {
+    const int64_t removed = queryInteger(req, "removed", kRemovedExecutorsDefault);
+    rest::replyJson(res, executorsJson(static_cast<size_t>(removed)));
   });
   // An executor's or a failed task attempt's stdout or stderr, from its node manager (the
   // browser holds only this AM's token; the AM holds the containers' tokens).
@@ -421,48 +486,76 @@ std::string StatusHandlers::statusJson() {
       .field("succeeded", succeeded)
       .field("failed", failed)
       .endObject();
-  writeArray(w, "jobs", snapshot->jobs,
-             [](JsonWriter& out, const JobSummary& job) { writeJob(out, job, false); });
+  writeCapacity(w, snapshot->capacity, info);
+  writeArray(w, "jobs", snapshot->jobs, [&](JsonWriter& out, const JobSummary& job) {
+    writeJob(out, job, false, info.startedAt);
+  });
+  // Every job's stages with their progress and times (bounded), for the page's stage bars and
+  // its timeline; GET /api/v1/jobs/{id} has each stage in full.
+  const auto [stages, omitted] = statusStages(snapshot->jobs);
+  writeArray(w, "stages", stages, [&](JsonWriter& out, const auto& entry) {
+    const StageSummary& stage = *entry.second;
+    writeStageProgress(out.startObject().field("job", entry.first->jobId), stage)
+        .field("submittedMs", uptimeOf(stage.submittedMs, info.startedAt))
+        .field("completedMs", uptimeOf(stage.completedMs, info.startedAt))
+        .endObject();
+  });
+  w.field("stagesOmitted", static_cast<int64_t>(omitted));
   w.endObject();
   return w.str();
 }
 
-std::string StatusHandlers::executorsJson() {
+std::string StatusHandlers::executorsJson(size_t removedLimit) {
   const std::shared_ptr<const StatusSnapshot> snapshot = master_.status();
   const TimeMs at = snapshot->takenAt;
   const TimeMs startedAt = master_.info().startedAt;
   const int cores = master_.info().executorCores;
-  return listDocument(
-      at - startedAt, "executors", snapshot->executors,
-      [&](JsonWriter& w, const ExecutorStatus& e) {
-        const char* state = e.pendingRemoval     ? "PENDING_REMOVAL"
-                            : e.runningTasks > 0 ? "BUSY"
-                                                 : "IDLE";
-        w.startObject()
-            .field("id", e.id)
-            .field("host", e.host)
-            .field("container", e.container)
-            .field("pid", e.pid)
-            .field("state", state)
-            .field("cores", cores)
-            .field("runningTasks", e.runningTasks)
-            .field("registeredAtMs", e.registeredAt >= 0 ? e.registeredAt - startedAt : -1)
-            .field("idleSinceMs", e.idleSince >= 0 ? e.idleSince - startedAt : int64_t{-1})
-            .field("idleForMs", e.idleSince >= 0 ? at - e.idleSince : int64_t{-1})
-            .field("holdsCachedData", e.holdsCachedData)
-            .field("holdsShuffleData", e.holdsShuffleData)
-            .field("node", e.node);
-        // Which data it holds, by stage id, for "why is this executor still
-        // here?".
-        writeStrings(w, "cachedStages", e.cachedStages);
-        writeStrings(w, "shuffleStages", e.shuffleStages);
-        if (e.expiry.at == kInfiniteMs) {
-          w.key("expiresInMs").null();
-        } else {
-          w.field("expiresInMs", std::max<int64_t>(0, e.expiry.at - at));
-        }
-        w.field("expiry", e.expiry.why).endObject();
-      });
+  JsonWriter w;
+  w.startObject().field("nowMs", at - startedAt);
+  writeArray(w, "executors", snapshot->executors, [&](JsonWriter& w, const ExecutorStatus& e) {
+    const char* state = e.pendingRemoval ? "PENDING_REMOVAL" : e.runningTasks > 0 ? "BUSY" : "IDLE";
+    w.startObject()
+        .field("id", e.id)
+        .field("host", e.host)
+        .field("container", e.container)
+        .field("pid", e.pid)
+        .field("state", state)
+        .field("cores", cores)
+        .field("runningTasks", e.runningTasks)
+        .field("registeredAtMs", e.registeredAt >= 0 ? e.registeredAt - startedAt : -1)
+        .field("idleSinceMs", e.idleSince >= 0 ? e.idleSince - startedAt : int64_t{-1})
+        .field("idleForMs", e.idleSince >= 0 ? at - e.idleSince : int64_t{-1})
+        .field("holdsCachedData", e.holdsCachedData)
+        .field("holdsShuffleData", e.holdsShuffleData)
+        .field("node", e.node);
+    // Which data it holds, by stage id, for "why is this executor still
+    // here?".
+    writeStrings(w, "cachedStages", e.cachedStages);
+    writeStrings(w, "shuffleStages", e.shuffleStages);
+    if (e.expiry.at == kInfiniteMs) {
+      w.key("expiresInMs").null();
+    } else {
+      w.field("expiresInMs", std::max<int64_t>(0, e.expiry.at - at));
+    }
+    w.field("expiry", e.expiry.why).endObject();
+  });
+  // Gone ones, newest first, with why (Spark's dead executors): the timeline's ended bars.
+  w.key("removed").startArray();
+  const size_t removedCount = snapshot->removed ? snapshot->removed->size() : 0;
+  for (size_t i = 0; i < removedCount && i < removedLimit; ++i) {
+    const RemovedExecutor& e = (*snapshot->removed)[i];
+    w.startObject()
+        .field("id", e.id)
+        .field("host", e.host)
+        .field("container", e.container)
+        .field("registeredAtMs", uptimeOf(e.registeredAt, startedAt))
+        .field("removedAtMs", e.removedAt - startedAt)
+        .field("reason", e.reason)
+        .field("why", e.why)
+        .endObject();
+  }
+  w.endArray().field("removedTotal", snapshot->removedTotal).endObject();
+  return w.str();
 }
 
 std::string StatusHandlers::jobsJson(const std::optional<std::string>& jobId) {
@@ -470,12 +563,13 @@ std::string StatusHandlers::jobsJson(const std::optional<std::string>& jobId) {
   if (jobId) {
     const std::optional<JobSummary> job = master_.job(*jobId);
     if (!job) throw rest::RestError(404, "no job " + *jobId);
-    writeJob(w, *job, true);
+    writeJob(w, *job, true, master_.info().startedAt);
     return w.str();
   }
   w.startObject();
-  writeArray(w, "jobs", master_.jobs(),
-             [](JsonWriter& out, const JobSummary& job) { writeJob(out, job, true); });
+  writeArray(w, "jobs", master_.jobs(), [this](JsonWriter& out, const JobSummary& job) {
+    writeJob(out, job, true, master_.info().startedAt);
+  });
   w.endObject();
   return w.str();
 }
@@ -509,6 +603,9 @@ std::string StatusHandlers::decisionsJson(size_t limit) {
                             .field("action", d.action)
                             .field("target", d.target)
                             .field("why", d.why)
+                            .field("firstTarget", d.firstTarget)
+                            .field("firstWhy", d.firstWhy)
+                            .field("summary", d.summary())
                             .endObject();
                       });
 }

@@ -28,7 +28,8 @@ class StatusHandlers {
 
   // The documents, for the routes and for tests.
   std::string statusJson();
-  std::string executorsJson();
+  // At most `removedLimit` removed executors (the AM keeps the newest 500).
+  std::string executorsJson(size_t removedLimit);
   std::string decisionsJson(size_t limit);
   std::string historyJson(TimeMs sinceMs);
 

@@ -113,6 +113,17 @@ class StatusView {
         << "  max " << maxText(a["max"].GetInt()) << "  max needed " << a["maxNeeded"].GetInt()
         << "  next step +" << a["numExecutorsToAdd"].GetInt()
         << (a["initializing"].GetBool() ? "  (initializing)" : "") << "\n";
+    if (s.HasMember("capacity")) {  // what the target runs into (an older AM does not say)
+      const auto& c = s["capacity"];
+      out << "cluster    ";
+      if (c["known"].GetBool()) {
+        out << "fits " << c["executorsFitTotal"].GetInt() << " executors in all, "
+            << c["executorsFitNow"].GetInt() << " more now";
+      } else {
+        out << "capacity unknown";
+      }
+      out << "  (" << c["source"].GetString() << ")\n";
+    }
     out << "tasks      pending " << t["pending"].GetInt64() << "  running "
         << t["running"].GetInt64() << "  succeeded " << t["succeeded"].GetInt64() << "  failed "
         << t["failed"].GetInt64() << "\n";
@@ -129,7 +140,8 @@ class StatusView {
     for (const auto& decision : d["decisions"].GetArray()) {
       out << "  " << std::setw(6) << std::setfill(' ') << clock(decision["lastMs"].GetInt64())
           << "  " << std::left << std::setw(15) << decision["action"].GetString() << " "
-          << std::right << decision["why"].GetString();
+          << std::right
+          << (decision.HasMember("summary") ? decision["summary"] : decision["why"]).GetString();
       if (decision["repeats"].GetInt64() > 1)
         out << "  (x" << decision["repeats"].GetInt64() << ")";
       out << "\n";

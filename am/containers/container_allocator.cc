@@ -52,7 +52,7 @@ std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
 ContainerAllocator::ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock)
     : config_(std::move(config)), clock_(clock) {}
 
-ContainerAsk ContainerAllocator::nextAsk(std::vector<std::string>* decisions) {
+ContainerAsk ContainerAllocator::nextAsk(std::optional<AskChange>* change) {
   const int running = static_cast<int>(held_.size()) - starting_;
   const int missing = target_ - outstanding_ - starting_ - running;
   const int before = outstanding_;
@@ -63,18 +63,18 @@ ContainerAsk ContainerAllocator::nextAsk(std::vector<std::string>* decisions) {
   }
   if (outstanding_ > 0 && before == 0) outstandingSince_ = clock_.nowMs();
   if (outstanding_ == 0) outstandingSince_ = -1;
-  if (decisions != nullptr && outstanding_ != before) {
+  if (change != nullptr && outstanding_ != before) {
     const std::string counts = " (target " + std::to_string(target_) + ", " +
                                std::to_string(running) + " running, " + std::to_string(starting_) +
                                " starting)";
     if (outstanding_ > before) {
-      decisions->push_back("requesting " + std::to_string(outstanding_ - before) +
-                           " more containers, " + std::to_string(outstanding_) + " pending" +
-                           counts);
+      *change = AskChange{false, "requesting " + std::to_string(outstanding_ - before) +
+                                     " more containers, " + std::to_string(outstanding_) +
+                                     " pending" + counts};
     } else {
-      decisions->push_back("cancelling " + std::to_string(before - outstanding_) +
-                           " pending container requests, " + std::to_string(outstanding_) +
-                           " still pending" + counts);
+      *change = AskChange{true, "cancelling " + std::to_string(before - outstanding_) +
+                                    " pending container requests, " + std::to_string(outstanding_) +
+                                    " still pending" + counts};
     }
   }
   ContainerAsk ask;

@@ -62,6 +62,12 @@ struct AllocatorActions {
   std::optional<std::string> failApplication;  // too many executor failures: the diagnostics
 };
 
+// What nextAsk changed, for the decision log ("request" or "cancel_requests") and the log.
+struct AskChange {
+  bool cancelled = false;  // pending requests cancelled (else more requested)
+  std::string why;
+};
+
 struct AllocatorSnapshot {
   int target = 0;
   int outstanding = 0;  // requested, not yet granted
@@ -92,7 +98,7 @@ class ContainerAllocator {
 
   // The ask for the next heartbeat: missing = target - outstanding - starting - running; more
   // are requested when positive, pending requests cancelled when negative (never an executor).
-  ContainerAsk nextAsk(std::vector<std::string>* decisions = nullptr);
+  ContainerAsk nextAsk(std::optional<AskChange>* change = nullptr);
   // The heartbeat carrying `ask` failed (the RM may or may not have seen it): its releases go
   // out again with the next one, and every one after, until the RM acknowledges them. (Its
   // asks need nothing: each ask states the total still wanted.)

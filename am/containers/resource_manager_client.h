@@ -39,10 +39,19 @@ struct ContainerAsk {
   std::vector<std::pair<std::string, int>> hostAsks;
 };
 
+// How many executors of this application's size the cluster could hold, as its backend says:
+// what explains "target 137, live 2" (a full or small cluster, not the policy).
+struct ClusterCapacity {
+  int fitNow = -1;                 // more that fit in what is free now; -1: unknown
+  int fitTotal = -1;               // that its live nodes hold when empty; -1: unknown
+  std::string source = "unknown";  // where the numbers come from, or why there are none
+};
+
 struct HeartbeatResult {
   std::vector<rest::Container> granted;
   std::vector<rest::CompletedContainer> completed;
   int numClusterNodes = 0;
+  ClusterCapacity capacity;
   // Container id -> executor id, for executors the backend started itself (Slurm): the
   // allocator uses these ids instead of numbering grants.
   std::map<std::string, std::string> executorIds;

@@ -62,6 +62,11 @@ HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
   result.granted = std::move(response.allocatedContainers);
   result.completed = std::move(response.completedContainers);
   result.numClusterNodes = response.numClusterNodes;
+  result.capacity.fitNow = response.containersFitNow;
+  result.capacity.fitTotal = response.containersFitTotal;
+  result.capacity.source = response.containersFitTotal >= 0
+                               ? "tide-rm allocate response (per live node)"
+                               : "unknown: tide-rm has not seen an ask with the executor size";
   return result;
 }
 

@@ -140,6 +140,8 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
   }
 
   HeartbeatResult result;
+  // squeue says nothing of what the partition could still hold for this job's size.
+  result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
   int grantedNow = 0;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     ExecutorJob& job = it->second;

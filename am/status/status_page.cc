@@ -6,9 +6,12 @@ namespace tide::am {
 namespace {
 
 // It reads the same JSON API as `tide status` (relative URLs, so it also works behind a path
-// prefix). Elements the browser test reads: #points (points plotted), #executors rows with
-// data-executor-id, #decisions rows, #failedTasks items with data-task, the a[data-log] links
-// and #logView.
+// prefix), and nothing else: the history server serves this page over an ended application's
+// documents. Elements the browser test reads: #points (points plotted), #executors rows with
+// data-executor-id, #decisions rows (data-repeats), #capacity (data-fit-now, data-fit-total),
+// #timeline bars (data-executor-id, data-ended) and markers, #stages rows (data-stage),
+// #removed rows (data-executor-id, data-reason), #failedTasks items with data-task, the
+// a[data-log] links and #logView.
 constexpr std::string_view kStyle = R"css(:root {
   --target: #2563eb; --live: #16a34a; --busy: #ea580c; --tasks: #94a3b8; --bound: #dc2626;
 }
@@ -59,6 +62,45 @@ form.bounds button { padding: 3px 10px; border: 1px solid #1d4ed8; background: v
 .rep { color: var(--muted); font-size: 11px; white-space: nowrap; }
 .bar { height: 6px; background: #e5e7eb; border-radius: 3px; overflow: hidden; min-width: 80px; }
 .bar > div { height: 100%; background: var(--live); }
+.swatch.live { height: 5px; background: var(--live); opacity: .45; }
+.swatch.busy { height: 0; border-top: 2px dashed var(--busy); background: none; }
+#capacity { font-size: 12px; color: var(--muted); margin: 6px 0 0; }
+#capacity b { color: var(--text); font-variant-numeric: tabular-nums; }
+.stagebar { position: relative; height: 10px; background: #e5e7eb; border-radius: 3px;
+  overflow: hidden; min-width: 140px; display: flex; }
+.stagebar .done { background: var(--live); } .stagebar .run { background: var(--target); }
+.stagebar .fail { background: var(--bound); }
+.tl { position: relative; font-size: 11px; }
+.tl .lane { position: relative; height: 12px; margin: 2px 0; }
+.tl .lbl { position: absolute; left: 0; width: 64px; color: var(--muted); white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; line-height: 12px; }
+.tl .track { position: absolute; left: 70px; right: 8px; top: 0; bottom: 0; }
+.tl .ebar { position: absolute; top: 2px; height: 8px; border-radius: 2px; background: var(--live);
+  min-width: 2px; }
+.tl .ebar.ended { background: #94a3b8; }
+.tl .ebar.ended.lost, .tl .ebar.ended.memory, .tl .ebar.ended.exit,
+.tl .ebar.ended.heartbeat_timeout, .tl .ebar.ended.node_lost { background: var(--bound); }
+.tl .sbar { position: absolute; top: 1px; height: 10px; border-radius: 2px;
+  background: rgba(37, 99, 235, .25); border-left: 2px solid var(--target); min-width: 2px;
+  overflow: hidden; white-space: nowrap; color: #1e3a8a; line-height: 10px; font-size: 9.5px;
+  padding-left: 2px; box-sizing: border-box; }
+.tl .sbar.FAILED { border-left-color: var(--bound); background: rgba(220, 38, 38, .2); }
+.tl .jmark { position: absolute; top: 0; bottom: 0; width: 0; border-left: 1px dashed #7c3aed; }
+.tl .jmark.end { border-left-style: solid; }
+.tl .jname { position: absolute; top: 0; padding-left: 3px; color: #6d28d9; white-space: nowrap;
+  font-size: 10px; line-height: 12px; }
+.tl .jname.end { transform: translateX(-100%); padding: 0 3px 0 0; }
+.tl .axis { position: relative; height: 14px; color: var(--muted); }
+.tl .axis span { position: absolute; transform: translateX(-50%); }
+/* A lost container's reason carries its stderr tail: a few lines here, all of it on hover. */
+.clamp { display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical;
+  overflow: hidden; overflow-wrap: anywhere; }
+.more { color: var(--muted); font-size: 11px; font-style: italic; margin-top: 4px; }
+.pill.idle_timeout { background: #f1f5f9; color: #334155; }
+.pill.heartbeat_timeout, .pill.memory, .pill.exit, .pill.node_lost, .pill.lost
+  { background: #fee2e2; color: #991b1b; }
+.pill.preempted, .pill.killed, .pill.released, .pill.success { background: #fef3c7; color: #92400e; }
+.act.cancel_requests, .act.request { color: #0f766e; }
 )css";
 
 constexpr std::string_view kBody = R"html(<header>
@@ -74,8 +116,8 @@ constexpr std::string_view kBody = R"html(<header>
       <h2>Executors over time</h2>
       <div class="legend">
         <span><i class="swatch" style="background:var(--target)"></i>target</span>
-        <span><i class="swatch" style="background:var(--live)"></i>live</span>
-        <span><i class="swatch" style="background:var(--busy)"></i>busy</span>
+        <span><i class="swatch live"></i>live (wide, under)</span>
+        <span><i class="swatch busy"></i>busy (dashed, on top)</span>
         <span><i class="swatch area"></i>pending tasks (right axis)</span>
         <span><i class="swatch dashed"></i>min / max executors</span>
         <span><span id="points">0</span> points</span>
@@ -83,6 +125,7 @@ constexpr std::string_view kBody = R"html(<header>
       <span id="readout"></span>
     </div>
     <div class="chartbox"><canvas id="chart" data-points="0"></canvas></div>
+    <div id="capacity" data-fit-now="" data-fit-total="">cluster capacity: waiting for the first heartbeat…</div>
     <div class="head" style="margin: 10px 0 0">
       <form class="bounds" id="boundsForm">
         <span>Change bounds:</span>
@@ -104,9 +147,40 @@ constexpr std::string_view kBody = R"html(<header>
       </table>
     </section>
     <section>
-      <div class="head"><h2>Allocation decisions</h2><span class="rep">newest first</span></div>
+      <div class="head"><h2>Allocation decisions</h2><span class="rep">newest first; a run of one kind is one row</span></div>
       <table id="decisions">
         <thead><tr><th>at</th><th>action</th><th class="num">target</th><th>why</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </section>
+  </div>
+  <section>
+    <div class="head"><h2>Timeline</h2>
+      <div class="legend">
+        <span><i class="swatch" style="background:var(--live);height:8px"></i>executor, live</span>
+        <span><i class="swatch" style="background:#94a3b8;height:8px"></i>removed</span>
+        <span><i class="swatch" style="background:var(--bound);height:8px"></i>lost / failed</span>
+        <span><i class="swatch" style="background:rgba(37,99,235,.3);height:8px"></i>stage</span>
+        <span><i class="swatch" style="height:0;border-top:1px dashed #7c3aed;background:none"></i>job start / end</span>
+      </div>
+      <span class="rep" id="timelineCount"></span>
+    </div>
+    <div class="tl" id="timeline"></div>
+  </section>
+  <div class="grid2">
+    <section>
+      <div class="head"><h2>Stages</h2><span class="rep" id="stageCount"></span></div>
+      <table id="stages">
+        <thead><tr><th>job / stage</th><th>state</th><th>progress</th>
+          <th class="num">done / running / failed / total</th><th class="num">took</th></tr></thead>
+        <tbody></tbody>
+      </table>
+    </section>
+    <section>
+      <div class="head"><h2>Removed executors</h2><span class="rep" id="removedCount"></span></div>
+      <table id="removed">
+        <thead><tr><th>id</th><th>host</th><th>reason</th><th class="num">lived</th>
+          <th class="num">removed at</th><th>why</th><th class="logs">logs</th></tr></thead>
         <tbody></tbody>
       </table>
     </section>
@@ -203,12 +277,14 @@ function renderCards(s) {
     ["pending tasks", t.pending], ["running tasks", t.running],
     ["tasks done", t.succeeded + (t.failed ? " ✗" + t.failed : "")],
     ["bounds", a.min + " / " + a.initial + " / " + fmtMax(a.max)],
+    ["cluster fits", s.capacity && s.capacity.known ? s.capacity.executorsFitTotal : "unknown",
+     s.capacity && s.capacity.known ? " +" + s.capacity.executorsFitNow + " now" : ""],
     ["next step", a.initializing ? "initializing" : "+" + a.numExecutorsToAdd],
   ];
   const box = document.getElementById("cards");
-  box.replaceChildren(...cards.map(([label, value]) =>
+  box.replaceChildren(...cards.map(([label, value, note]) =>
       el("div", { class: "card" }, [el("div", { class: "label", text: label }),
-                                    el("div", { class: "value", text: String(value) })])));
+                                    el("div", { class: "value" }, [String(value), note ? el("small", { text: note }) : ""])])));
   document.getElementById("app").innerHTML = "";
   document.getElementById("app").append(el("b", { text: s.applicationId }), " attempt " +
       s.attemptId.replace(/^.*_/, "") + " · " + s.state);
@@ -219,6 +295,7 @@ function renderCards(s) {
   }
 }
 
+const MAX_EXECUTOR_ROWS = 50;
 function renderExecutors(data) {
   const body = document.querySelector("#executors tbody");
   const rows = data.executors.map((e) => {
@@ -238,20 +315,190 @@ function renderExecutors(data) {
       el("td", { text: holds }), el("td", { class: "why", text: expires })]);
   });
   if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "8", class: "empty", text: "no executors" })]));
+  // Thousands of rows would push everything else off the page: the first ones, and how many more.
+  if (rows.length > MAX_EXECUTOR_ROWS) {
+    const more = rows.length - MAX_EXECUTOR_ROWS;
+    rows.length = MAX_EXECUTOR_ROWS;
+    rows.push(el("tr", {}, [el("td", { colspan: "8", class: "more", text: more + " more live executors" })]));
+  }
   body.replaceChildren(...rows);
   document.getElementById("execCount").textContent = data.executors.length + " live";
 }
 
 function renderDecisions(data) {
   const body = document.querySelector("#decisions tbody");
-  const rows = data.decisions.map((d) => el("tr", {}, [
-    el("td", { class: "num", text: fmtClock(d.lastMs) }),
-    el("td", {}, [el("span", { class: "act " + d.action, text: d.action })]),
-    el("td", { class: "num", text: String(d.target) }),
-    el("td", { class: "why" }, [d.why, d.repeats > 1
-        ? el("span", { class: "rep", text: "  ×" + d.repeats + " since " + fmtClock(d.atMs) }) : ""])]));
+  const rows = data.decisions.map((d) => {
+    // A run of events (summary says what it did) or a state that held (its reason and since).
+    const run = d.repeats > 1 && d.summary !== d.why;
+    const at = run && fmtClock(d.atMs) !== fmtClock(d.lastMs)
+        ? fmtClock(d.atMs) + "–" + fmtClock(d.lastMs) : fmtClock(d.lastMs);
+    const why = run
+        ? [d.summary, el("span", { class: "rep", text: "  ×" + d.repeats })]
+        : [d.why, d.repeats > 1
+            ? el("span", { class: "rep", text: "  ×" + d.repeats + " since " + fmtClock(d.atMs) }) : ""];
+    return el("tr", { "data-repeats": String(d.repeats), title: run ? "first: " + d.firstWhy + "\nlast: " + d.why : "" }, [
+      el("td", { class: "num", text: at }),
+      el("td", {}, [el("span", { class: "act " + d.action, text: d.action })]),
+      el("td", { class: "num", text: run && d.firstTarget !== d.target ? d.firstTarget + "→" + d.target : String(d.target) }),
+      el("td", { class: "why" }, [el("div", { class: "clamp", title: d.why }, why)])]);
+  });
   if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "4", class: "empty", text: "no decisions yet" })]));
   body.replaceChildren(...rows);
+}
+
+// What the cluster could hold of executors of this size, next to the target: "target 137,
+// live 2" explains itself when only 2 fit.
+function renderCapacity(s) {
+  const c = s.capacity, a = s.allocation, box = document.getElementById("capacity");
+  if (!c) return;
+  const size = c.executorMemoryMb + " MB, " + c.executorCores + (c.executorCores === 1 ? " core" : " cores");
+  box.dataset.fitNow = c.known ? String(c.executorsFitNow) : "unknown";
+  box.dataset.fitTotal = c.known ? String(c.executorsFitTotal) : "unknown";
+  if (!c.known) {
+    box.replaceChildren("cluster capacity for executors of " + size + ": ", el("b", { text: "unknown" }),
+                        " (" + c.source + ")");
+    return;
+  }
+  const parts = ["cluster capacity: ", el("b", { text: String(c.executorsFitTotal) }),
+                 " executors of " + size + " fit on its live nodes in all, ",
+                 el("b", { text: String(c.executorsFitNow) }), " more fit now"];
+  // Granted containers whose executors are starting hold their room already.
+  const reachable = a.live + (s.containers ? s.containers.starting : 0) + c.executorsFitNow;
+  if (a.target > reachable) {
+    parts.push(" — target " + a.target + " is beyond what fits: " + reachable + " can be live now" +
+               (a.target > c.executorsFitTotal ? ", " + c.executorsFitTotal + " when the cluster is empty" : ""));
+  }
+  parts.push(" (" + c.source + ")");
+  box.replaceChildren(...parts);
+}
+
+// Spark's event timeline: a bar per executor from registration to removal (or now) and the
+// jobs' and stages' starts and ends on the same axis. Bounded, so thousands stay cheap.
+const MAX_BARS = 60, MAX_STAGE_LANES = 4, MAX_JOB_MARKS = 20;
+const REASONS = { idle_timeout: "idle timeout", heartbeat_timeout: "lost (no heartbeat)",
+  memory: "killed for memory", exit: "exited with an error", preempted: "preempted",
+  node_lost: "node lost", killed: "killed", released: "released", success: "exited" };
+function reasonLabel(r) { return REASONS[r] || r; }
+// Documents without a field (an older AM's, an event log's) draw as if it were empty.
+function removedOf(ex) { return ex.removed || []; }
+function renderTimeline(s, ex) {
+  const box = document.getElementById("timeline");
+  const now = ex.nowMs;
+  // Live ones first, then the newest removed.
+  const bars = ex.executors.map((e) => ({ id: e.id, from: e.registeredAtMs, to: null, cls: "",
+                                          title: e.id + " on " + e.host + ", live" }))
+      .concat(removedOf(ex).map((r) => ({ id: r.id, from: r.registeredAtMs >= 0 ? r.registeredAtMs : r.removedAtMs,
+                                       to: r.removedAtMs, cls: " ended " + r.reason,
+                                       title: r.id + " on " + r.host + ", " + reasonLabel(r.reason) + ": " + r.why })));
+  const total = ex.executors.length + (ex.removedTotal || 0);
+  const shown = bars.slice(0, MAX_BARS).sort((x, y) => x.from - y.from || (x.id < y.id ? -1 : 1));
+  const stages = (s.stages || []).filter((st) => st.submittedMs >= 0);
+  const jobs = s.jobs.filter((j) => j.submittedMs >= 0).slice(-MAX_JOB_MARKS);  // the newest
+  let t0 = now;
+  for (const b of shown) t0 = Math.min(t0, b.from);
+  for (const st of stages) t0 = Math.min(t0, st.submittedMs);
+  for (const j of jobs) t0 = Math.min(t0, j.submittedMs);
+  const t1 = Math.max(now, t0 + 1000);
+  const pct = (t) => (100 * (Math.min(Math.max(t, t0), t1) - t0) / (t1 - t0)).toFixed(3) + "%";
+  const span = (from, to) => "left:" + pct(from) + ";width:calc(" + pct(to) + " - " + pct(from) + ")";
+  const lanes = [];
+  // Stages packed into a few lanes (each stage where the lane's last one ended before it).
+  const ends = [];
+  let stagesLeft = 0;
+  const stageLanes = [];
+  for (const st of stages) {
+    const to = st.completedMs >= 0 ? st.completedMs : now;
+    let lane = ends.findIndex((end) => end <= st.submittedMs);
+    if (lane < 0 && ends.length < MAX_STAGE_LANES) { lane = ends.length; ends.push(0); stageLanes.push([]); }
+    if (lane < 0) { stagesLeft++; continue; }
+    ends[lane] = to;
+    stageLanes[lane].push(el("div", { class: "sbar " + st.state, "data-stage": st.job + "/" + st.id,
+        style: span(st.submittedMs, to),
+        title: st.job + "/" + st.id + " " + st.state.toLowerCase() + ", " + st.succeeded + "/" + st.tasks + " tasks",
+        text: st.id }));
+  }
+  stageLanes.forEach((marks, i) => lanes.push(el("div", { class: "lane" }, [
+      el("span", { class: "lbl", text: i === 0 ? "stages" : "" }), el("div", { class: "track" }, marks)])));
+  for (const b of shown) {
+    lanes.push(el("div", { class: "lane" }, [
+        el("span", { class: "lbl", text: b.id, title: b.title }),
+        el("div", { class: "track" }, [el("div", { class: "ebar" + b.cls, "data-executor-id": b.id,
+            "data-ended": b.to === null ? "false" : "true", style: span(b.from, b.to === null ? now : b.to),
+            title: b.title })])]));
+  }
+  // Job starts (dashed) and ends (solid) over every lane, named in a lane of their own.
+  const marks = [], names = [];
+  for (const j of jobs) {
+    marks.push(el("div", { class: "jmark start", "data-job": j.id, style: "left:" + pct(j.submittedMs) }));
+    names.push(el("span", { class: "jname", style: "left:" + pct(j.submittedMs), text: "▸ " + j.id }));
+    if (j.completedMs >= 0) {
+      marks.push(el("div", { class: "jmark end", "data-job": j.id, style: "left:" + pct(j.completedMs) }));
+      names.push(el("span", { class: "jname end", style: "left:" + pct(j.completedMs),
+                              text: j.id + " " + j.state.toLowerCase() + " ◂" }));
+    }
+  }
+  if (jobs.length > 0) {
+    lanes.unshift(el("div", { class: "lane" }, [el("span", { class: "lbl", text: "jobs" }),
+                                                el("div", { class: "track" }, names)]));
+  }
+  const overlay = el("div", { class: "track", style: "top:30px;bottom:0" }, marks);
+  const axis = el("div", { class: "axis" }, [el("div", { class: "track" },
+      [0, 0.25, 0.5, 0.75, 1].map((f) => el("span", { style: "left:" + (f * 100) + "%", text: fmtClock(t0 + f * (t1 - t0)) })))]);
+  const notes = [];
+  if (total > shown.length) notes.push((total - shown.length) + " more executors not shown");
+  if (stagesLeft + (s.stagesOmitted || 0) > 0) notes.push((stagesLeft + (s.stagesOmitted || 0)) + " more stages not shown");
+  if (shown.length === 0 && stageLanes.length === 0) lanes.push(el("div", { class: "empty", text: "no executors yet" }));
+  box.replaceChildren(axis, ...lanes, overlay, ...(notes.length ? [el("div", { class: "more", text: notes.join("; ") })] : []));
+  document.getElementById("timelineCount").textContent = shown.length + " of " + total + " executors";
+}
+
+// Each stage's tasks done / running / failed attempts of its total, as a bar: the running ones
+// first, then the newest.
+const MAX_STAGE_ROWS = 25;
+function renderStages(s) {
+  const all = (s.stages || []).slice().sort((x, y) =>
+      (x.state === "RUNNING" ? 0 : 1) - (y.state === "RUNNING" ? 0 : 1) || y.submittedMs - x.submittedMs);
+  const shown = all.slice(0, MAX_STAGE_ROWS);
+  const rows = shown.map((st) => {
+    const frac = (n) => st.tasks > 0 ? Math.min(1, n / st.tasks) : 0;
+    const done = frac(st.succeeded), run = Math.min(frac(st.running), 1 - done);
+    const fail = Math.min(frac(st.failedAttempts), 1 - done - run);
+    const took = st.submittedMs < 0 ? "–" : fmtDur((st.completedMs >= 0 ? st.completedMs : s.uptimeMs) - st.submittedMs);
+    return el("tr", { "data-stage": st.job + "/" + st.id }, [
+      el("td", { text: st.job + " / " + st.id }),
+      el("td", {}, [el("span", { class: "pill " + st.state, text: st.state.toLowerCase() })]),
+      el("td", {}, [el("div", { class: "stagebar", title: st.succeeded + " done, " + st.running + " running, " + st.failedAttempts + " failed attempts of " + st.tasks }, [
+          el("div", { class: "done", style: "width:" + (100 * done).toFixed(1) + "%" }),
+          el("div", { class: "run", style: "width:" + (100 * run).toFixed(1) + "%" }),
+          el("div", { class: "fail", style: "width:" + (100 * fail).toFixed(1) + "%" })])]),
+      el("td", { class: "num", text: st.succeeded + " / " + st.running + " / " + st.failedAttempts + " / " + st.tasks }),
+      el("td", { class: "num", text: took })]);
+  });
+  if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "5", class: "empty", text: "no stages yet" })]));
+  const more = all.length - shown.length + (s.stagesOmitted || 0);
+  if (more > 0) rows.push(el("tr", {}, [el("td", { colspan: "5", class: "more", text: more + " more stages" })]));
+  document.querySelector("#stages tbody").replaceChildren(...rows);
+  document.getElementById("stageCount").textContent = (all.length + (s.stagesOmitted || 0)) + " stages";
+}
+
+// Gone executors and why, each with its logs (the AM still knows a gone executor's container).
+const MAX_REMOVED_ROWS = 40;
+function renderRemoved(ex) {
+  const shown = removedOf(ex).slice(0, MAX_REMOVED_ROWS);
+  const rows = shown.map((r) => el("tr", { "data-executor-id": r.id, "data-reason": r.reason }, [
+    el("td", { text: r.id }), el("td", { text: r.host }),
+    el("td", {}, [el("span", { class: "pill " + r.reason, text: reasonLabel(r.reason) })]),
+    el("td", { class: "num", text: r.registeredAtMs >= 0 ? fmtDur(r.removedAtMs - r.registeredAtMs) : "–" }),
+    el("td", { class: "num", text: fmtClock(r.removedAtMs) }),
+    el("td", { class: "why" }, [el("div", { class: "clamp", title: r.why, text: r.why })]),
+    el("td", { class: "logs", "data-logs-for": r.id }, [logLinks("api/v1/executors/" + encodeURIComponent(r.id))])]));
+  if (rows.length === 0) rows.push(el("tr", {}, [el("td", { colspan: "7", class: "empty", text: "none removed yet" })]));
+  const removedTotal = ex.removedTotal || 0;
+  if (removedTotal > shown.length) {
+    rows.push(el("tr", {}, [el("td", { colspan: "7", class: "more", text: (removedTotal - shown.length) + " more removed" })]));
+  }
+  document.querySelector("#removed tbody").replaceChildren(...rows);
+  document.getElementById("removedCount").textContent = removedTotal + " in all";
 }
 
 function renderJobs(s) {
@@ -370,10 +617,14 @@ function drawChart() {
   ctx.textBaseline = minBelow ? "top" : "bottom";
   ctx.fillText("min " + last.min, pad.l + pw - 4, minBelow ? y(last.min) + 2 : y(last.min) - 2);
 
-  const series = [["busy", "#ea580c", 1.5], ["live", "#16a34a", 2], ["target", "#2563eb", 2.25]];
-  for (const [key, color, width] of series) {
+  // Live wide and pale underneath, busy dashed on top: when they are equal both still show.
+  const series = [["live", "rgba(22, 163, 74, .45)", 5, []], ["target", "#2563eb", 2, []],
+                  ["busy", "#ea580c", 2, [6, 3]]];
+  for (const [key, color, width, dash] of series) {
+    ctx.setLineDash(dash);
     stepPath(key, y); ctx.strokeStyle = color; ctx.lineWidth = width; ctx.lineJoin = "round"; ctx.stroke();
   }
+  ctx.setLineDash([]);
 
   if (view.hover !== null) {
     const t = t0 + ((view.hover - pad.l) / pw) * (t1 - t0);
@@ -404,6 +655,10 @@ async function refresh() {
     renderCards(status);
     renderExecutors(executors);
     renderDecisions(decisions);
+    renderCapacity(status);
+    renderTimeline(status, executors);
+    renderStages(status);
+    renderRemoved(executors);
     renderJobs(status);
     drawChart();
     failures = 0;

@@ -13,6 +13,7 @@
 #include "allocation/allocation_policy.h"
 #include "am/containers/container_allocator.h"
 #include "am/scheduler/task_scheduler.h"
+#include "am/status/removed_executors.h"
 #include "common/clock.h"
 
 namespace tide::am {
@@ -43,7 +44,10 @@ struct StatusSnapshot {
   int64_t pendingTasks = 0;
   int64_t runningTasks = 0;
   std::vector<JobSummary> jobs;
-  std::vector<ExecutorStatus> executors;  // registration order
+  std::vector<ExecutorStatus> executors;                        // registration order
+  ClusterCapacity capacity;                                     // as of the last heartbeat
+  std::shared_ptr<const std::vector<RemovedExecutor>> removed;  // newest first, bounded; or null
+  int64_t removedTotal = 0;
 };
 
 // The newest snapshot; publishing and reading only swap a pointer under a private mutex.

@@ -1,6 +1,7 @@
 #include "deploy/rm/cluster_state.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <stdexcept>
 
@@ -118,6 +119,8 @@ struct ClusterState::Attempt {
   // Recovered from the state store as registered: its AM must register again with this RM
   // (its allocate answers reRegister until then).
   bool mustReRegister = false;
+  // The size of its executor containers: its last "*" ask's (zero: none asked yet).
+  Resource containerSize;
 
   bool active() const {
     return state == State::kWaitingForAmContainer || state == State::kLaunched ||
@@ -630,6 +633,7 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
   attempt.lastContact = clock_.nowMs();
 
   for (const rest::ResourceRequest& ask : request.asks) {
+    if (ask.resourceName == kAnyNode) attempt.containerSize = ask.resource;
     AskKey key{ask.priority, ask.resourceName == kAnyNode, ask.resourceName, ask.resource.memoryMb,
                ask.resource.vCores};
     if (ask.numContainers == 0) {
@@ -653,6 +657,7 @@ rest::AllocateResponse ClusterState::allocate(const std::string& attemptId,
   response.completedContainers.swap(attempt.completedToReport);
   response.availableResources = clusterFree();
   response.numClusterNodes = aliveNodeCount();
+  countContainersFitting(attempt.containerSize, response);
   response.responseId = ++attempt.lastResponseId;
   attempt.lastResponse = response;
   return response;
@@ -1124,6 +1129,19 @@ Resource ClusterState::maximumCapability() const {
     maximum.vCores = std::max(maximum.vCores, node->capability.vCores);
   }
   return maximum;
+}
+
+void ClusterState::countContainersFitting(const Resource& size,
+                                          rest::AllocateResponse& response) const {
+  if (size.memoryMb <= 0 && size.vCores <= 0) return;  // -1: unknown
+  int64_t now = 0, total = 0;
+  for (const auto& [id, node] : nodes_) {
+    if (!node->alive || !node->ready) continue;  // as schedule() offers nodes
+    now += countFitting(freeOf(*node), size);
+    total += countFitting(node->capability, size);
+  }
+  response.containersFitNow = static_cast<int>(std::min<int64_t>(now, INT_MAX));
+  response.containersFitTotal = static_cast<int>(std::min<int64_t>(total, INT_MAX));
 }
 
 int ClusterState::aliveNodeCount() const {

@@ -236,6 +236,8 @@ class ClusterState {
   Resource clusterFree() const;
   Resource maximumCapability() const;
   int aliveNodeCount() const;
+  // Sets the response's containersFitNow/Total for containers of `size` (left -1 for none).
+  void countContainersFitting(const Resource& size, rest::AllocateResponse& response) const;
   rest::Container describeForAm(const ContainerRecord& container) const;
   rest::ApplicationReport reportOf(const Application& app) const;
   int maxAttemptsOf(const Application& app) const;

@@ -4,7 +4,10 @@
 // the free resources of candidate nodes. ClusterState gathers the candidates (alive nodes,
 // shuffled with its seeded RNG) and applies the result; tests call these directly.
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +29,16 @@ inline Resource minus(const Resource& a, const Resource& b) {
 
 inline Resource plus(const Resource& a, const Resource& b) {
   return Resource{a.memoryMb + b.memoryMb, a.vCores + b.vCores};
+}
+
+// How many of `each` fit into `room` side by side (0 for an `each` of nothing: not a size).
+inline int64_t countFitting(const Resource& room, const Resource& each) {
+  if (each.memoryMb <= 0 && each.vCores <= 0) return 0;
+  int64_t count = std::numeric_limits<int64_t>::max();
+  if (each.memoryMb > 0)
+    count = std::min(count, std::max<int64_t>(0, room.memoryMb) / each.memoryMb);
+  if (each.vCores > 0) count = std::min<int64_t>(count, std::max(0, room.vCores) / each.vCores);
+  return count;
 }
 
 // "1024 MB, 2 vCores", for messages.

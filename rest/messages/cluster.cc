@@ -207,6 +207,8 @@ const JsonFields<AllocateResponse>& allocateResponseFields() {
           .objects("completedContainers", &R::completedContainers, completedContainerFields())
           .object("availableResources", &R::availableResources, resourceFields())
           .required("numClusterNodes", &R::numClusterNodes)
+          .optional("containersFitNow", &R::containersFitNow, -1)
+          .optional("containersFitTotal", &R::containersFitTotal, -1)
           .optional("reRegister", &R::reRegister, false);
   return fields;
 }

@@ -191,6 +191,12 @@ struct AllocateResponse {
   std::vector<CompletedContainer> completedContainers;
   Resource availableResources;  // free in the cluster right now
   int numClusterNodes = 0;
+  // How many containers of the size this attempt asks for (its "*" ask) the live nodes could
+  // hold: more in what is free now, and in all when empty. Each node counts alone (a
+  // container never spans two), so these are what "target 137, live 2" runs into. -1: unknown
+  // (the attempt asked for no size yet, or an RM that does not say).
+  int containersFitNow = -1;
+  int containersFitTotal = -1;
   // The RM restarted and recovered the attempt from its state store, but this AM has not
   // registered with it yet (YARN's ApplicationMasterNotRegisteredException): register again,
   // start again from responseId 0 and send every outstanding ask. Nothing else is set.

@@ -79,13 +79,14 @@ TEST_F(ContainerAllocatorTest, LoweringTheTargetCancelsRequestsButNeverExecutors
   allocator.onExecutorRegistered("e1");
   allocator.onExecutorRegistered("e2");
   allocator.setTarget(1);
-  std::vector<std::string> decisions;
-  ContainerAsk ask = allocator.nextAsk(&decisions);
+  std::optional<AskChange> change;
+  ContainerAsk ask = allocator.nextAsk(&change);
   EXPECT_EQ(ask.outstanding, 0);
   EXPECT_TRUE(ask.releases.empty()) << "running executors are not released for a lower target";
   EXPECT_EQ(allocator.snapshot().running, 2);
-  ASSERT_EQ(decisions.size(), 1u);
-  EXPECT_EQ(decisions[0].rfind("cancelling 2 pending container requests", 0), 0u) << decisions[0];
+  ASSERT_TRUE(change.has_value());
+  EXPECT_TRUE(change->cancelled);
+  EXPECT_EQ(change->why.rfind("cancelling 2 pending container requests", 0), 0u) << change->why;
 }
 
 TEST_F(ContainerAllocatorTest, SurplusGrantsAreReleased) {

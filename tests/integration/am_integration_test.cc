@@ -21,16 +21,16 @@ using testing_support::eventually;
 // Two node managers with room for the AM and eight one-core executors.
 class AmIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  // The targets the policy raised to, oldest first.
+  // The targets the policy raised to, oldest first: from the allocation history, which has a
+  // point for every change (the decision log keeps a run of raises as one record).
   std::vector<int> raisedTargets() {
-    auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+    auto doc = am->getJson("api/v1/allocation/history");
     std::vector<int> targets;
-    const auto& decisions = doc["decisions"].GetArray();
-    for (auto it = decisions.End(); it != decisions.Begin();) {
-      --it;  // newest first in the API
-      if (std::string((*it)["action"].GetString()) == "raise_target") {
-        targets.push_back((*it)["target"].GetInt());
-      }
+    int previous = 0;
+    for (const auto& point : doc["points"].GetArray()) {
+      const int target = point["target"].GetInt();
+      if (target > previous) targets.push_back(target);
+      previous = target;
     }
     return targets;
   }
@@ -96,9 +96,10 @@ TEST_F(AmIntegrationTest, TheAdaptivePolicyAsksForAllAtOnceAndReleasesWhenTheWor
   auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
   for (const auto& d : doc["decisions"].GetArray()) {
     const std::string why = d["why"].GetString();
+    const std::string first = d["firstWhy"].GetString();  // a run's first
     initial = initial || why == "initial target 0 (policy adaptive)";
-    raise =
-        raise || why.find("backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors)") == 0;
+    raise = raise ||
+            first.find("backlog 100.0s of work / target 5.0s → 8 executors (maxExecutors)") == 0;
     removal = removal ||
               (why.find("removing ") == 0 &&
                why.find("with no task pending; the work needs 0 executors") != std::string::npos);

@@ -123,6 +123,8 @@ TEST(ClusterMessagesTest, AllocateResponseRoundTrip) {
       {"container_1_0001_01_000003", exit_status::kAborted, "COMPLETE", "lost with node h2:1"});
   response.availableResources = Resource{2048, 3};
   response.numClusterNodes = 2;
+  response.containersFitNow = 3;
+  response.containersFitTotal = 12;
   const std::string json = toJson(response);
   EXPECT_THAT(json, HasSubstr(R"("nodeHttpAddress":"h1:8042")"));
   const AllocateResponse again = allocateResponseFromJson(parseJson(json));
@@ -132,6 +134,15 @@ TEST(ClusterMessagesTest, AllocateResponseRoundTrip) {
   EXPECT_EQ(again.completedContainers.at(0).diagnostics, "lost with node h2:1");
   EXPECT_EQ(again.availableResources.vCores, 3);
   EXPECT_EQ(again.numClusterNodes, 2);
+  EXPECT_EQ(again.containersFitNow, 3);
+  EXPECT_EQ(again.containersFitTotal, 12);
+  // An RM that does not say: unknown, not zero.
+  const AllocateResponse older =
+      allocateResponseFromJson(parseJson(R"({"responseId": 1, "allocatedContainers": [],
+          "completedContainers": [], "availableResources": {"memory": 0, "vCores": 0},
+          "numClusterNodes": 1})"));
+  EXPECT_EQ(older.containersFitNow, -1);
+  EXPECT_EQ(older.containersFitTotal, -1);
 }
 
 TEST(ClusterMessagesTest, RegisterAndFinish) {

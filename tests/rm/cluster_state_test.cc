@@ -303,6 +303,30 @@ TEST_F(ClusterStateTest, SpreadOutPutsOneContainerOnEachNodeInTurn) {
   expectNoOverCommit();
 }
 
+// Issue 14: "target 137, live 2" explains itself when the AM learns what the cluster could hold
+// of its executors. Counted per node: two nodes of 3500 MB hold one 2048 MB container each
+// (2 in all), though their 7000 MB added up would make 3.
+TEST_F(ClusterStateTest, AllocateSaysHowManyContainersOfTheAskedSizeFitPerNode) {
+  create();
+  addNode("h1", 1, 4, 3500);
+  addNode("h2", 2, 4, 3500);
+  const std::string attempt = registerAm(submit(/*amMemoryMb=*/512));
+  const auto before = allocate(attempt);
+  EXPECT_EQ(before.containersFitNow, -1) << "no size asked yet: unknown";
+  EXPECT_EQ(before.containersFitTotal, -1);
+
+  const auto asked = allocate(attempt, {ask(0, 2048, 1)});  // the size, nothing wanted yet
+  EXPECT_EQ(asked.containersFitTotal, 2);
+  EXPECT_EQ(asked.containersFitNow, 2) << "the AM's 512 MB leaves 2988 MB: still one";
+
+  const auto granted = allocate(attempt, {ask(5, 2048, 1)});
+  EXPECT_EQ(granted.allocatedContainers.size(), 2u);
+  EXPECT_EQ(granted.containersFitNow, 0) << "full: the other 3 wait";
+  EXPECT_EQ(granted.containersFitTotal, 2);
+  // The size stays known when the ask is withdrawn.
+  EXPECT_EQ(allocate(attempt, {ask(0, 2048, 1)}).containersFitTotal, 2);
+}
+
 TEST_F(ClusterStateTest, PackedFillsOneNodeBeforeTheNext) {
   RmConfig config;
   config.spreadOut = false;

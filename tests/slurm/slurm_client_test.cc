@@ -58,6 +58,10 @@ TEST_F(SlurmClientTest, SubmitsOneJobPerWantedExecutorWithTheSecretInItsEnvironm
   HeartbeatResult result = backend->heartbeat(ask(2));
   EXPECT_TRUE(result.granted.empty());
   EXPECT_THAT(result.startingExecutors, ElementsAre("e1", "e2"));
+  // What the partition could hold is not known: the page says "unknown", never a made-up 0.
+  EXPECT_EQ(result.capacity.fitNow, -1);
+  EXPECT_EQ(result.capacity.fitTotal, -1);
+  EXPECT_THAT(result.capacity.source, ::testing::HasSubstr("unknown: Slurm"));
   const auto jobs = fake.jobs();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].name, "tide-app-7-exec-1");

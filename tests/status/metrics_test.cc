@@ -217,18 +217,92 @@ TEST(DecisionLogTest, RepeatsMergeEvenWhenOtherStatesInterleave) {
   EXPECT_EQ(newest[2].action, "raise_target");
 }
 
-TEST(DecisionLogTest, EventsWithoutKeyAreNeverMerged) {
+// Issue 14: while a backlog drains, the policy lowers the target every tick and the allocator
+// cancels a request after each; without coalescing, 20 such rows pushed everything else off.
+TEST(DecisionLogTest, ARunOfEventsOfOneKindIsOneRecordWithItsRangeAndCount) {
   DecisionLog log;
-  log.add(0, "allocation", "raise_target", 1, "added 1", "");
-  log.add(100, "allocation", "raise_target", 3, "added 2", "");
-  log.add(200, "allocation", "raise_target", 7, "added 4", "");
+  log.add(0, "allocation", "raise_target", 137, "added 64, target 137", "", 73);
+  int target = 137;
+  for (int step = 1; step <= 110; ++step) {
+    const TimeMs now = 1000 + step * 100;
+    const int lowered = target - 1;
+    log.add(now, "allocation", "lower_target", lowered,
+            "lowered target " + std::to_string(target) + " -> " + std::to_string(lowered), "",
+            target);
+    log.add(
+        now + 5, "containers", "cancel_requests", lowered,
+        "cancelling 1 pending container requests, " + std::to_string(lowered) + " still pending",
+        "");
+    target = lowered;
+  }
+  ASSERT_EQ(log.size(), 3u) << "one raise, one run of lowers, one run of cancels";
+  const auto newest = log.newest(10);
+  const DecisionRecord& cancels = newest[0];
+  const DecisionRecord& lowers = newest[1];
+  EXPECT_EQ(cancels.action, "cancel_requests");
+  EXPECT_EQ(cancels.repeats, 110);
+  EXPECT_EQ(lowers.action, "lower_target");
+  EXPECT_EQ(lowers.repeats, 110);
+  EXPECT_EQ(lowers.firstTarget, 137);
+  EXPECT_EQ(lowers.target, 27);
+  EXPECT_EQ(lowers.atMs, 1100);
+  EXPECT_EQ(lowers.lastMs, 12000);
+  EXPECT_EQ(lowers.firstWhy, "lowered target 137 -> 136");
+  EXPECT_EQ(lowers.why, "lowered target 28 -> 27");
+  EXPECT_EQ(lowers.summary(), "lowered target 137 \u2192 27 in 110 steps over 11 s");
+  EXPECT_EQ(cancels.summary().rfind("110\u00d7 over 11 s, last: cancelling 1 pending", 0), 0u)
+      << cancels.summary();
+  EXPECT_EQ(newest[2].action, "raise_target");
+  EXPECT_EQ(newest[2].summary(), "added 64, target 137") << "a single event is its reason";
+}
+
+TEST(DecisionLogTest, ANewRecordOfAnotherKindFromTheSameSourceEndsTheRun) {
+  DecisionLog log;
+  log.add(0, "allocation", "raise_target", 1, "added 1", "", 0);
+  log.add(100, "allocation", "raise_target", 3, "added 2", "", 1);
+  log.add(200, "allocation", "remove", 3, "removing e1: idle for 60s", "");
+  log.add(300, "allocation", "raise_target", 7, "added 4", "", 3);
   ASSERT_EQ(log.size(), 3u);
-  EXPECT_EQ(log.newest(1)[0].target, 7);
+  const auto newest = log.newest(10);
+  EXPECT_EQ(newest[0].repeats, 1) << "the remove ended the first run of raises";
+  EXPECT_EQ(newest[0].firstTarget, 3);
+  EXPECT_EQ(newest[2].repeats, 2);
+  EXPECT_EQ(newest[2].summary(), "raised target 0 \u2192 3 in 2 steps over 100 ms");
+}
+
+TEST(DecisionLogTest, StatesHoldingInBetweenDoNotEndARun) {
+  DecisionLog log;
+  log.add(0, "allocation", "keep", 9, "keeping e3: idle for 61s but at minExecutors=1", "keep/e3");
+  for (int tick = 1; tick <= 5; ++tick) {
+    log.add(tick * 100, "allocation", "lower_target", 9 - tick, "lowered", "", 10 - tick);
+    log.add(tick * 100, "allocation", "keep", 9 - tick, "keeping e3", "keep/e3");
+  }
+  ASSERT_EQ(log.size(), 2u);
+  const auto newest = log.newest(10);
+  EXPECT_EQ(newest[0].action, "keep");
+  EXPECT_EQ(newest[0].repeats, 6);
+  EXPECT_EQ(newest[1].action, "lower_target");
+  EXPECT_EQ(newest[1].repeats, 5);
+  EXPECT_EQ(newest[1].firstTarget, 9);
+  EXPECT_EQ(newest[1].target, 4);
+}
+
+TEST(DecisionLogTest, RunsAreBoundedLikeRecords) {
+  DecisionLog log(4);
+  for (int i = 0; i < 1000; ++i) {
+    // Alternating kinds from one source: every record is new, and the oldest go.
+    log.add(i, "allocation", i % 2 == 0 ? "raise_target" : "lower_target", i, "x", "", i);
+  }
+  EXPECT_EQ(log.size(), 4u);
+  for (int i = 0; i < 1000; ++i) log.add(2000 + i, "containers", "request", 1, "more", "");
+  EXPECT_EQ(log.size(), 4u);
+  EXPECT_EQ(log.newest(1)[0].repeats, 1000);
 }
 
 TEST(DecisionLogTest, IsBounded) {
   DecisionLog log(10);
-  for (int i = 0; i < 100; ++i) log.add(i, "allocation", "remove", 0, "removing", "");
+  for (int i = 0; i < 100; ++i)
+    log.add(i, "allocation", "remove", 0, "removing", std::to_string(i));
   EXPECT_EQ(log.size(), 10u);
   EXPECT_EQ(log.newest(1)[0].atMs, 99);
 }

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -45,8 +46,10 @@ class StatusIntegrationTest : public testing_support::AmClusterTest {
     auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
     std::vector<std::string> texts;
     for (const auto& d : doc["decisions"].GetArray()) {
-      if (action.empty() || action == d["action"].GetString())
-        texts.push_back(d["why"].GetString());
+      if (!action.empty() && action != d["action"].GetString()) continue;
+      texts.push_back(d["why"].GetString());
+      // A run of events keeps its first reason too.
+      if (d["repeats"].GetInt64() > 1) texts.push_back(d["firstWhy"].GetString());
     }
     return texts;
   }
@@ -230,6 +233,9 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_THAT(view.output, HasSubstr(appId));
     EXPECT_THAT(view.output, HasSubstr("executors  target 0  live 0"));
     EXPECT_THAT(view.output, HasSubstr("max 3"));
+    // 2 nodes of 5 cores: ten executors of 1 core (and 9 more now, the AM's core taken, once
+    // the released containers are gone).
+    EXPECT_THAT(view.output, HasSubstr("cluster    fits 10 executors in all, "));
     EXPECT_THAT(view.output, HasSubstr("succeeded 60"));
     EXPECT_THAT(view.output, HasSubstr("removing e"));  // the last decisions
 
@@ -368,6 +374,11 @@ TEST_F(StatusIntegrationTest, ContainersThatAreNeverGrantedAreExplainedAsWaiting
   EXPECT_EQ(s["allocation"]["live"].GetInt(), 2);
   EXPECT_EQ(s["allocation"]["pending"].GetInt(), 2);
   EXPECT_GE(s["containers"]["waitingMs"].GetInt64(), 10000);
+  // Why: the cluster holds 3 such executors in all and has room for none more now (the AM
+  // and two executors take its 3 cores), next to the target of 4.
+  EXPECT_TRUE(s["capacity"]["known"].GetBool());
+  EXPECT_EQ(s["capacity"]["executorsFitTotal"].GetInt(), 3);
+  EXPECT_EQ(s["capacity"]["executorsFitNow"].GetInt(), 0);
   auto metrics = testing_support::parsePrometheusText(get("metrics").body);
   EXPECT_EQ(metrics.at("tide_executors{state=\"pending\"}"), 2);
 }
@@ -438,6 +449,167 @@ TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiv
   std::filesystem::remove(screenshot);
   runChromium({"--screenshot=" + screenshot, "--window-size=1280,900", "--hide-scrollbars"},
               (dir.path() / "screenshot.out").string(), "shot");
+  EXPECT_TRUE(std::filesystem::exists(screenshot) && std::filesystem::file_size(screenshot) > 10000)
+      << screenshot;
+}
+
+// Issue 14 (Spark's and Dask's pages): capacity next to the target, the executor timeline with
+// job and stage marks, stage progress, removed executors with why, and coalesced decisions,
+// all from a real run: two stages, one executor killed (SIGKILL) mid-stage, the rest idling
+// out to minExecutors=1.
+TEST_F(StatusIntegrationTest, StatusPageShowsCapacityTimelineStagesRemovedExecutorsAndRuns) {
+  const std::string chromium =
+      testing_support::chromiumForTest("the status page test needs a real browser");
+  if (chromium.empty()) return;
+
+  startCluster();  // 2 nodes of 5 cores and 4 GB: ten executors of 256 MB and 1 core in all
+  const std::string job =
+      R"({"name": "etl", "stages": [)"
+      R"({"id": "map", "tasks": 60, "builtin": "sleep", "sleep_ms": 250},)"
+      R"({"id": "reduce", "tasks": 6, "builtin": "sleep", "sleep_ms": 200, "depends_on": ["map"]}]})";
+  submit(job, {{"dynamicAllocation.minExecutors", "1"},
+               {"dynamicAllocation.maxExecutors", "4"},
+               {"dynamicAllocation.schedulerBacklogTimeout", "100ms"},
+               {"dynamicAllocation.sustainedSchedulerBacklogTimeout", "100ms"},
+               {"dynamicAllocation.executorIdleTimeout", "1s"}});
+
+  // Mid-stage, one executor dies the hard way: its container ends, its task is retried.
+  std::string killed;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document listed = am->getJson("api/v1/executors");
+        for (const auto& e : listed["executors"].GetArray()) {
+          if (e["runningTasks"].GetInt() > 0 && listed["executors"].Size() >= 2) {
+            killed = e["id"].GetString();
+            return ::kill(static_cast<pid_t>(e["pid"].GetInt64()), SIGKILL) == 0;
+          }
+        }
+        return false;
+      },
+      30s));
+  ASSERT_TRUE(jobEnds("job-1", 90s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  // The others idle out, down to one.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document listed = am->getJson("api/v1/executors");
+        bool killedGone = false, idledOut = false;
+        for (const auto& r : listed["removed"].GetArray()) {
+          killedGone = killedGone || r["id"].GetString() == killed;
+          idledOut = idledOut || std::string(r["reason"].GetString()) == "idle_timeout";
+        }
+        return listed["executors"].Size() == 1 && killedGone && idledOut;
+      },
+      30s))
+      << rest::toJsonString(am->getJson("api/v1/executors"));
+
+  // What the API says, to compare with what the page shows.
+  const rapidjson::Document s = status();
+  const rapidjson::Document listed = am->getJson("api/v1/executors");
+  const auto& capacity = s["capacity"];
+  ASSERT_TRUE(capacity["known"].GetBool()) << capacity["source"].GetString();
+  EXPECT_EQ(capacity["executorsFitTotal"].GetInt(), 10) << "5 cores on each of 2 nodes";
+  EXPECT_LE(capacity["executorsFitNow"].GetInt(), 10 - 1 - 1) << "less the AM and the live one";
+  std::map<std::string, std::string> reasons;  // removed executor -> reason
+  for (const auto& r : listed["removed"].GetArray())
+    reasons[r["id"].GetString()] = r["reason"].GetString();
+  EXPECT_NE(reasons.at(killed), "idle_timeout") << "killed, not idle";
+  const std::string liveId = listed["executors"][0]["id"].GetString();
+  // A run of decisions is one record with its count and range.
+  const rapidjson::Document decisions = am->getJson("api/v1/allocation/decisions?limit=100");
+  bool sawRun = false;
+  for (const auto& d : decisions["decisions"].GetArray()) {
+    if (d["repeats"].GetInt64() > 1 &&
+        std::string(d["summary"].GetString()).find(" steps over ") != std::string::npos) {
+      sawRun = true;
+    }
+  }
+  EXPECT_TRUE(sawRun) << rest::toJsonString(decisions);
+
+  const std::string domFile = (dir.path() / "dom-issue14.html").string();
+  testing_support::runHeadlessChromium(chromium, dir.path(), "dom14", {"--dump-dom"}, trackingUrl,
+                                       5000, domFile);
+  const std::string dom = testing_support::readFile(domFile);
+  std::smatch m;
+  // The table rows that start with `opening` (`<tr data-...`), each up to its </tr>.
+  auto rows = [&](const std::string& opening) {
+    std::vector<std::string> found;
+    for (size_t at = dom.find(opening); at != std::string::npos; at = dom.find(opening, at + 1)) {
+      found.push_back(dom.substr(at, dom.find("</tr>", at) - at));
+    }
+    return found;
+  };
+
+  // Capacity next to the target, as the RM said.
+  ASSERT_TRUE(std::regex_search(
+      dom, m, std::regex(R"re(id="capacity" data-fit-now="(\d+)" data-fit-total="(\d+)")re")))
+      << dom.substr(0, 3000);
+  EXPECT_EQ(m[2], "10");
+  EXPECT_LE(std::stoi(m[1]), 8);
+  EXPECT_THAT(dom, HasSubstr("executors of 256 MB, 1 core fit on its live nodes in all"));
+
+  // The timeline: a bar per executor, the removed ones ended, the live one not; job marks.
+  std::map<std::string, std::string> bars;  // executor -> data-ended
+  const std::regex bar(
+      R"re(class="ebar[^"]*" data-executor-id="([^"]+)" data-ended="(true|false)")re");
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), bar); it != std::sregex_iterator();
+       ++it) {
+    bars[(*it)[1]] = (*it)[2];
+  }
+  EXPECT_EQ(bars.size(), reasons.size() + 1) << dom.substr(0, 3000);
+  EXPECT_EQ(bars[liveId], "false");
+  for (const auto& [id, reason] : reasons) EXPECT_EQ(bars[id], "true") << id;
+  EXPECT_THAT(dom, HasSubstr(R"(class="jmark start" data-job="job-1")"));
+  EXPECT_THAT(dom, HasSubstr(R"(class="jmark end" data-job="job-1")"));
+  EXPECT_THAT(dom, HasSubstr(R"(class="sbar SUCCEEDED" data-stage="job-1/map")"));
+  EXPECT_THAT(dom, HasSubstr(R"(class="sbar SUCCEEDED" data-stage="job-1/reduce")"));
+
+  // Stage progress: done / running / failed / total, the killed executor's task a failure.
+  const auto& map = s["stages"][0];
+  ASSERT_EQ(std::string(map["id"].GetString()), "map");
+  EXPECT_GE(map["failedAttempts"].GetInt64(), 1);
+  const std::vector<std::string> mapRows = rows(R"(<tr data-stage="job-1/map">)");
+  ASSERT_EQ(mapRows.size(), 1u) << dom.substr(0, 3000);
+  ASSERT_TRUE(std::regex_search(
+      mapRows[0], m, std::regex(R"re(<td class="num">(\d+) / (\d+) / (\d+) / (\d+)</td>)re")))
+      << mapRows[0];
+  EXPECT_EQ(m[1], "60");
+  EXPECT_EQ(m[2], "0");
+  EXPECT_EQ(m[3], std::to_string(map["failedAttempts"].GetInt64()));
+  EXPECT_EQ(m[4], "60");
+  EXPECT_THAT(dom, HasSubstr(R"(<tr data-stage="job-1/reduce">)"));
+
+  // Removed executors with their reason, a place for the logs link.
+  for (const auto& [id, reason] : reasons) {
+    EXPECT_THAT(dom,
+                HasSubstr("<tr data-executor-id=\"" + id + "\" data-reason=\"" + reason + "\">"));
+    EXPECT_THAT(dom, HasSubstr("data-logs-for=\"" + id + "\""));
+  }
+  EXPECT_THAT(dom, HasSubstr(">idle timeout</span>"));
+
+  // A coalesced decision row: its count and its range.
+  int coalesced = 0;
+  for (const std::string& row : rows("<tr data-repeats=\"")) {
+    if (!std::regex_search(row, m, std::regex(R"re(^<tr data-repeats="(\d+)")re"))) continue;
+    const std::string repeats = m[1];
+    if (!std::regex_search(row, m, std::regex(R"re(target \d+ → \d+ in (\d+) steps over \d)re")))
+      continue;
+    EXPECT_EQ(m[1], repeats) << row;
+    EXPECT_THAT(row, HasSubstr("×" + repeats)) << row;
+    EXPECT_GT(std::stoi(repeats), 1);
+    ++coalesced;
+  }
+  EXPECT_GT(coalesced, 0) << dom.substr(0, 5000);
+
+  const std::string screenshot = (std::filesystem::path(TIDE_STATUS_PAGE_SCREENSHOT).parent_path() /
+                                  "status-page-timeline.png")
+                                     .string();
+  std::filesystem::create_directories(std::filesystem::path(screenshot).parent_path());
+  std::filesystem::remove(screenshot);
+  testing_support::runHeadlessChromium(
+      chromium, dir.path(), "shot14",
+      {"--screenshot=" + screenshot, "--window-size=1280,2000", "--hide-scrollbars"}, trackingUrl,
+      5000, (dir.path() / "screenshot14.out").string());
   EXPECT_TRUE(std::filesystem::exists(screenshot) && std::filesystem::file_size(screenshot) > 10000)
       << screenshot;
 }
