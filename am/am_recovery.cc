@@ -88,17 +88,10 @@ void ApplicationMaster::writeAmAddressFile() {
   if (!written.ok()) throw JournalError(written.message());
 }
 
-void ApplicationMaster::recover(const std::vector<rest::Container>& previousContainers) {
-  if (!journal_) {
-    for (const auto& container : previousContainers) allocator_.releaseContainer(container.id);
-    return;
-  }
+std::set<std::string> ApplicationMaster::adoptExecutors(
+    const std::vector<JournalRecord>& records,
+    const std::vector<rest::Container>& previousContainers) {
   const TimeMs now = clock_.nowMs();
-  const std::vector<JournalRecord>& records = journal_->replayed().records;
-  const JournalSummary summary = summarizeJournal(records);
-
-  // The executors the previous attempt started, by container: the ones still running are
-  // adopted (they find this attempt through the address file and register again).
   std::map<std::string, JournalRecord> executorByContainer;
   for (const JournalRecord& r : records) {
     if (r.kind == JournalRecord::Kind::kExecutor) {
@@ -110,7 +103,6 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
       known.node = node;
     }
   }
-  allocator_.continueExecutorNumbersAfter(summary.highestExecutorNumber);
   std::set<std::string> adopted;
   for (const rest::Container& container : previousContainers) {
     auto known = executorByContainer.find(container.id);
@@ -140,8 +132,10 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     adopted.insert(id);
   }
   peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
+  return adopted;
+}
 
-  // What the previous attempts did, in order.
+std::set<std::string> ApplicationMaster::replayJournal(const std::vector<JournalRecord>& records) {
   std::set<std::string> holders;
   for (const JournalRecord& r : records) {
     std::string problem;
@@ -186,6 +180,20 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     }
     if (!problem.empty()) throw JournalError(journal_->path() + ": " + problem);
   }
+  return holders;
+}
+
+void ApplicationMaster::recover(const std::vector<rest::Container>& previousContainers) {
+  if (!journal_) {
+    for (const auto& container : previousContainers) allocator_.releaseContainer(container.id);
+    return;
+  }
+  const std::vector<JournalRecord>& records = journal_->replayed().records;
+  const JournalSummary summary = summarizeJournal(records);
+
+  allocator_.continueExecutorNumbersAfter(summary.highestExecutorNumber);
+  const std::set<std::string> adopted = adoptExecutors(records, previousContainers);
+  const std::set<std::string> holders = replayJournal(records);
   // Tasks that were running on executors that survived go on running there.
   int resumed = 0;
   for (const JournalRecord& launch : summary.unfinishedLaunches) {

@@ -3,6 +3,8 @@
 // thing here.
 
 #include <algorithm>
+#include <initializer_list>
+#include <iterator>
 #include <sstream>
 #include <unordered_map>
 
@@ -23,10 +25,10 @@ KeyInfo key(std::string name, ValueKind kind, std::string defaultValue, std::str
                  std::move(choices)};
 }
 
-std::vector<KeyInfo> buildKeyTable() {
+// Dynamic allocation (Spark's ExecutorAllocationManager).
+std::vector<KeyInfo> dynamicAllocationKeys() {
   using K = ValueKind;
   return {
-      // Dynamic allocation (Spark's ExecutorAllocationManager).
       key("dynamicAllocation.enabled", K::kBool, "true",  // tide default; Spark's is false
           "Grow and shrink the executor set with the work (false: fixed executor.instances)"),
       key("dynamicAllocation.minExecutors", K::kInt, "0", "Lower bound on the number of executors"),
@@ -63,8 +65,13 @@ std::vector<KeyInfo> buildKeyTable() {
           "Adaptive policy: ask for the executors that finish the pending and running work "
           "within this time",
           kSeconds),
+  };
+}
 
-      // Executors and tasks.
+// Executors and tasks.
+std::vector<KeyInfo> executorKeys() {
+  using K = ValueKind;
+  return {
       key("executor.instances", K::kInt, "",
           "Executors to run when dynamic allocation is off (default 2 then, as in Spark; also "
           "raises initialExecutors)"),
@@ -77,8 +84,13 @@ std::vector<KeyInfo> buildKeyTable() {
           "Age after which an executor failure no longer counts (default: never)", kMs),
       key("task.cpus", K::kInt, "1", "Cores each task needs"),
       key("task.maxFailures", K::kInt, "4", "Failures of one task before its job fails"),
+  };
+}
 
-      // Task scheduling.
+// Task scheduling.
+std::vector<KeyInfo> schedulingKeys() {
+  using K = ValueKind;
+  return {
       key("locality.wait", K::kDuration, "3s",
           "Delay before a task falls back to a less local executor", kMs),
       key("locality.wait.process", K::kDuration, "",
@@ -103,8 +115,13 @@ std::vector<KeyInfo> buildKeyTable() {
           "with no more tasks than one executor has slots (default: unset)",
           kMs),
       key("speculation.interval", K::kDuration, "100ms", "How often to look for slow tasks", kMs),
+  };
+}
 
-      // Application master.
+// Application master.
+std::vector<KeyInfo> applicationMasterKeys() {
+  using K = ValueKind;
+  return {
       key("am.heartbeatInterval", K::kDuration, "3s",
           "Interval between AM heartbeats to the resource manager", kMs),
       key("am.initialAllocationInterval", K::kDuration, "200ms",
@@ -143,8 +160,13 @@ std::vector<KeyInfo> buildKeyTable() {
           {"trace", "debug", "info", "warn", "error"}),
       key("log.format", K::kString, "text", "Log format: text or json (one object per line)", 1,
           {"text", "json"}),
+  };
+}
 
-      // Built-in resource manager (tide-rm).
+// Built-in resource manager (tide-rm).
+std::vector<KeyInfo> resourceManagerKeys() {
+  using K = ValueKind;
+  return {
       key("rm.host", K::kString, "127.0.0.1", "Address tide-rm listens on"),
       key("rm.port", K::kInt, "8088", "Port tide-rm listens on"),
       key("rm.spreadOut", K::kBool, "true",
@@ -172,8 +194,13 @@ std::vector<KeyInfo> buildKeyTable() {
       key("rm.stateStore.dir", K::kString, "",
           "Where tide-rm keeps its applications, attempts and ids across restarts (none: "
           "nowhere; default: rm-state next to rm.secretFile, none with rm.port=0)"),
+  };
+}
 
-      // Node manager (tide-nm).
+// Node manager (tide-nm).
+std::vector<KeyInfo> nodeManagerKeys() {
+  using K = ValueKind;
+  return {
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),
       key("nm.host", K::kString, "127.0.0.1", "Address tide-nm listens on and advertises"),
       key("nm.port", K::kInt, "8042", "Port tide-nm listens on"),
@@ -198,8 +225,13 @@ std::vector<KeyInfo> buildKeyTable() {
       key("nm.recovery.enabled", K::kBool, "true",
           "A restarted tide-nm re-attaches to the containers still running from its work dir's "
           "records (false: it kills them)"),
+  };
+}
 
-      // TLS (rest/tls_settings.h): every tide server and client, cluster-wide.
+// TLS (rest/tls_settings.h): every tide server and client, cluster-wide.
+std::vector<KeyInfo> tlsKeys() {
+  using K = ValueKind;
+  return {
       key("tls.certFile", K::kString, "",
           "PEM certificate (chain) this process serves HTTPS with, on every port it opens; with "
           "it, tide servers found by host:port are called over https:// (default: plain HTTP)"),
@@ -207,8 +239,13 @@ std::vector<KeyInfo> buildKeyTable() {
       key("tls.caFile", K::kString, "",
           "PEM CA certificate(s) every tide client verifies servers against (default: the "
           "system's CAs)"),
+  };
+}
 
-      // Slurm backend (through slurmrestd).
+// Slurm backend (through slurmrestd).
+std::vector<KeyInfo> slurmKeys() {
+  using K = ValueKind;
+  return {
       key("slurm.url", K::kString, "http://127.0.0.1:6820", "URL of slurmrestd"),
       key("slurm.apiVersion", K::kString, "v0.0.38", "slurmrestd OpenAPI version in the path"),
       key("slurm.partition", K::kString, "", "Partition to submit executor jobs to"),
@@ -223,6 +260,19 @@ std::vector<KeyInfo> buildKeyTable() {
           "Executor jobs' working directory and logs; must exist on the compute nodes "
           "(default: /tmp/tide-slurm-<appId>)"),
   };
+}
+
+// The sections, in the order the table lists its keys.
+std::vector<KeyInfo> buildKeyTable() {
+  std::vector<KeyInfo> table;
+  for (auto section :
+       {&dynamicAllocationKeys, &executorKeys, &schedulingKeys, &applicationMasterKeys,
+        &resourceManagerKeys, &nodeManagerKeys, &tlsKeys, &slurmKeys}) {
+    std::vector<KeyInfo> keys = section();
+    table.insert(table.end(), std::make_move_iterator(keys.begin()),
+                 std::make_move_iterator(keys.end()));
+  }
+  return table;
 }
 
 }  // namespace

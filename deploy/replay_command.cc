@@ -1,6 +1,8 @@
 #include "deploy/replay_command.h"
 
 #include <iostream>
+#include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -19,6 +21,20 @@ std::string requireTracePath(const CommandLine& cli) {
   const std::optional<std::string> tracePath = cli.option("trace");
   if (!tracePath) throw ConfigError("missing --trace FILE (see --help)");
   return *tracePath;
+}
+
+DurationMs replayDurationOption(const CommandLine& cli, const std::string& name,
+                                DurationMs fallback) {
+  const std::optional<std::string> text = cli.option(name);
+  if (!text) return fallback;
+  DurationMs value;
+  try {
+    value = parseDuration(*text, 1);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError("--" + name + " '" + *text + "': " + e.what());
+  }
+  if (value == kInfiniteMs) throw ConfigError("--" + name + " '" + *text + "': must be finite");
+  return value;
 }
 
 allocation::AllocationConfig replayAllocationConfig(const CommandLine& cli,

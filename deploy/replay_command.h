@@ -7,6 +7,7 @@
 
 #include "allocation/allocation_config.h"
 #include "allocation/workload_trace.h"
+#include "common/clock.h"
 #include "common/command_line.h"
 
 namespace tide::deploy {
@@ -21,6 +22,11 @@ std::string requireTracePath(const CommandLine& cli);
 // stderr as "<program>: warning: ...".
 allocation::AllocationConfig replayAllocationConfig(const CommandLine& cli,
                                                     const std::string& program);
+
+// The duration option --NAME (units as the config keys'; a bare number is ms), or `fallback`
+// when it is not given; a bad or infinite one is a ConfigError naming the option.
+DurationMs replayDurationOption(const CommandLine& cli, const std::string& name,
+                                DurationMs fallback);
 
 // The trace at `path`; a bad one is a ConfigError (exit 2) naming the file and line.
 allocation::Trace loadReplayTrace(const std::string& path);

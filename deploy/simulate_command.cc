@@ -29,21 +29,6 @@ constexpr const char* kSynopsis =
     "--trace is required. Exit status: 0 done, 1 the run cannot finish, 2 bad usage, config\n"
     "or trace.";
 
-// Durations on the command line take units like the config keys; a bare number is ms.
-DurationMs parseDurationOption(const CommandLine& cli, const std::string& name,
-                               DurationMs fallback) {
-  const std::optional<std::string> text = cli.option(name);
-  if (!text) return fallback;
-  DurationMs value;
-  try {
-    value = parseDuration(*text, 1);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError("--" + name + " '" + *text + "': " + e.what());
-  }
-  if (value == kInfiniteMs) throw ConfigError("--" + name + " '" + *text + "': must be finite");
-  return value;
-}
-
 }  // namespace
 
 int runSimulateCommand(int argc, char** argv) {
@@ -64,8 +49,8 @@ int runSimulateCommand(int argc, char** argv) {
         const allocation::AllocationConfig config = replayAllocationConfig(cli, "tide simulate");
 
         allocation::SimulationOptions options;
-        options.grantDelay = parseDurationOption(cli, "grant-delay", 0);
-        if (cli.option("until")) options.until = parseDurationOption(cli, "until", 0);
+        options.grantDelay = replayDurationOption(cli, "grant-delay", 0);
+        if (cli.option("until")) options.until = replayDurationOption(cli, "until", 0);
 
         const allocation::Trace trace = loadReplayTrace(tracePath);
         try {

@@ -125,6 +125,55 @@ void markFrontier(std::vector<Outcome>& outcomes) {
   }
 }
 
+// The frontier setting with the lowest weighted score: job time and executor-seconds, each
+// relative to the best of all settings.
+const Outcome* recommended(const std::vector<Outcome>& outcomes, double weight) {
+  double bestT = 1e300, bestC = 1e300;
+  for (const auto& o : outcomes) {
+    bestT = std::min(bestT, o.timeS);
+    bestC = std::min(bestC, o.costS);
+  }
+  const Outcome* chosen = nullptr;
+  double chosenScore = 1e300;
+  for (const auto& o : outcomes) {
+    if (!o.frontier) continue;
+    const double score =
+        weight * o.timeS / std::max(bestT, 1e-9) + (1 - weight) * o.costS / std::max(bestC, 1e-9);
+    if (score < chosenScore - 1e-12) {
+      chosenScore = score;
+      chosen = &o;
+    }
+  }
+  return chosen;
+}
+
+// The frontier (or, with `all`, every setting), fastest first; a run of settings with the same
+// outcome as the one above is counted, not listed again.
+void printOutcomes(const std::vector<Outcome>& outcomes, bool all) {
+  std::vector<const Outcome*> shown;
+  for (const auto& o : outcomes) {
+    if (o.frontier || all) shown.push_back(&o);
+  }
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const Outcome* a, const Outcome* b) { return a->timeS < b->timeS; });
+  const Outcome* previous = nullptr;
+  int same = 0;
+  for (const Outcome* o : shown) {
+    if (!all && previous != nullptr && previous->timeS == o->timeS && previous->costS == o->costS) {
+      ++same;
+      continue;
+    }
+    if (same > 0) std::cout << "            (and " << same << " more with the same outcome)\n";
+    same = 0;
+    previous = o;
+    char line[96];
+    std::snprintf(line, sizeof line, "%10s  %10s  %10s  %8s  ", fmt(o->timeS).c_str(),
+                  fmt(o->costS).c_str(), fmt(o->makespanS).c_str(), o->frontier ? "yes" : "");
+    std::cout << line << o->setting.label << "\n";
+  }
+  if (same > 0) std::cout << "            (and " << same << " more with the same outcome)\n";
+}
+
 std::string escapeXml(const std::string& s) {
   return replaceChars(s, {{'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}});
 }
@@ -229,17 +278,7 @@ int runTuneCommand(int argc, char** argv) {
 
         const std::string tracePath = requireTracePath(cli);
         const double weight = parseWeight(cli.option("weight-time").value_or("0.5"));
-        DurationMs grantDelay = 500;
-        if (auto text = cli.option("grant-delay")) {
-          try {
-            grantDelay = parseDuration(*text, 1);
-          } catch (const std::invalid_argument& e) {
-            throw ConfigError("--grant-delay '" + *text + "': " + e.what());
-          }
-          if (grantDelay == kInfiniteMs || grantDelay < 0) {
-            throw ConfigError("--grant-delay '" + *text + "': must be finite");
-          }
-        }
+        const DurationMs grantDelay = replayDurationOption(cli, "grant-delay", 500);
 
         const allocation::AllocationConfig base = replayAllocationConfig(cli, "tide tune");
         if (!base.enabled) throw ConfigError("dynamicAllocation.enabled is false: nothing to tune");
@@ -264,52 +303,13 @@ int runTuneCommand(int argc, char** argv) {
         }
         markFrontier(outcomes);
 
-        double bestT = 1e300, bestC = 1e300;
-        for (const auto& o : outcomes) {
-          bestT = std::min(bestT, o.timeS);
-          bestC = std::min(bestC, o.costS);
-        }
-        const Outcome* chosen = nullptr;
-        double chosenScore = 1e300;
-        for (const auto& o : outcomes) {
-          if (!o.frontier) continue;
-          const double score = weight * o.timeS / std::max(bestT, 1e-9) +
-                               (1 - weight) * o.costS / std::max(bestC, 1e-9);
-          if (score < chosenScore - 1e-12) {
-            chosenScore = score;
-            chosen = &o;
-          }
-        }
+        const Outcome* chosen = recommended(outcomes, weight);
 
-        std::vector<const Outcome*> shown;
-        for (const auto& o : outcomes) {
-          if (o.frontier || cli.flag("all")) shown.push_back(&o);
-        }
-        std::stable_sort(shown.begin(), shown.end(),
-                         [](const Outcome* a, const Outcome* b) { return a->timeS < b->timeS; });
         std::cout << outcomes.size() << " settings replayed on " << tracePath << " (grant delay "
                   << grantDelay << "ms); " << (cli.flag("all") ? "all" : "the Pareto frontier")
                   << ", fastest first:\n";
         std::cout << "job_time_s  executor_s  makespan_s  frontier  setting\n";
-        const Outcome* previous = nullptr;
-        int same = 0;
-        for (const Outcome* o : shown) {
-          // Settings with the same outcome as the one above are counted, not listed again.
-          if (!cli.flag("all") && previous != nullptr && previous->timeS == o->timeS &&
-              previous->costS == o->costS) {
-            ++same;
-            continue;
-          }
-          if (same > 0)
-            std::cout << "            (and " << same << " more with the same outcome)\n";
-          same = 0;
-          previous = o;
-          char line[96];
-          std::snprintf(line, sizeof line, "%10s  %10s  %10s  %8s  ", fmt(o->timeS).c_str(),
-                        fmt(o->costS).c_str(), fmt(o->makespanS).c_str(), o->frontier ? "yes" : "");
-          std::cout << line << o->setting.label << "\n";
-        }
-        if (same > 0) std::cout << "            (and " << same << " more with the same outcome)\n";
+        printOutcomes(outcomes, cli.flag("all"));
         std::cout << "recommended for --weight-time " << fmt(weight, 2) << ": job time "
                   << fmt(chosen->timeS) << " s, " << fmt(chosen->costS) << " executor-seconds:\n  ";
         std::istringstream flags(chosen->setting.label);

@@ -187,11 +187,7 @@ HttpServer& HttpServer::del(const std::string& pattern, RouteHandler handler) {
   return *this;
 }
 
-int HttpServer::start() {
-  if (started_) throw std::logic_error("HttpServer::start called twice");
-  started_ = true;
-
-  const size_t threads = std::max<size_t>(1, options_.threadCount);
+void HttpServer::configure() {
   server_->set_payload_max_length(options_.maxRequestBodyBytes);
   server_->set_keep_alive_timeout(options_.keepAliveTimeout.count());
   // httplib's default sets SO_REUSEPORT, which would let a second server silently share a
@@ -234,8 +230,9 @@ int HttpServer::start() {
       answerCurrentException(req, res, log);
     }
   });
+}
 
-  std::string where;
+std::string HttpServer::bindSocket() {
   if (!options_.unixSocketPath.empty()) {
     // A socket file left by a previous run would make bind fail.
     ::unlink(options_.unixSocketPath.c_str());
@@ -245,34 +242,41 @@ int HttpServer::start() {
                                ": " + std::strerror(errno));
     }
     boundPort_ = 0;
-    where = "unix:" + options_.unixSocketPath;
+    return "unix:" + options_.unixSocketPath;
+  }
+  // The last port tried; errno says why the last bind failed.
+  const int last =
+      options_.port == 0 ? 0 : std::min(65535, options_.port + std::max(0, options_.portRetries));
+  if (options_.port == 0) {
+    boundPort_ = server_->bind_to_any_port(options_.bindAddress);
   } else {
-    // The last port tried; errno says why the last bind failed.
-    const int last =
-        options_.port == 0 ? 0 : std::min(65535, options_.port + std::max(0, options_.portRetries));
-    if (options_.port == 0) {
-      boundPort_ = server_->bind_to_any_port(options_.bindAddress);
-    } else {
-      boundPort_ = -1;
-      for (int port = options_.port; port <= last && boundPort_ < 0; ++port) {
-        if (server_->bind_to_port(options_.bindAddress, port)) {
-          boundPort_ = port;
-        } else if (port < last) {
-          options_.log("http server: cannot bind " + options_.bindAddress + ":" +
-                       std::to_string(port) + " (" + std::strerror(errno) + "); trying port " +
-                       std::to_string(port + 1));
-        }
+    boundPort_ = -1;
+    for (int port = options_.port; port <= last && boundPort_ < 0; ++port) {
+      if (server_->bind_to_port(options_.bindAddress, port)) {
+        boundPort_ = port;
+      } else if (port < last) {
+        options_.log("http server: cannot bind " + options_.bindAddress + ":" +
+                     std::to_string(port) + " (" + std::strerror(errno) + "); trying port " +
+                     std::to_string(port + 1));
       }
     }
-    if (boundPort_ < 0) {
-      const std::string reason = std::strerror(errno);
-      boundPort_ = 0;
-      throw std::runtime_error(
-          "http server: cannot bind " + options_.bindAddress + ":" + std::to_string(options_.port) +
-          (last > options_.port ? ".." + std::to_string(last) : "") + ": " + reason);
-    }
-    where = options_.bindAddress + ":" + std::to_string(boundPort_);
   }
+  if (boundPort_ < 0) {
+    const std::string reason = std::strerror(errno);
+    boundPort_ = 0;
+    throw std::runtime_error(
+        "http server: cannot bind " + options_.bindAddress + ":" + std::to_string(options_.port) +
+        (last > options_.port ? ".." + std::to_string(last) : "") + ": " + reason);
+  }
+  return options_.bindAddress + ":" + std::to_string(boundPort_);
+}
+
+int HttpServer::start() {
+  if (started_) throw std::logic_error("HttpServer::start called twice");
+  started_ = true;
+
+  configure();
+  const std::string where = bindSocket();
 
   server_->widenBacklog(SOMAXCONN);
   thread_ = std::thread([this] { serve(); });
@@ -298,7 +302,7 @@ int HttpServer::start() {
   }
   lock.unlock();
   options_.log(std::string(server_->tls() ? "https" : "http") + " server listening on " + where +
-               " with " + std::to_string(threads) + " threads");
+               " with " + std::to_string(std::max<size_t>(1, options_.threadCount)) + " threads");
   return boundPort_;
 }
 

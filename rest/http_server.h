@@ -119,6 +119,12 @@ class HttpServer {
 
  private:
   RouteHandler wrap(RouteHandler handler);
+  // For start(): the limits, timeouts and socket options of options_, and the JSON answers to
+  // errors and exceptions outside the routes.
+  void configure();
+  // For start(): binds the Unix socket or the TCP port (trying portRetries more); returns where,
+  // for messages ("unix:PATH" or "HOST:PORT").
+  std::string bindSocket();
   void serve();
 
   HttpServerOptions options_;

@@ -681,20 +681,13 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
   StageRun& stage = job.stages[task.stage];
   const bool stageActive = stage.state == StageState::kRunning;
   const TimeMs now = clock_.nowMs();
-  const auto taskEnded = [&](TaskOutcome outcome) {
-    if (task.speculative) {
-      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, executorId, outcome);
-    } else {
-      listeners_.onTaskEnd(stage.schedulerStageId, executorId, outcome);
-    }
-  };
 
   auto authorized = stage.commitAuthorized.find(task.attempt.index);
   if (update.state == rest::TaskState::kFinished && authorized != stage.commitAuthorized.end() &&
       authorized->second != update.taskId) {
     // Another attempt holds the commit: this one's output is not the task's (an executor that
     // did not ask). It ends as a kill, never as the task's success.
-    taskEnded(TaskOutcome::kKilled);
+    taskEnded(task, TaskOutcome::kKilled);
     return true;
   }
   if (update.state == rest::TaskState::kFinished) {
@@ -709,7 +702,7 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
         listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
       }
     }
-    taskEnded(TaskOutcome::kSucceeded);
+    taskEnded(task, TaskOutcome::kSucceeded);
     const bool stageDone = counted && stage.tasks->allSucceeded();
     if (counted && committed != nullptr) {
       auto node = executorNodes_.find(executorId);
@@ -726,7 +719,7 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
 
   if (update.state == rest::TaskState::kKilled) {
     if (killRequested || !stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
-      taskEnded(TaskOutcome::kKilled);
+      taskEnded(task, TaskOutcome::kKilled);
     } else {
       // Nobody here asked for it (the executor shutting down, say): without a retry the stage
       // could never finish. Spark re-queues killed tasks the same way.
@@ -751,32 +744,13 @@ void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const s
   JobRun& job = *task.job;
   StageRun& stage = job.stages[task.stage];
   const bool stageActive = stage.state == StageState::kRunning;
-  const auto taskEnded = [&](TaskOutcome outcome) {
-    if (task.speculative) {
-      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
-    } else {
-      listeners_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
-    }
-  };
-  stage.tasks->countFailedAttempt();
-  FailedAttempt failed;
-  failed.taskId = taskId;
-  failed.stageId = stage.spec->id;
-  failed.index = task.attempt.index;
-  failed.attempt = task.attempt.attempt;
-  failed.executorId = task.executorId;
-  failed.reason = reason;
-  failed.exitCode = exitCode;
-  failed.stderrTail = stderrTail;
-  failed.timeMs = clock_.nowMs();
-  failed.countsTowardsFailures = stageActive;
-  recordFailedAttempt(job, failed);
+  recordFailedAttempt(task, taskId, reason, exitCode, stderrTail, stageActive);
   if (!stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
-    taskEnded(killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
+    taskEnded(task, killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
     return;
   }
   const int failures = stage.tasks->recordFailure(task.attempt.index);
-  taskEnded(TaskOutcome::kFailed);
+  taskEnded(task, TaskOutcome::kFailed);
   if (failures >= config_.maxTaskFailures) {
     std::string message = "Job '" + job.job.name + "' failed: task " +
                           describeTask(stage.spec->id, task.attempt.index) + " failed " +
@@ -822,33 +796,15 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
                                          const std::string& reason, bool killRequested) {
   JobRun& job = *task.job;
   StageRun& stage = job.stages[task.stage];
-  const auto taskEnded = [&](TaskOutcome outcome) {
-    if (task.speculative) {
-      listeners_.onSpeculativeTaskEnd(stage.schedulerStageId, task.executorId, outcome);
-    } else {
-      listeners_.onTaskEnd(stage.schedulerStageId, task.executorId, outcome);
-    }
-  };
   if (stage.state != StageState::kRunning || stage.tasks->isSucceeded(task.attempt.index)) {
-    taskEnded(killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
+    taskEnded(task, killRequested ? TaskOutcome::kKilled : TaskOutcome::kFailed);
     return;
   }
-  stage.tasks->countFailedAttempt();
-  FailedAttempt failed;
-  failed.taskId = taskId;
-  failed.stageId = stage.spec->id;
-  failed.index = task.attempt.index;
-  failed.attempt = task.attempt.attempt;
-  failed.executorId = task.executorId;
-  failed.reason = reason;
-  failed.exitCode = -1;
-  failed.timeMs = clock_.nowMs();
-  failed.countsTowardsFailures = false;
-  recordFailedAttempt(job, std::move(failed));
+  recordFailedAttempt(task, taskId, reason, -1, "", /*countsTowardsFailures=*/false);
   if (stage.runningByIndex.count(task.attempt.index) == 0) {
     stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   }
-  taskEnded(TaskOutcome::kFailed);
+  taskEnded(task, TaskOutcome::kFailed);
 }
 
 void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,
@@ -1155,10 +1111,35 @@ std::vector<TaskToKill> TaskScheduler::takeTasksToKill() {
   return kills;
 }
 
-void TaskScheduler::recordFailedAttempt(JobRun& job, FailedAttempt attempt) {
+void TaskScheduler::taskEnded(const RunningTask& task, TaskOutcome outcome) {
+  const std::string& stageId = task.job->stages[task.stage].schedulerStageId;
+  if (task.speculative) {
+    listeners_.onSpeculativeTaskEnd(stageId, task.executorId, outcome);
+  } else {
+    listeners_.onTaskEnd(stageId, task.executorId, outcome);
+  }
+}
+
+void TaskScheduler::recordFailedAttempt(const RunningTask& task, int64_t taskId,
+                                        const std::string& reason, int exitCode,
+                                        const std::string& stderrTail, bool countsTowardsFailures) {
+  JobRun& job = *task.job;
+  StageRun& stage = job.stages[task.stage];
+  stage.tasks->countFailedAttempt();
   ++job.failedAttempts;
   if (config_.failedAttemptsKeptPerJob == 0) return;
-  job.recentFailures.push_back(std::move(attempt));
+  FailedAttempt failed;
+  failed.taskId = taskId;
+  failed.stageId = stage.spec->id;
+  failed.index = task.attempt.index;
+  failed.attempt = task.attempt.attempt;
+  failed.executorId = task.executorId;
+  failed.reason = reason;
+  failed.exitCode = exitCode;
+  failed.stderrTail = stderrTail;
+  failed.timeMs = clock_.nowMs();
+  failed.countsTowardsFailures = countsTowardsFailures;
+  job.recentFailures.push_back(std::move(failed));
   while (job.recentFailures.size() > config_.failedAttemptsKeptPerJob) {
     job.recentFailures.pop_front();
   }

@@ -340,7 +340,12 @@ class TaskScheduler {
   // unrequested kill): retried at the front of its stage without counting a failure.
   void retryWithoutCounting(const RunningTask& task, int64_t taskId, const std::string& reason,
                             bool killRequested);
-  void recordFailedAttempt(JobRun& job, FailedAttempt attempt);
+  // Tells the listeners that a removed running attempt ended (a speculative copy as such).
+  void taskEnded(const RunningTask& task, TaskOutcome outcome);
+  // Counts a failed attempt in its stage and job and keeps its record (the newest
+  // failedAttemptsKeptPerJob of the job).
+  void recordFailedAttempt(const RunningTask& task, int64_t taskId, const std::string& reason,
+                           int exitCode, const std::string& stderrTail, bool countsTowardsFailures);
   StageSummary summarizeStage(const JobRun& job, size_t stage) const;
   JobSummary summarizeJob(const JobRun& job) const;
 

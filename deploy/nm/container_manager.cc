@@ -18,6 +18,7 @@
 #include "common/child_process.h"
 #include "common/file_tail.h"
 #include "common/process_tree.h"
+#include "common/sorted_values.h"
 #include "common/spawn.h"
 #include "deploy/nm/process_group.h"
 #include "rest/json.h"
@@ -721,13 +722,10 @@ std::optional<rest::ContainerReport> ContainerManager::report(
 
 std::vector<rest::ContainerReport> ContainerManager::reports() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<const Container*> ordered;
-  for (const auto& [id, container] : containers_) ordered.push_back(&container);
-  std::sort(ordered.begin(), ordered.end(),
-            [](const Container* a, const Container* b) { return a->sequence < b->sequence; });
   std::vector<rest::ContainerReport> result;
-  result.reserve(ordered.size());
-  for (const Container* container : ordered) result.push_back(reportOf(*container));
+  for (const Container* container : valuesSortedBy(containers_, &Container::sequence)) {
+    result.push_back(reportOf(*container));
+  }
   return result;
 }
 
@@ -742,13 +740,10 @@ bool ContainerManager::tokenMatches(const std::string& containerId,
 rest::NodeHeartbeat ContainerManager::heartbeat(std::vector<std::string>* completedIds) const {
   rest::NodeHeartbeat heartbeat;
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<const Container*> ordered;
-  for (const auto& [id, container] : containers_) {
-    if (container.state == kRunning || !container.reportedToRm) ordered.push_back(&container);
-  }
-  std::sort(ordered.begin(), ordered.end(),
-            [](const Container* a, const Container* b) { return a->sequence < b->sequence; });
-  for (const Container* container : ordered) {
+  const auto toReport = [](const Container& container) {
+    return container.state == kRunning || !container.reportedToRm;
+  };
+  for (const Container* container : valuesSortedBy(containers_, &Container::sequence, toReport)) {
     heartbeat.containers.push_back({container->request.containerId, container->state,
                                     container->exitStatus, container->diagnostics,
                                     container->request.resource});

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/enum_names.h"
+#include "common/sorted_values.h"
 #include "common/strings.h"
 #include "deploy/rm/placement.h"
 #include "deploy/rm/rm_error.h"
@@ -324,13 +325,10 @@ rest::ApplicationReport ClusterState::applicationReport(const std::string& appli
 }
 
 std::vector<rest::ApplicationReport> ClusterState::applicationReports() const {
-  std::vector<const Application*> apps;
-  for (const auto& [id, app] : applications_) apps.push_back(app.get());
-  std::sort(apps.begin(), apps.end(),
-            [](const Application* a, const Application* b) { return a->number < b->number; });
   std::vector<rest::ApplicationReport> reports;
-  reports.reserve(apps.size());
-  for (const Application* app : apps) reports.push_back(reportOf(*app));
+  for (const Application* app : valuesSortedBy(applications_, &Application::number)) {
+    reports.push_back(reportOf(*app));
+  }
   return reports;
 }
 

@@ -36,6 +36,7 @@
 #include "am/scheduler/task_set_manager.h"
 #include "common/config.h"
 #include "tests/allocation/policy_test.h"
+#include "tests/support/properties.h"
 
 namespace tide::allocation {
 namespace {
@@ -162,11 +163,11 @@ using Ids = std::vector<ExecutorId>;
 
 // Spark: "initialize dynamic allocation in SparkContext"
 TEST_F(SparkSuite, InitializeDynamicAllocationInSparkContext) {
-  Properties props;
-  props.set("dynamicAllocation.enabled", "true");
-  props.set("dynamicAllocation.minExecutors", "0");
-  props.set("dynamicAllocation.maxExecutors", "1");
-  props.set("dynamicAllocation.initialExecutors", "0");
+  const Properties props =
+      testing_support::propertiesOf({{"dynamicAllocation.enabled", "true"},
+                                     {"dynamicAllocation.minExecutors", "0"},
+                                     {"dynamicAllocation.maxExecutors", "1"},
+                                     {"dynamicAllocation.initialExecutors", "0"}});
   const AllocationConfig built = AllocationConfig::fromProperties(props, nullptr);
   std::unique_ptr<AllocationPolicy> allocation = makeAllocationPolicy(built, clock);
   ASSERT_NE(allocation, nullptr);

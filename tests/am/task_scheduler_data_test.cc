@@ -11,6 +11,7 @@
 
 #include "am/scheduler/task_scheduler.h"
 #include "tests/am/recording_listener.h"
+#include "tests/support/properties.h"
 
 namespace tide::am {
 namespace {
@@ -457,12 +458,11 @@ TEST_F(SchedulerDataTest, PendingSpeculativeCopyIsDroppedWhenTheOriginalSucceeds
 }
 
 TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
-  Properties props;
-  props.set("locality.wait", "2s");
-  props.set("locality.wait.node", "500ms");
-  props.set("scheduler.mode", "FAIR");
-  props.set("speculation", "true");
-  props.set("speculation.quantile", "0.9");
+  Properties props = testing_support::propertiesOf({{"locality.wait", "2s"},
+                                                    {"locality.wait.node", "500ms"},
+                                                    {"scheduler.mode", "FAIR"},
+                                                    {"speculation", "true"},
+                                                    {"speculation.quantile", "0.9"}});
   const SchedulerConfig config = SchedulerConfig::fromProperties(props);
   EXPECT_EQ(config.localityWaits.process, 2000);
   EXPECT_EQ(config.localityWaits.node, 500);

@@ -1,10 +1,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "common/config.h"
 #include "tests/support/errors.h"
+#include "tests/support/properties.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide {
@@ -16,32 +18,23 @@ using testing_support::expectedMessageOf;
 using testing_support::TempDir;
 
 TEST(KeyTable, DefaultsParseByTheirKind) {
+  using Read = void (*)(const Properties&, const std::string&);
+  const std::map<ValueKind, Read> readByKind = {
+      {ValueKind::kString, [](const Properties& p, const std::string& k) { p.getString(k); }},
+      {ValueKind::kBool, [](const Properties& p, const std::string& k) { p.getBool(k); }},
+      {ValueKind::kInt, [](const Properties& p, const std::string& k) { p.getInt(k); }},
+      {ValueKind::kDouble, [](const Properties& p, const std::string& k) { p.getDouble(k); }},
+      {ValueKind::kDuration, [](const Properties& p, const std::string& k) { p.getDuration(k); }},
+      {ValueKind::kSize, [](const Properties& p, const std::string& k) { p.getSizeBytes(k); }},
+  };
+  ASSERT_EQ(readByKind.size(), static_cast<size_t>(ValueKind::kSize) + 1) << "a kind unread";
   const Properties defaults;
   std::set<std::string> names;
   for (const KeyInfo& info : knownKeys()) {
     EXPECT_TRUE(names.insert(info.name).second) << "duplicate key " << info.name;
     EXPECT_FALSE(info.help.empty()) << info.name;
     if (info.defaultValue.empty()) continue;
-    switch (info.kind) {
-      case ValueKind::kString:
-        EXPECT_NO_THROW(defaults.getString(info.name)) << info.name;
-        break;
-      case ValueKind::kBool:
-        EXPECT_NO_THROW(defaults.getBool(info.name)) << info.name;
-        break;
-      case ValueKind::kInt:
-        EXPECT_NO_THROW(defaults.getInt(info.name)) << info.name;
-        break;
-      case ValueKind::kDouble:
-        EXPECT_NO_THROW(defaults.getDouble(info.name)) << info.name;
-        break;
-      case ValueKind::kDuration:
-        EXPECT_NO_THROW(defaults.getDuration(info.name)) << info.name;
-        break;
-      case ValueKind::kSize:
-        EXPECT_NO_THROW(defaults.getSizeBytes(info.name)) << info.name;
-        break;
-    }
+    EXPECT_NO_THROW(readByKind.at(info.kind)(defaults, info.name)) << info.name;
   }
 }
 
@@ -69,11 +62,11 @@ TEST(KeyTable, SparkDefaults) {
 }
 
 TEST(KeyTable, BareNumbersUseTheKeysSparkUnit) {
-  Properties p;
-  p.set("dynamicAllocation.executorIdleTimeout", "30");
-  p.set("dynamicAllocation.interval", "250");
-  p.set("locality.wait", "500");
-  p.set("executor.memory", "2048");
+  const Properties p =
+      testing_support::propertiesOf({{"dynamicAllocation.executorIdleTimeout", "30"},
+                                     {"dynamicAllocation.interval", "250"},
+                                     {"locality.wait", "500"},
+                                     {"executor.memory", "2048"}});
   EXPECT_EQ(p.getDuration("dynamicAllocation.executorIdleTimeout"), 30000);
   EXPECT_EQ(p.getDuration("dynamicAllocation.interval"), 250);
   EXPECT_EQ(p.getDuration("locality.wait"), 500);
