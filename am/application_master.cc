@@ -1,11 +1,15 @@
 #include "am/application_master.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "am/control_auth.h"
@@ -102,6 +106,7 @@ std::string ApplicationMaster::trackingUrl() const {
 
 int ApplicationMaster::start() {
   openJournal();  // an unreadable journal stops this attempt here, with the reason
+  openEventLog();
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
   options.port = 0;  // executors are told where it is
@@ -157,6 +162,7 @@ int ApplicationMaster::start() {
   });
   threads_.emplace_back([this] { allocationLoop(); });
   threads_.emplace_back([this] { heartbeatLoop(); });
+  if (eventLog_) threads_.emplace_back([this] { eventLogLoop(); });
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { launchLoop(); });
   return port_;
 }
@@ -215,9 +221,13 @@ AmOutcome ApplicationMaster::run() {
   threads_.clear();
   const ContainerAsk last = withState([&] {
     const TimeMs now = clock_.nowMs();
-    for (auto& [id, executor] : executors_) executorMsClosed_ += now - executor.registeredAt;
+    for (auto& [id, executor] : executors_) {
+      executorMsClosed_ += now - executor.registeredAt;
+      if (eventLog_) eventLog_->executorRemoved(id, now - startedAt_, "the application ended");
+    }
     executors_.clear();
     allocator_.releaseAll();
+    publishStatusSnapshot(now);  // the end as the event log keeps it
     return allocator_.nextAsk();
   });
   try {
@@ -226,6 +236,17 @@ AmOutcome ApplicationMaster::run() {
     log_.warn() << "could not release the containers: " << e.what();
   }
   if (!config_.reportFile.empty()) writeReport();
+  // Before the RM hears of the end: whoever sees the application ended finds its history.
+  if (eventLog_) {
+    writeEventLog();
+    const int64_t epochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    if (!eventLog_->end(clock_.nowMs() - startedAt_, epochMs, outcome.finalStatus,
+                        outcome.diagnostics)) {
+      log_.warn() << eventLog_->error();
+    }
+  }
   bool unregistered = false;
   try {
     rm_->unregister(outcome.finalStatus, outcome.diagnostics);
@@ -294,6 +315,7 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
 
 void ApplicationMaster::releaseExecutor(const std::string& executorId, const std::string& why,
                                         TimeMs now) {
+  if (eventLog_) eventLog_->executorRemoved(executorId, now - startedAt_, why);
   allocator_.release(executorId);
   releasedExecutors_.insert(executorId);
   forgetExecutor(executorId, now);
@@ -326,6 +348,7 @@ void ApplicationMaster::detectSilentExecutors(TimeMs now) {
                                formatDuration(now - executors_[id].lastSeen);
     log_.warn() << reason;
     recordDecision("containers", "lost", allocator_.target(), reason, "lost/" + id);
+    if (eventLog_) eventLog_->executorRemoved(id, now - startedAt_, reason);
     metrics_.executorFailures.labels({"heartbeat_timeout"}).inc();
     scheduler_->executorLost(id, reason);
     releaseExecutor(id, "lost", now);
@@ -415,6 +438,7 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
   }
   for (const auto& lost : actions.lost) {
     metrics_.executorFailures.labels({lost.exit.cause}).inc();
+    if (eventLog_) eventLog_->executorRemoved(lost.executorId, now - startedAt_, lost.reason);
     if (lost.wasRegistered) {
       scheduler_->executorLost(lost.executorId, lost.reason, lost.exit.executorFailure);
     }
@@ -555,6 +579,10 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       executor.blockUrl = config_.tls.urlOf(host + ":" + std::to_string(registration.port));
     }
     allocation_.onExecutorAdded(executor.id);
+    if (eventLog_) {
+      eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
+                                executor.pid, now - startedAt_, -1, ""});
+    }
     journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
                                            executor.blockUrl));
     peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
@@ -701,6 +729,51 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
     }
   }
   return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty();
+}
+
+// ------------------------------------------------------------------------------------------
+// The event log (history.dir)
+
+void ApplicationMaster::openEventLog() {
+  if (config_.historyDir.empty()) return;
+  EventLogApplication app;
+  app.applicationId = identity_.applicationId;
+  app.attemptId = identity_.attemptId;
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) app.user = pw->pw_name;
+  app.startedAtEpochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  try {
+    eventLog_ =
+        std::make_unique<EventLog>(eventLogPath(config_.historyDir, identity_.applicationId), app);
+    log_.info() << "event log at " << eventLog_->path();
+  } catch (const std::exception& e) {
+    // The application runs without its history rather than not at all.
+    log_.warn() << e.what() << "; running without an event log (history.dir)";
+  }
+}
+
+void ApplicationMaster::eventLogLoop() {
+  while (true) {
+    const bool stop = withState([&](StateLock& lock) {
+      return stateChanged_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+    });
+    if (stop) return;  // run() writes the last of it
+    writeEventLog();
+  }
+}
+
+void ApplicationMaster::writeEventLog() {
+  // The documents the status port serves, written as it writes them: none takes mu_.
+  LiveDocuments documents;
+  documents.status = handlers_->statusJson();
+  documents.executors = handlers_->executorsJson();
+  documents.jobs = jobsDocument(status()->jobs);
+  documents.decisions = handlers_->decisionsJson(1000);
+  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_)) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] { log_.warn() << eventLog_->error(); });
+  }
 }
 
 // ------------------------------------------------------------------------------------------

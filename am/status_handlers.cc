@@ -430,8 +430,13 @@ std::string StatusHandlers::jobsJson(const std::optional<std::string>& jobId) {
     writeJob(w, *job, true);
     return w.str();
   }
+  return jobsDocument(master_.jobs());
+}
+
+std::string jobsDocument(const std::vector<JobSummary>& jobs) {
+  JsonWriter w;
   w.startObject();
-  writeArray(w, "jobs", master_.jobs(),
+  writeArray(w, "jobs", jobs,
              [](JsonWriter& out, const JobSummary& job) { writeJob(out, job, true); });
   w.endObject();
   return w.str();
@@ -471,32 +476,11 @@ std::string StatusHandlers::decisionsJson(size_t limit) {
 }
 
 std::string StatusHandlers::historyJson(TimeMs sinceMs) {
-  const AllocationHistory& history = master_.history();
-  const std::vector<AllocationPoint> points = history.since(sinceMs);
-  JsonWriter w;
-  w.startObject()
-      .field("nowMs", master_.nowMs() - master_.info().startedAt)
-      .field("capacity", history.capacity())
-      .field("thinned", history.thinned());
   // The series starts with this attempt of the AM; say so when an earlier one died.
-  if (const int from = master_.info().recoveredFromAttempt; from > 0) {
-    w.field("note", "recovered from attempt " + std::to_string(from));
-  }
-  writeArray(w, "points", points, [](JsonWriter& out, const AllocationPoint& p) {
-    out.startObject()
-        .field("atMs", p.atMs)
-        .field("target", p.target)
-        .field("live", p.live)
-        .field("busy", p.busy)
-        .field("pendingExecutors", p.pendingExecutors)
-        .field("pendingTasks", p.pendingTasks)
-        .field("runningTasks", p.runningTasks)
-        .field("min", p.minExecutors)
-        .field("max", p.maxExecutors)
-        .endObject();
-  });
-  w.endObject();
-  return w.str();
+  const int from = master_.info().recoveredFromAttempt;
+  return allocationHistoryDocument(
+      master_.nowMs() - master_.info().startedAt, master_.history(), sinceMs,
+      from > 0 ? "recovered from attempt " + std::to_string(from) : "");
 }
 
 std::string runReportJson(const RunReport& report) {

@@ -43,6 +43,9 @@ class StatusHandlers {
   ControlThread control_;
 };
 
+// GET /api/v1/jobs's document for these jobs (their stages and failure samples).
+std::string jobsDocument(const std::vector<JobSummary>& jobs);
+
 // The run's summary for `tide run --report`.
 std::string runReportJson(const RunReport& report);
 
