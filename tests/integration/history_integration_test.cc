@@ -13,6 +13,7 @@
 
 #include "am/status/event_log.h"
 #include "am/status/event_log_replay.h"
+#include "common/child_process.h"
 #include "deploy/history_server.h"
 #include "tests/integration/am_cluster_test.h"
 #include "tests/support/child_processes.h"
@@ -262,8 +263,26 @@ TEST_F(HistoryOnACluster, AfterTheEndTheTrackingUrlStatusAndPageComeFromTheHisto
          false);
   // While it runs the tracking URL is the AM's own page.
   EXPECT_THAT(trackingUrl, ::testing::Not(HasSubstr("/history/")));
+  // `tide status --watch` follows it to its end, and ends by printing its final status.
+  const std::string watchLog = (dir.path() / "watch.log").string();
+  std::unique_ptr<ChildProcess> watch;
+  {
+    ChildSpec spec;
+    spec.argv = {tide(),     "status",
+                 appId,      "--watch",
+                 "--master", cluster->rmAddress(),
+                 "--conf",   "history.dir=" + historyDir().string()};
+    spec.environment = {{"TIDE_RM_TOKEN", cluster->adminToken()}};
+    spec.logPath = watchLog;
+    watch = std::make_unique<ChildProcess>(spec);
+  }
   const rest::ApplicationReport end = waitForEnd(90s);
   ASSERT_EQ(end.finalStatus, "SUCCEEDED") << end.diagnostics;
+
+  const auto watched = watch->waitFor(60s);
+  ASSERT_TRUE(watched.has_value()) << readFile(watchLog);
+  EXPECT_EQ(*watched, 0) << readFile(watchLog);
+  EXPECT_THAT(readFile(watchLog), HasSubstr("ended      SUCCEEDED")) << readFile(watchLog);
 
   // 1. The event log is there and parses.
   const std::string logPath = am::eventLogPath(historyDir().string(), appId);
