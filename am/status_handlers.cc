@@ -120,20 +120,6 @@ void writeBounds(JsonWriter& w, const allocation::Bounds& bounds) {
       .endObject();
 }
 
-// A non-negative integer query parameter, or `fallback` when absent; 400 naming it otherwise.
-int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fallback) {
-  if (!req.has_param(name)) return fallback;
-  const std::string text = req.get_param_value(name);
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used == text.size() && value >= 0) return value;
-  } catch (const std::exception&) {
-  }
-  throw rest::RestError(
-      400, std::string(name) + ": expected a non-negative integer, got '" + text + "'");
-}
-
 // The field an error from validateBounds is about: its first word ("min=5 is greater than
 // max=2" -> "min", "max: must be at least 1" -> "max").
 std::string fieldOfBoundsError(const std::string& message) {
@@ -257,14 +243,14 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
         }));
   s.get("/api/v1/allocation/decisions",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
-          const int64_t limit = queryInteger(req, "limit", 100);
+          const int64_t limit = rest::queryInteger(req, "limit", 100);
           rest::replyJson(res, decisionsJson(static_cast<size_t>(
                                    std::min<int64_t>(limit, kMaxDecisionsPerRequest))));
         }));
   s.get("/api/v1/allocation/history",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           // Without `since`, the whole history; with it, only what came after (the page polls so).
-          const TimeMs since = req.has_param("since") ? queryInteger(req, "since", 0) : -1;
+          const TimeMs since = req.has_param("since") ? rest::queryInteger(req, "since", 0) : -1;
           rest::replyJson(res, historyJson(since));
         }));
   s.put("/api/v1/allocation/bounds",

@@ -24,6 +24,7 @@ int runHistoryCommand(int argc, char** argv) {
   cli.addOption("host", "H", "Address to listen on (default 127.0.0.1)");
   cli.addOption("dir", "D", "The history directory (default: history.dir, ~/.tide/history)");
   cli.addOption("port-file", "FILE", "Write the port here once listening");
+  cli.hideConfigKeys();
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
@@ -34,11 +35,10 @@ int runHistoryCommand(int argc, char** argv) {
         }
         options.host = cli.option("host").value_or("127.0.0.1");
         if (auto port = cli.option("port")) {
-          try {
-            size_t used = 0;
-            options.port = std::stoi(*port, &used);
-            if (used != port->size() || options.port < 0 || options.port > 65535) throw 0;
-          } catch (...) {
+          const bool digits = !port->empty() && port->size() <= 5 &&
+                              port->find_first_not_of("0123456789") == std::string::npos;
+          options.port = digits ? std::stoi(*port) : -1;
+          if (options.port < 0 || options.port > 65535) {
             throw ConfigError("--port: expected a port number 0-65535, got '" + *port + "'");
           }
         }

@@ -89,19 +89,6 @@ bool isPage(const std::string& path) {
   return std::regex_match(path, page);
 }
 
-int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fallback) {
-  if (!req.has_param(name)) return fallback;
-  const std::string text = req.get_param_value(name);
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used == text.size() && value >= 0) return value;
-  } catch (const std::exception&) {
-  }
-  throw rest::RestError(
-      400, std::string(name) + ": expected a non-negative integer, got '" + text + "'");
-}
-
 // The decisions document with the newest `limit` (it is stored newest first).
 std::string decisionsDocument(const std::string& stored, size_t limit) {
   if (stored.empty()) return R"({"nowMs":0,"decisions":[]})";
@@ -292,13 +279,13 @@ void HistoryServer::registerRoutes() {
           return jobDocument(app.last.jobs, req.matches[2]);
         }));
   s.get(R"(/history/([^/]+)/api/v1/allocation/decisions)", read([](const App& app, const Req& req) {
-          const int64_t limit = queryInteger(req, "limit", 100);
+          const int64_t limit = rest::queryInteger(req, "limit", 100);
           return decisionsDocument(app.last.decisions,
                                    static_cast<size_t>(std::min<int64_t>(
                                        limit, static_cast<int64_t>(kMaxDecisionsPerRequest))));
         }));
   s.get(R"(/history/([^/]+)/api/v1/allocation/history)", read([](const App& app, const Req& req) {
-          const TimeMs since = req.has_param("since") ? queryInteger(req, "since", 0) : -1;
+          const TimeMs since = req.has_param("since") ? rest::queryInteger(req, "since", 0) : -1;
           return am::allocationHistoryDocument(app.lastEventMs, *app.history, since, "");
         }));
   // A history is read-only: the page's bounds form (and any write) gets a clear answer.
