@@ -238,7 +238,7 @@ AmOutcome ApplicationMaster::run() {
   if (!config_.reportFile.empty()) writeReport();
   // Before the RM hears of the end: whoever sees the application ended finds its history.
   if (eventLog_) {
-    writeEventLog();
+    writeEventLog(/*last=*/true);
     const int64_t epochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
@@ -763,14 +763,14 @@ void ApplicationMaster::eventLogLoop() {
   }
 }
 
-void ApplicationMaster::writeEventLog() {
+void ApplicationMaster::writeEventLog(bool last) {
   // The documents the status port serves, written as it writes them: none takes mu_.
   LiveDocuments documents;
   documents.status = handlers_->statusJson();
   documents.executors = handlers_->executorsJson();
   documents.jobs = jobsDocument(status()->jobs);
   documents.decisions = handlers_->decisionsJson(1000);
-  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_)) {
+  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last)) {
     static std::once_flag warned;
     std::call_once(warned, [&] { log_.warn() << eventLog_->error(); });
   }

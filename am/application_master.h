@@ -158,7 +158,7 @@ class ApplicationMaster : public MasterControl {
   void launchLoop();
   // history.dir: every second, what the status API shows goes to the event log (not under mu_).
   void eventLogLoop();
-  void writeEventLog();
+  void writeEventLog(bool last = false);
   void openEventLog();
   // The methods below run under mu_ (called from inside withState).
   void applyTick(const allocation::TickResult& result, TimeMs now);

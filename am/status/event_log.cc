@@ -111,8 +111,8 @@ std::string eventLogPath(const std::string& dir, const std::string& applicationI
 }
 
 EventLog::EventLog(std::string path, const EventLogApplication& application,
-                   uint64_t compactAtBytes)
-    : path_(std::move(path)), compactAtBytes_(compactAtBytes) {
+                   uint64_t compactAtBytes, DurationMs snapshotEveryMs)
+    : path_(std::move(path)), compactAtBytes_(compactAtBytes), snapshotEveryMs_(snapshotEveryMs) {
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::filesystem::create_directories(parent, ec);
@@ -151,8 +151,8 @@ void EventLog::rememberLocked(const ExecutorLifetime& executor) {
   }
 }
 
-bool EventLog::flush(const AllocationHistory& history, const LiveDocuments& documents,
-                     TimeMs nowMs) {
+bool EventLog::flush(const AllocationHistory& history, const LiveDocuments& documents, TimeMs nowMs,
+                     bool last) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!error_.empty()) return false;
   std::string text;
@@ -176,9 +176,12 @@ bool EventLog::flush(const AllocationHistory& history, const LiveDocuments& docu
     text += pointLine(point);
     lastPointMs_ = point.atMs;
   }
-  if (documents.status != lastDocuments_.status ||
-      documents.executors != lastDocuments_.executors || documents.jobs != lastDocuments_.jobs ||
-      documents.decisions != lastDocuments_.decisions) {
+  const bool due = last || lastSnapshotMs_ < 0 || nowMs - lastSnapshotMs_ >= snapshotEveryMs_;
+  if (due &&
+      (documents.status != lastDocuments_.status ||
+       documents.executors != lastDocuments_.executors || documents.jobs != lastDocuments_.jobs ||
+       documents.decisions != lastDocuments_.decisions)) {
+    lastSnapshotMs_ = nowMs;
     JsonWriter w;
     w.startObject().field("type", "snapshot").field("atMs", nowMs);
     rawField(w, "status", documents.status);

@@ -13,8 +13,9 @@
 //                stages and bounded failure samples, the decision log): written when they
 //                changed, at most once per flush; the last one is what history shows
 //   end          finalStatus, diagnostics, endedAtEpochMs
-// Lines are written whole with one write(2) per flush (every second), so a killed AM leaves a
-// log that reads up to its last flush; a torn last line is ignored by the reader.
+// Lines are written whole with one write(2) per flush (every second; snapshots at most every
+// 5 s, and at the end), so a killed AM leaves a log that reads up to its last flush; a torn
+// last line is ignored by the reader.
 //
 // Bounded: when the file passes compactAtBytes it is rewritten (aside, then renamed) as what a
 // reader would make of it: header, application, the executors' lifetimes (at most
@@ -70,11 +71,14 @@ class EventLog {
  public:
   static constexpr uint64_t kCompactAtBytes = uint64_t{32} << 20;
   static constexpr size_t kMaxExecutors = 10000;
+  // Snapshots (the large records) at most this often; points and executor events every flush.
+  static constexpr DurationMs kSnapshotEveryMs = 5000;
 
   // Creates `path` (mode 0600: it holds task output tails) or appends to it, and writes the
   // header and the application. Throws std::runtime_error naming the file.
   EventLog(std::string path, const EventLogApplication& application,
-           uint64_t compactAtBytes = kCompactAtBytes);
+           uint64_t compactAtBytes = kCompactAtBytes,
+           DurationMs snapshotEveryMs = kSnapshotEveryMs);
   ~EventLog();
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -84,9 +88,11 @@ class EventLog {
   void executorRemoved(const std::string& id, TimeMs atMs, const std::string& reason);
 
   // Writes what was queued, the history's points after those written, and the documents when
-  // they changed (stamped `nowMs`, AM uptime), then compacts when over size. False once a
-  // write failed (error() says why; the log writes nothing more).
-  bool flush(const AllocationHistory& history, const LiveDocuments& documents, TimeMs nowMs);
+  // they changed (stamped `nowMs`, AM uptime) and the last snapshot is snapshotEveryMs old (or
+  // `last`: the AM's end), then compacts when over size. False once a write failed (error()
+  // says why; the log writes nothing more).
+  bool flush(const AllocationHistory& history, const LiveDocuments& documents, TimeMs nowMs,
+             bool last = false);
   bool end(TimeMs atMs, int64_t endedAtEpochMs, const std::string& finalStatus,
            const std::string& diagnostics);
 
@@ -101,6 +107,8 @@ class EventLog {
 
   const std::string path_;
   const uint64_t compactAtBytes_;
+  const DurationMs snapshotEveryMs_;
+  TimeMs lastSnapshotMs_ = -1;
   mutable std::mutex mu_;
   int fd_ = -1;
   uint64_t bytes_ = 0;

@@ -151,7 +151,7 @@ TEST(EventLog, StaysBoundedByCompactingWhatAReaderWouldMakeOfIt) {
   testing_support::TempDir dir;
   const std::string path = dir.path().string() + "/application_1_0005.jsonl";
   constexpr uint64_t kCompactAt = 64 << 10;
-  am::EventLog log(path, sampleApplication("application_1_0005"), kCompactAt);
+  am::EventLog log(path, sampleApplication("application_1_0005"), kCompactAt, 0);
   am::AllocationHistory history(200);  // the AM's history is bounded: so is what is kept of it
   am::LiveDocuments documents;
   documents.executors = R"({"nowMs":0,"executors":[]})";
