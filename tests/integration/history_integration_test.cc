@@ -11,9 +11,11 @@
 #include <fstream>
 #include <regex>
 
+#include "am/config.h"
 #include "am/status/event_log.h"
 #include "am/status/event_log_replay.h"
 #include "common/child_process.h"
+#include "common/config.h"
 #include "deploy/history_server.h"
 #include "tests/integration/am_cluster_test.h"
 #include "tests/support/child_processes.h"
@@ -173,6 +175,35 @@ TEST(EventLog, StaysBoundedByCompactingWhatAReaderWouldMakeOfIt) {
   EXPECT_THAT(app.last.status, HasSubstr("\"uptimeMs\":4999"));
   EXPECT_FALSE(app.ended);
   EXPECT_EQ(app.state(), "INCOMPLETE");
+}
+
+// ---- The keys.
+
+TEST(HistoryKeys, TheDirDefaultsUnderHomeNoneTurnsItOffAndBadValuesNameTheKey) {
+  const char* home = std::getenv("HOME");
+  ASSERT_NE(home, nullptr);
+  Properties props;
+  EXPECT_EQ(am::historyDirOf(props), std::string(home) + "/.tide/history");
+  props.set("history.dir", "none");
+  EXPECT_EQ(am::historyDirOf(props), "");
+  props.set("history.dir", "relative/dir");
+  try {
+    am::historyDirOf(props);
+    FAIL() << "took a relative history.dir";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("history.dir"));
+    EXPECT_THAT(e.what(), HasSubstr("expected an absolute path or 'none'"));
+  }
+  Properties address;
+  address.set("history.address", "history-host:18080");
+  std::vector<std::string> warnings;
+  try {
+    am::AmConfig::fromProperties(address, &warnings);
+    FAIL() << "took a history.address without a scheme";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("history.address"));
+    EXPECT_THAT(e.what(), HasSubstr("http(s)://HOST:PORT"));
+  }
 }
 
 // ---- `tide history` with logs of every kind.
