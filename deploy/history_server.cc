@@ -38,7 +38,7 @@ constexpr std::string_view kBody = R"html(<header>
       <tbody id="apps"></tbody>
     </table>
   </section>
-  <section>
+  <section id="unreadable" hidden>
     <h2>Logs that could not be read</h2>
     <ul id="errors"></ul>
   </section>
@@ -67,6 +67,7 @@ async function refresh() {
     if (rows.length === 0) rows.push(el("tr", {}, [el("td", { class: "empty", colspan: "8", text: "no event logs in " + body.dir })]));
     document.getElementById("apps").replaceChildren(...rows);
     document.getElementById("errors").replaceChildren(...body.errors.map((e) => el("li", { text: e.error })));
+    document.getElementById("unreadable").hidden = body.errors.length === 0;
     conn.textContent = "updated " + new Date().toLocaleTimeString();
     conn.className = "";
   } catch (e) {

@@ -44,6 +44,12 @@ void apply(ReplayedApplication& app, std::map<std::string, size_t>& executorInde
   } else if (type == "snapshot") {
     app.last.status = rest::toJsonString(r.requireObject("status").value());
     app.last.executors = rest::toJsonString(r.requireObject("executors").value());
+    for (const auto& e :
+         r.requireObject("executors").requireArray("executors").value().GetArray()) {
+      if (e.IsObject() && e.HasMember("cores") && e["cores"].IsInt()) {
+        app.executorCores = e["cores"].GetInt();
+      }
+    }
     app.last.jobs = rest::toJsonString(r.requireObject("jobs").value());
     app.last.decisions = rest::toJsonString(r.requireObject("decisions").value());
   } else if (type == "end") {
@@ -164,6 +170,7 @@ std::string replayedExecutorsDocument(const ReplayedApplication& app) {
         .field("container", e.container)
         .field("pid", e.pid)
         .field("state", removed ? "REMOVED" : "LIVE")
+        .field("cores", app.executorCores)
         .field("runningTasks", 0)
         .field("registeredAtMs", e.addedAtMs)
         .field("removedAtMs", e.removedAtMs)

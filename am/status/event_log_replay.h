@@ -26,6 +26,7 @@ struct ReplayedApplication {
   EventLogApplication application;
   std::vector<ExecutorLifetime> executors;  // in the order they were added
   uint64_t executorsDropped = 0;            // older lifetimes compaction let go
+  int executorCores = 0;                    // as the live executors document said (0: unknown)
   std::shared_ptr<AllocationHistory> history = std::make_shared<AllocationHistory>();
   LiveDocuments last;      // the last snapshot ("" when there was none)
   TimeMs lastEventMs = 0;  // AM uptime of the newest record

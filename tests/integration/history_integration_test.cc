@@ -334,6 +334,7 @@ TEST_F(HistoryOnACluster, AfterTheEndTheTrackingUrlStatusAndPageComeFromTheHisto
   const rapidjson::Document executors = history.client().getJson(base + "executors");
   EXPECT_EQ(executors["executors"].Size(), replayed.executors.size());
   EXPECT_STREQ(executors["executors"][0]["state"].GetString(), "REMOVED");
+  EXPECT_GE(executors["executors"][0]["cores"].GetInt(), 1);
   const rapidjson::Document decisions = history.client().getJson(base + "allocation/decisions");
   EXPECT_GE(decisions["decisions"].Size(), 1u);
   EXPECT_GE(history.client().getJson(base + "allocation/history")["points"].Size(), 2u);
