@@ -89,6 +89,10 @@ std::string ReplayedApplication::name() const {
 ReplayedApplication replayEventLog(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw EventLogError(path + ": cannot be read");
+  return replayEventLog(in, path);
+}
+
+ReplayedApplication replayEventLog(std::istream& in, const std::string& path) {
   ReplayedApplication app;
   app.file = path;
   std::map<std::string, size_t> executorIndex;

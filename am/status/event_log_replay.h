@@ -4,6 +4,7 @@
 // prints for an application whose AM has gone. The documents it makes have the live API's
 // shapes, so the AM's own page draws them.
 
+#include <istream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,8 @@ struct ReplayedApplication {
 
 // Throws EventLogError naming the file and line.
 ReplayedApplication replayEventLog(const std::string& path);
+// The same from a stream; `name` stands for the file in errors (and in `file`).
+ReplayedApplication replayEventLog(std::istream& in, const std::string& name);
 
 // The live API's documents for an ended application. Status: the last one the AM served, with
 // "state" its end (state()), and "finalStatus", "diagnostics", "name", "user",
