@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "am/control_auth.h"
@@ -215,6 +214,7 @@ AmOutcome ApplicationMaster::run() {
   workAvailable_.notify_all();
   launchWake_.notify_all();
   heartbeatWake_.notify_all();
+  stateChanged_.notify_all();  // the allocation and event log loops wait on it
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
@@ -770,9 +770,10 @@ void ApplicationMaster::writeEventLog(bool last) {
   documents.executors = handlers_->executorsJson();
   documents.jobs = jobsDocument(status()->jobs);
   documents.decisions = handlers_->decisionsJson(1000);
-  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last)) {
-    static std::once_flag warned;
-    std::call_once(warned, [&] { log_.warn() << eventLog_->error(); });
+  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last) &&
+      !eventLogWarned_) {
+    eventLogWarned_ = true;  // the error sticks: once is enough
+    log_.warn() << eventLog_->error();
   }
 }
 

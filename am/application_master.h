@@ -258,6 +258,7 @@ class ApplicationMaster : public MasterControl {
   std::vector<std::thread> threads_;  // the loops; started by start(), joined by run()
   // history.dir's event log: set by start(), then only read (it has its own lock); null for none.
   std::unique_ptr<EventLog> eventLog_;
+  bool eventLogWarned_ = false;  // by the event log loop, then by run() after joining it
 
   // Recovery. Set by start(), then only read, except journal_ (guarded by mu_).
   std::string stagingDir_;  // <am.stagingDir>/<application id>; "" without a journal
