@@ -1,5 +1,8 @@
 #include "am/application_master.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -103,6 +106,7 @@ std::string ApplicationMaster::trackingUrl() const {
 
 int ApplicationMaster::start() {
   openJournal();  // an unreadable journal stops this attempt here, with the reason
+  openEventLog();
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
   options.port = 0;  // executors are told where it is
@@ -158,6 +162,7 @@ int ApplicationMaster::start() {
   });
   threads_.emplace_back([this] { allocationLoop(); });
   threads_.emplace_back([this] { heartbeatLoop(); });
+  if (eventLog_) threads_.emplace_back([this] { eventLogLoop(); });
   for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { launchLoop(); });
   return port_;
 }
@@ -210,15 +215,20 @@ AmOutcome ApplicationMaster::run() {
   workAvailable_.notify_all();
   launchWake_.notify_all();
   heartbeatWake_.notify_all();
+  stateChanged_.notify_all();  // the allocation and event log loops wait on it
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
   threads_.clear();
   const ContainerAsk last = withState([&] {
     const TimeMs now = clock_.nowMs();
-    for (auto& [id, executor] : executors_) executorMsClosed_ += now - executor.registeredAt;
+    for (auto& [id, executor] : executors_) {
+      executorMsClosed_ += now - executor.registeredAt;
+      if (eventLog_) eventLog_->executorRemoved(id, now - startedAt_, "the application ended");
+    }
     executors_.clear();
     allocator_.releaseAll();
+    publishStatusSnapshot(now);  // the end as the event log keeps it
     return allocator_.nextAsk();
   });
   try {
@@ -227,6 +237,17 @@ AmOutcome ApplicationMaster::run() {
     log_.warn() << "could not release the containers: " << e.what();
   }
   if (!config_.reportFile.empty()) writeReport();
+  // Before the RM hears of the end: whoever sees the application ended finds its history.
+  if (eventLog_) {
+    writeEventLog(/*last=*/true);
+    const int64_t epochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    if (!eventLog_->end(clock_.nowMs() - startedAt_, epochMs, outcome.finalStatus,
+                        outcome.diagnostics)) {
+      log_.warn() << eventLog_->error();
+    }
+  }
   bool unregistered = false;
   try {
     rm_->unregister(outcome.finalStatus, outcome.diagnostics);
@@ -323,6 +344,7 @@ void ApplicationMaster::forgetExecutor(const std::string& executorId, const std:
   auto it = executors_.find(executorId);
   if (it == executors_.end()) return;
   executorMsClosed_ += now - it->second.registeredAt;
+  if (eventLog_) eventLog_->executorRemoved(executorId, now - startedAt_, detail);
   removedExecutors_.add({executorId, it->second.host, it->second.containerId,
                          it->second.registeredAt, now, reason, detail});
   executors_.erase(it);
@@ -591,6 +613,10 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       executor.blockUrl = config_.tls.urlOf(host + ":" + std::to_string(registration.port));
     }
     allocation_.onExecutorAdded(executor.id);
+    if (eventLog_) {
+      eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
+                                executor.pid, now - startedAt_, -1, ""});
+    }
     journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
                                            executor.blockUrl));
     peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
@@ -737,6 +763,52 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
     }
   }
   return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty();
+}
+
+// ------------------------------------------------------------------------------------------
+// The event log (history.dir)
+
+void ApplicationMaster::openEventLog() {
+  if (config_.historyDir.empty()) return;
+  EventLogApplication app;
+  app.applicationId = identity_.applicationId;
+  app.attemptId = identity_.attemptId;
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) app.user = pw->pw_name;
+  app.startedAtEpochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  try {
+    eventLog_ =
+        std::make_unique<EventLog>(eventLogPath(config_.historyDir, identity_.applicationId), app);
+    log_.info() << "event log at " << eventLog_->path();
+  } catch (const std::exception& e) {
+    // The application runs without its history rather than not at all.
+    log_.warn() << e.what() << "; running without an event log (history.dir)";
+  }
+}
+
+void ApplicationMaster::eventLogLoop() {
+  while (true) {
+    const bool stop = withState([&](StateLock& lock) {
+      return stateChanged_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+    });
+    if (stop) return;  // run() writes the last of it
+    writeEventLog();
+  }
+}
+
+void ApplicationMaster::writeEventLog(bool last) {
+  // The documents the status port serves, written as it writes them: none takes mu_.
+  LiveDocuments documents;
+  documents.status = handlers_->statusJson();
+  documents.executors = handlers_->executorsJson();
+  documents.jobs = jobsDocument(status()->jobs, startedAt_);
+  documents.decisions = handlers_->decisionsJson(1000);
+  if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last) &&
+      !eventLogWarned_) {
+    eventLogWarned_ = true;  // the error sticks: once is enough
+    log_.warn() << eventLog_->error();
+  }
 }
 
 // ------------------------------------------------------------------------------------------

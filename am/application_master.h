@@ -36,6 +36,7 @@
 #include "am/scheduler/task_scheduler.h"
 #include "am/status/allocation_history.h"
 #include "am/status/decision_log.h"
+#include "am/status/event_log.h"
 #include "am/status/metrics.h"
 #include "am/status/status_snapshot.h"
 #include "common/clock.h"
@@ -157,6 +158,10 @@ class ApplicationMaster : public MasterControl {
   void allocationLoop();
   void heartbeatLoop();
   void launchLoop();
+  // history.dir: every second, what the status API shows goes to the event log (not under mu_).
+  void eventLogLoop();
+  void writeEventLog(bool last = false);
+  void openEventLog();
   // The methods below run under mu_ (called from inside withState).
   void applyTick(const allocation::TickResult& result, TimeMs now);
   // After a tick: the history point, the gauges, the allocator's waiting state, the status.
@@ -271,6 +276,9 @@ class ApplicationMaster : public MasterControl {
   std::unique_ptr<rest::HttpServer> executorServer_;
   int executorPort_ = 0;
   std::vector<std::thread> threads_;  // the loops; started by start(), joined by run()
+  // history.dir's event log: set by start(), then only read (it has its own lock); null for none.
+  std::unique_ptr<EventLog> eventLog_;
+  bool eventLogWarned_ = false;  // by the event log loop, then by run() after joining it
 
   // Recovery. Set by start(), then only read, except journal_ (guarded by mu_).
   std::string stagingDir_;  // <am.stagingDir>/<application id>; "" without a journal

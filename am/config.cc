@@ -9,6 +9,24 @@
 
 namespace tide::am {
 
+std::string directoryOf(const Properties& props, const std::string& key, const std::string& name) {
+  const std::string dir = props.getOptionalString(key).value_or("");
+  if (dir == "none") return "";
+  if (dir.empty()) {
+    const char* home = std::getenv("HOME");
+    return home != nullptr && *home == '/' ? std::string(home) + "/.tide/" + name
+                                           : "/tmp/tide-" + name + "-" + std::to_string(::getuid());
+  }
+  if (dir.front() != '/') {
+    throw ConfigError(props.describe(key) + ": expected an absolute path or 'none'");
+  }
+  return dir;
+}
+
+std::string historyDirOf(const Properties& props) {
+  return directoryOf(props, "history.dir", "history");
+}
+
 AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::string>* warnings) {
   AmConfig config;
   config.allocation = allocation::AllocationConfig::fromProperties(props, warnings);
@@ -40,16 +58,12 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
     if (props.getDuration(key) <= 0) throw ConfigError(props.describe(key) + ": must be positive");
   }
 
-  config.stagingDir = props.getOptionalString("am.stagingDir").value_or("");
-  if (config.stagingDir == "none") {
-    config.stagingDir.clear();
-  } else if (config.stagingDir.empty()) {
-    const char* home = std::getenv("HOME");
-    config.stagingDir = home != nullptr && *home == '/'
-                            ? std::string(home) + "/.tide/staging"
-                            : "/tmp/tide-staging-" + std::to_string(::getuid());
-  } else if (config.stagingDir.front() != '/') {
-    throw ConfigError(props.describe("am.stagingDir") + ": expected an absolute path or 'none'");
+  config.stagingDir = directoryOf(props, "am.stagingDir", "staging");
+  config.historyDir = historyDirOf(props);
+  if (const std::string address = props.getOptionalString("history.address").value_or("");
+      !address.empty() && address.rfind("http://", 0) != 0 && address.rfind("https://", 0) != 0) {
+    throw ConfigError(props.describe("history.address") +
+                      ": expected the address of `tide history`, http(s)://HOST:PORT");
   }
 
   const int64_t memoryMb = props.getSizeBytes("executor.memory") / (1024 * 1024);

@@ -39,6 +39,8 @@ struct AmConfig {
   std::string reportFile;
   // am.stagingDir resolved: the base directory of applications' recovery journals; "" for none.
   std::string stagingDir;
+  // history.dir resolved: where the AM writes its event log (am/status/event_log.h); "" for none.
+  std::string historyDir;
   // tls.*, or the node's TLS files from the container's environment: HTTPS on the status and
   // executor ports, https:// for node managers and executors' block servers.
   rest::TlsSettings tls;
@@ -48,5 +50,13 @@ struct AmConfig {
   // Throws ConfigError naming the key and value; appends warnings.
   static AmConfig fromProperties(const Properties& props, std::vector<std::string>* warnings);
 };
+
+// A directory key of the am.stagingDir kind: its absolute path; the default ($HOME/.tide/<name>,
+// or /tmp/tide-<name>-<uid> without a HOME) when unset; "" for 'none'. Throws ConfigError for
+// a relative path.
+std::string directoryOf(const Properties& props, const std::string& key, const std::string& name);
+// history.dir resolved so: where event logs are written, and where `tide history` and
+// `tide status APP` read them.
+std::string historyDirOf(const Properties& props);
 
 }  // namespace tide::am

@@ -185,20 +185,6 @@ void writeBounds(JsonWriter& w, const allocation::Bounds& bounds) {
       .endObject();
 }
 
-// A non-negative integer query parameter, or `fallback` when absent; 400 naming it otherwise.
-int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fallback) {
-  if (!req.has_param(name)) return fallback;
-  const std::string text = req.get_param_value(name);
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used == text.size() && value >= 0) return value;
-  } catch (const std::exception&) {
-  }
-  throw rest::RestError(
-      400, std::string(name) + ": expected a non-negative integer, got '" + text + "'");
-}
-
 // The field an error from validateBounds is about: its first word ("min=5 is greater than
 // max=2" -> "min", "max: must be at least 1" -> "max").
 std::string fieldOfBoundsError(const std::string& message) {
@@ -355,14 +341,14 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
         }));
   s.get("/api/v1/allocation/decisions",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
-          const int64_t limit = queryInteger(req, "limit", 100);
+          const int64_t limit = rest::queryInteger(req, "limit", 100);
           rest::replyJson(res, decisionsJson(static_cast<size_t>(
                                    std::min<int64_t>(limit, kMaxDecisionsPerRequest))));
         }));
   s.get("/api/v1/allocation/history",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           // Without `since`, the whole history; with it, only what came after (the page polls so).
-          const TimeMs since = req.has_param("since") ? queryInteger(req, "since", 0) : -1;
+          const TimeMs since = req.has_param("since") ? rest::queryInteger(req, "since", 0) : -1;
           rest::replyJson(res, historyJson(since));
         }));
   s.put("/api/v1/allocation/bounds",
@@ -566,9 +552,14 @@ std::string StatusHandlers::jobsJson(const std::optional<std::string>& jobId) {
     writeJob(w, *job, true, master_.info().startedAt);
     return w.str();
   }
+  return jobsDocument(master_.jobs(), master_.info().startedAt);
+}
+
+std::string jobsDocument(const std::vector<JobSummary>& jobs, TimeMs startedAt) {
+  JsonWriter w;
   w.startObject();
-  writeArray(w, "jobs", master_.jobs(), [this](JsonWriter& out, const JobSummary& job) {
-    writeJob(out, job, true, master_.info().startedAt);
+  writeArray(w, "jobs", jobs, [startedAt](JsonWriter& out, const JobSummary& job) {
+    writeJob(out, job, true, startedAt);
   });
   w.endObject();
   return w.str();
@@ -611,32 +602,11 @@ std::string StatusHandlers::decisionsJson(size_t limit) {
 }
 
 std::string StatusHandlers::historyJson(TimeMs sinceMs) {
-  const AllocationHistory& history = master_.history();
-  const std::vector<AllocationPoint> points = history.since(sinceMs);
-  JsonWriter w;
-  w.startObject()
-      .field("nowMs", master_.nowMs() - master_.info().startedAt)
-      .field("capacity", history.capacity())
-      .field("thinned", history.thinned());
   // The series starts with this attempt of the AM; say so when an earlier one died.
-  if (const int from = master_.info().recoveredFromAttempt; from > 0) {
-    w.field("note", "recovered from attempt " + std::to_string(from));
-  }
-  writeArray(w, "points", points, [](JsonWriter& out, const AllocationPoint& p) {
-    out.startObject()
-        .field("atMs", p.atMs)
-        .field("target", p.target)
-        .field("live", p.live)
-        .field("busy", p.busy)
-        .field("pendingExecutors", p.pendingExecutors)
-        .field("pendingTasks", p.pendingTasks)
-        .field("runningTasks", p.runningTasks)
-        .field("min", p.minExecutors)
-        .field("max", p.maxExecutors)
-        .endObject();
-  });
-  w.endObject();
-  return w.str();
+  const int from = master_.info().recoveredFromAttempt;
+  return allocationHistoryDocument(
+      master_.nowMs() - master_.info().startedAt, master_.history(), sinceMs,
+      from > 0 ? "recovered from attempt " + std::to_string(from) : "");
 }
 
 std::string runReportJson(const RunReport& report) {

@@ -47,6 +47,10 @@ class StatusHandlers {
   ControlThread control_;
 };
 
+// GET /api/v1/jobs's document for these jobs (their stages and failure samples); times in it
+// are AM uptime, counted from `startedAt`.
+std::string jobsDocument(const std::vector<JobSummary>& jobs, TimeMs startedAt);
+
 // The run's summary for `tide run --report`.
 std::string runReportJson(const RunReport& report);
 

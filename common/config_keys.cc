@@ -136,6 +136,14 @@ std::vector<KeyInfo> applicationMasterKeys() {
           "Where the AM keeps each application's recovery journal (<dir>/<application id>/), "
           "read by its next attempt and by executors looking for it; 'none' to keep nothing "
           "(an AM restart then starts over). Default: $HOME/.tide/staging"),
+      key("history.dir", K::kString, "",
+          "Where the AM writes its event log (<dir>/<application id>.jsonl), which `tide "
+          "history` and `tide status APP` read once the application has ended; 'none' to write "
+          "none. Default: $HOME/.tide/history"),
+      key("history.address", K::kString, "",
+          "The address of `tide history` (http(s)://HOST:PORT); when set, the application's "
+          "tracking URL at the resource manager becomes <address>/history/<application id> "
+          "once it has ended"),
       key("am.executorSyncWait", K::kDuration, "1s",
           "Longest an executor's sync waits at the AM for work (its heartbeat interval)", kMs),
       key("am.keepAlive", K::kDuration, "0",

@@ -103,6 +103,11 @@ std::string submitApplicationMaster(ClusterClient& cluster, const AmSubmission& 
                   static_cast<int>(props.getInt("am.cores"))};
   if (props.has("am.maxAttempts"))
     app.maxAppAttempts = static_cast<int>(props.getInt("am.maxAttempts"));
+  if (auto history = props.getOptionalString("history.address"); history && !history->empty()) {
+    std::string base = *history;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    app.historyUrl = base + "/history/" + created.applicationId;
+  }
   cluster.submit(app);
   return created.applicationId;
 }

@@ -10,6 +10,7 @@ int runTuneCommand(int argc, char** argv);
 int runRunCommand(int argc, char** argv);
 int runSubmitCommand(int argc, char** argv);
 int runStatusCommand(int argc, char** argv);
+int runHistoryCommand(int argc, char** argv);
 int runTokenCommand(int argc, char** argv);
 int runAppCommand(int argc, char** argv);
 int runLogsCommand(int argc, char** argv);

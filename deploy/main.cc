@@ -15,6 +15,8 @@ constexpr tide::deploy::Subcommand kCommands[] = {
      tide::deploy::runSubmitCommand},
     {"status", "Show a running application's allocation: executors, tasks, decisions",
      tide::deploy::runStatusCommand},
+    {"history", "Serve ended applications' pages and API from their event logs",
+     tide::deploy::runHistoryCommand},
     {"app", "List, show and kill the applications of a tide-rm (as `yarn application`)",
      tide::deploy::runAppCommand},
     {"logs", "Print an application's container and task logs from every node (as `yarn logs`)",

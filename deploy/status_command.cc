@@ -9,14 +9,18 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "am/config.h"
+#include "am/status/event_log_replay.h"
 #include "common/command_line.h"
 #include "deploy/cluster_client.h"
 #include "deploy/commands.h"
+#include "deploy/history_server.h"
 #include "deploy/master_location.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
@@ -25,6 +29,8 @@
 
 namespace tide::deploy {
 namespace {
+
+using rest::JsonWriter;
 
 std::atomic<bool> statusInterrupted{false};
 void onStatusInterrupt(int) {
@@ -73,7 +79,59 @@ struct Target {
   std::string amUrl;
   std::optional<std::string> applicationId;
   std::string controlToken;
+  std::optional<rest::ApplicationReport> ended;  // the RM's report of an application that ended
 };
+
+// The compact view of one moment: the status and decisions documents (the AM's, or a
+// history's), and where they are from.
+std::string renderStatus(const rapidjson::Value& s, const rapidjson::Value& d,
+                         const std::string& where) {
+  const auto& a = s["allocation"];
+  const auto& t = s["tasks"];
+  std::ostringstream out;
+  out << s["applicationId"].GetString() << "  " << s["attemptId"].GetString() << "  "
+      << s["state"].GetString() << "  up " << humanDuration(s["uptimeMs"].GetInt64()) << "  "
+      << where << "\n";
+  out << "executors  target " << a["target"].GetInt() << "  live " << a["live"].GetInt()
+      << "  busy " << a["busy"].GetInt() << "  idle " << a["idle"].GetInt() << "  pending "
+      << a["pending"].GetInt() << "  removing " << a["pendingRemoval"].GetInt() << "\n";
+  out << "bounds     min " << a["min"].GetInt() << "  initial " << a["initial"].GetInt() << "  max "
+      << maxText(a["max"].GetInt()) << "  max needed " << a["maxNeeded"].GetInt() << "  next step +"
+      << a["numExecutorsToAdd"].GetInt() << (a["initializing"].GetBool() ? "  (initializing)" : "")
+      << "\n";
+  if (s.HasMember("capacity")) {  // what the target runs into (an older AM does not say)
+    const auto& c = s["capacity"];
+    out << "cluster    ";
+    if (c["known"].GetBool()) {
+      out << "fits " << c["executorsFitTotal"].GetInt() << " executors in all, "
+          << c["executorsFitNow"].GetInt() << " more now";
+    } else {
+      out << "capacity unknown";
+    }
+    out << "  (" << c["source"].GetString() << ")\n";
+  }
+  out << "tasks      pending " << t["pending"].GetInt64() << "  running " << t["running"].GetInt64()
+      << "  succeeded " << t["succeeded"].GetInt64() << "  failed " << t["failed"].GetInt64()
+      << "\n";
+  for (const auto& job : s["jobs"].GetArray()) {
+    out << "job        " << job["id"].GetString() << " " << job["name"].GetString() << "  "
+        << job["state"].GetString() << "  " << job["succeeded"].GetInt64() << "/"
+        << job["tasks"].GetInt64() << " tasks";
+    if (job["failedAttempts"].GetInt64() > 0) {
+      out << ", " << job["failedAttempts"].GetInt64() << " failed attempts";
+    }
+    out << "\n";
+  }
+  out << "decisions (newest first)\n";
+  for (const auto& decision : d["decisions"].GetArray()) {
+    out << "  " << std::setw(6) << std::setfill(' ') << clock(decision["lastMs"].GetInt64()) << "  "
+        << std::left << std::setw(15) << decision["action"].GetString() << " " << std::right
+        << (decision.HasMember("summary") ? decision["summary"] : decision["why"]).GetString();
+    if (decision["repeats"].GetInt64() > 1) out << "  (x" << decision["repeats"].GetInt64() << ")";
+    out << "\n";
+  }
+  return out.str();
+}
 
 class StatusView {
  public:
@@ -97,56 +155,10 @@ class StatusView {
 
   // The compact view of one moment.
   std::string render() {
-    const rapidjson::Document s = status();
-    const rapidjson::Document d =
-        client_->getJson("api/v1/allocation/decisions?limit=" + std::to_string(kDecisionsShown));
-    const auto& a = s["allocation"];
-    const auto& t = s["tasks"];
-    std::ostringstream out;
-    out << s["applicationId"].GetString() << "  " << s["attemptId"].GetString() << "  "
-        << s["state"].GetString() << "  up " << humanDuration(s["uptimeMs"].GetInt64()) << "  "
-        << amUrl_ << "\n";
-    out << "executors  target " << a["target"].GetInt() << "  live " << a["live"].GetInt()
-        << "  busy " << a["busy"].GetInt() << "  idle " << a["idle"].GetInt() << "  pending "
-        << a["pending"].GetInt() << "  removing " << a["pendingRemoval"].GetInt() << "\n";
-    out << "bounds     min " << a["min"].GetInt() << "  initial " << a["initial"].GetInt()
-        << "  max " << maxText(a["max"].GetInt()) << "  max needed " << a["maxNeeded"].GetInt()
-        << "  next step +" << a["numExecutorsToAdd"].GetInt()
-        << (a["initializing"].GetBool() ? "  (initializing)" : "") << "\n";
-    if (s.HasMember("capacity")) {  // what the target runs into (an older AM does not say)
-      const auto& c = s["capacity"];
-      out << "cluster    ";
-      if (c["known"].GetBool()) {
-        out << "fits " << c["executorsFitTotal"].GetInt() << " executors in all, "
-            << c["executorsFitNow"].GetInt() << " more now";
-      } else {
-        out << "capacity unknown";
-      }
-      out << "  (" << c["source"].GetString() << ")\n";
-    }
-    out << "tasks      pending " << t["pending"].GetInt64() << "  running "
-        << t["running"].GetInt64() << "  succeeded " << t["succeeded"].GetInt64() << "  failed "
-        << t["failed"].GetInt64() << "\n";
-    for (const auto& job : s["jobs"].GetArray()) {
-      out << "job        " << job["id"].GetString() << " " << job["name"].GetString() << "  "
-          << job["state"].GetString() << "  " << job["succeeded"].GetInt64() << "/"
-          << job["tasks"].GetInt64() << " tasks";
-      if (job["failedAttempts"].GetInt64() > 0) {
-        out << ", " << job["failedAttempts"].GetInt64() << " failed attempts";
-      }
-      out << "\n";
-    }
-    out << "decisions (newest first)\n";
-    for (const auto& decision : d["decisions"].GetArray()) {
-      out << "  " << std::setw(6) << std::setfill(' ') << clock(decision["lastMs"].GetInt64())
-          << "  " << std::left << std::setw(15) << decision["action"].GetString() << " "
-          << std::right
-          << (decision.HasMember("summary") ? decision["summary"] : decision["why"]).GetString();
-      if (decision["repeats"].GetInt64() > 1)
-        out << "  (x" << decision["repeats"].GetInt64() << ")";
-      out << "\n";
-    }
-    return out.str();
+    return renderStatus(
+        status(),
+        client_->getJson("api/v1/allocation/decisions?limit=" + std::to_string(kDecisionsShown)),
+        amUrl_);
   }
 
  private:
@@ -158,8 +170,8 @@ Target resolve(const std::string& what, const std::string& master, const Propert
   if (isUrl(what)) {
     // A page URL as printed (http://host:port/?token=T): the token goes in a header instead.
     const size_t query = what.find("?token=");
-    if (query == std::string::npos) return {what, std::nullopt, ""};
-    return {what.substr(0, query), std::nullopt, what.substr(query + 7)};
+    if (query == std::string::npos) return {what, std::nullopt, "", std::nullopt};
+    return {what.substr(0, query), std::nullopt, what.substr(query + 7), std::nullopt};
   }
   if (what.rfind("application_", 0) != 0) {
     throw ConfigError("'" + what +
@@ -169,10 +181,7 @@ Target resolve(const std::string& what, const std::string& master, const Propert
   ClusterClient cluster(master, rest::rmClientToken(props), caFileOf(props));
   const rest::ApplicationReport report = applicationReportRidingOut(
       cluster, what, [](const std::string& line) { std::cerr << "tide status: " << line << "\n"; });
-  if (isFinal(report)) {
-    throw std::runtime_error(what + " has ended: " + report.state + " (" + report.finalStatus +
-                             ")" + (report.diagnostics.empty() ? "" : ": " + report.diagnostics));
-  }
+  if (isFinal(report)) return {"", what, "", report};
   if (report.trackingUrl.empty()) {
     throw std::runtime_error(what + " is " + report.state +
                              ": its application master has not registered a status URL yet");
@@ -183,7 +192,61 @@ Target resolve(const std::string& what, const std::string& master, const Propert
   } catch (const std::exception& e) {
     std::cerr << "tide status: no control token for " << what << " (" << e.what() << ")\n";
   }
-  return {report.trackingUrl, what, controlToken};
+  return {report.trackingUrl, what, controlToken, std::nullopt};
+}
+
+// The status of an application from its event log in history.dir (its last status, with the
+// state it ended in), or nullopt when there is no log. `endedOnly`: nullopt too for a log
+// without its end (the AM may still be running). Throws am::EventLogError for a log that does
+// not read.
+std::optional<std::string> statusFromHistory(const std::string& applicationId,
+                                             const Properties& props, bool json, bool endedOnly) {
+  const std::string dir = am::historyDirOf(props);
+  if (dir.empty() || !validApplicationId(applicationId)) return std::nullopt;
+  const std::string path = am::eventLogPath(dir, applicationId);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  const am::ReplayedApplication app = am::replayEventLog(path);
+  if (endedOnly && !app.ended) return std::nullopt;
+  const std::string status = am::replayedStatusDocument(app);
+  if (json) return status + "\n";
+  const rapidjson::Document s = rest::parseJson(status);
+  std::ostringstream out;
+  if (s.HasMember("allocation")) {
+    rapidjson::Document d = rest::parseJson(app.last.decisions);
+    auto& list = d["decisions"];
+    while (list.Size() > static_cast<rapidjson::SizeType>(kDecisionsShown)) list.PopBack();
+    out << renderStatus(s, d, "history " + path);
+  } else {
+    out << applicationId << "  " << app.state() << "  history " << path << "\n";
+  }
+  out << "ended      " << app.state();
+  const std::string diagnostics = s["diagnostics"].GetString();
+  if (!diagnostics.empty()) out << ": " << diagnostics;
+  out << "\n";
+  return out.str();
+}
+
+// An ended application as the RM recorded it, when there is no history of it.
+std::string statusFromReport(const rest::ApplicationReport& report, const Properties& props,
+                             bool json) {
+  if (json) {
+    JsonWriter w;
+    w.startObject()
+        .field("applicationId", report.id)
+        .field("state", report.finalStatus)
+        .field("rmState", report.state)
+        .field("finalStatus", report.finalStatus)
+        .field("diagnostics", report.diagnostics)
+        .field("trackingUrl", report.trackingUrl)
+        .endObject();
+    return w.str() + "\n";
+  }
+  const std::string dir = am::historyDirOf(props);
+  return report.id + "  " + report.state + " (" + report.finalStatus + ")" +
+         (report.diagnostics.empty() ? "" : ": " + report.diagnostics) + "\n" +
+         "ended      no event log in " + (dir.empty() ? "history.dir (none)" : dir) +
+         "; the resource manager's record above is all there is\n";
 }
 
 // Whether the application is still on: for an app id the RM says; for a URL, the AM answering.
@@ -202,7 +265,9 @@ bool applicationEnded(const Target& target, const std::string& master, const Pro
 int runStatusCommand(int argc, char** argv) {
   CommandLine cli("tide status",
                   "Shows a running application master's allocation: bounds, target, live and "
-                  "busy executors, pending tasks and the last decisions.");
+                  "busy executors, pending tasks and the last decisions; for an application that "
+                  "has ended, its final status from its event log in history.dir (or the "
+                  "resource manager's record of it).");
   cli.addPositional("TARGET", "The AM's URL (http://HOST:PORT/) or an application id");
   cli.addFlag("json", "Print the status JSON (GET /api/v1/status) instead");
   cli.addFlag("watch", "Redraw every second until interrupted or the application ends");
@@ -217,14 +282,49 @@ int runStatusCommand(int argc, char** argv) {
         const MasterLocation location = resolveMaster(cli.option("master"));
         useMasterCredentials(location, cli.properties());
         const std::string master = location.url;
-        const Target target = resolve(*cli.positional("TARGET"), master, cli.properties());
+        const std::string what = *cli.positional("TARGET");
+        const bool json = cli.flag("json");
+        // An application that has ended is shown from its event log, without asking the RM
+        // (the RM of a `tide run` has gone with it).
+        if (!isUrl(what)) {
+          if (auto history = statusFromHistory(what, cli.properties(), json, true)) {
+            std::cout << *history << std::flush;
+            return 0;
+          }
+        }
+        const Target target = resolve(what, master, cli.properties());
+        if (target.ended) {
+          const auto history = statusFromHistory(what, cli.properties(), json, false);
+          std::cout << (history ? *history
+                                : statusFromReport(*target.ended, cli.properties(), json))
+                    << std::flush;
+          return 0;
+        }
+        // Once the application has ended: its final status, from its history or the RM.
+        const auto printFinal = [&](const std::string& applicationId) {
+          try {
+            if (auto history = statusFromHistory(applicationId, cli.properties(), json, false)) {
+              std::cout << *history << std::flush;
+              return;
+            }
+            if (target.applicationId) {
+              ClusterClient cluster(master, rest::rmClientToken(cli.properties()),
+                                    caFileOf(cli.properties()));
+              std::cout << statusFromReport(cluster.application(applicationId), cli.properties(),
+                                            json)
+                        << std::flush;
+            }
+          } catch (const std::exception& e) {
+            std::cerr << "tide status: no final status for " << applicationId << ": " << e.what()
+                      << "\n";
+          }
+        };
         if (target.applicationId && !target.controlToken.empty()) {
           // Once, on stderr: the page with the token that lets it change the bounds.
           std::cerr << "tide status: page " << pageUrlWithToken(target.amUrl, target.controlToken)
                     << "\n";
         }
         StatusView view(target.amUrl, target.controlToken, caFileOf(cli.properties()));
-        const bool json = cli.flag("json");
         if (!cli.flag("watch")) {
           std::cout << (json ? view.statusText() + "\n" : view.render()) << std::flush;
           return 0;
@@ -236,16 +336,20 @@ int runStatusCommand(int argc, char** argv) {
         sigaction(SIGTERM, &action, nullptr);
         const bool terminal = isatty(STDOUT_FILENO) != 0;
         bool shownOnce = false;
+        std::string applicationId = target.applicationId.value_or("");
         while (!statusInterrupted) {
           std::string frame;
           try {
+            if (applicationId.empty()) applicationId = view.status()["applicationId"].GetString();
             frame = json ? view.statusText() + "\n" : view.render();
           } catch (const rest::HttpError& e) {
-            // The AM goes away when its application ends: that ends the watch, quietly.
+            // The AM goes away when its application ends: that ends the watch with its final
+            // status.
             if (shownOnce &&
                 (e.isTransportError() || applicationEnded(target, master, cli.properties()))) {
               std::cerr << "tide status: the application master at " << target.amUrl
                         << " is gone (the application ended)\n";
+              if (!applicationId.empty()) printFinal(applicationId);
               return 0;
             }
             throw;
@@ -257,7 +361,10 @@ int runStatusCommand(int argc, char** argv) {
           }
           std::cout << frame << std::flush;
           shownOnce = true;
-          if (applicationEnded(target, master, cli.properties())) return 0;
+          if (applicationEnded(target, master, cli.properties())) {
+            printFinal(applicationId);
+            return 0;
+          }
           // Sleep in small steps so that Ctrl-C ends the watch at once.
           for (int i = 0; i < 20 && !statusInterrupted; ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));

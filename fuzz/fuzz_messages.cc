@@ -169,6 +169,7 @@ const std::vector<Codec>& codecs() {
          s.environment = {{"TIDE_AM_TOKEN", "x"}, {"PATH", "/usr/bin"}};
          s.resource = {1024, 1};
          s.maxAppAttempts = 2;
+         s.historyUrl = "http://127.0.0.1:18080/history/application_1_0001";
          return toJson(s);
        }},
       {"application_report", checkCodec<ApplicationReport, applicationReportFromJson>,

@@ -86,6 +86,18 @@ void replyError(httplib::Response& res, int status, const std::string& message) 
   replyJson(res, jsonErrorBody(status, message), status);
 }
 
+int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fallback) {
+  if (!req.has_param(name)) return fallback;
+  const std::string text = req.get_param_value(name);
+  try {
+    size_t used = 0;
+    const long long value = std::stoll(text, &used);
+    if (used == text.size() && value >= 0) return value;
+  } catch (const std::exception&) {
+  }
+  throw RestError(400, std::string(name) + ": expected a non-negative integer, got '" + text + "'");
+}
+
 AuthHook bearerTokenAuth(std::string token) {
   return [expected = "Bearer " + token](const httplib::Request& req) -> std::optional<std::string> {
     if (!req.has_header("Authorization")) return std::string("missing Authorization header");

@@ -143,6 +143,10 @@ std::string jsonErrorBody(int status, const std::string& message);
 // Answers with a JSON body and status.
 void replyJson(httplib::Response& res, const rapidjson::Value& body, int status = 200);
 void replyJson(httplib::Response& res, std::string jsonText, int status = 200);
+
+// A non-negative integer query parameter (?limit=40), or `fallback` when absent; throws
+// RestError 400 naming the parameter and the text otherwise.
+int64_t queryInteger(const httplib::Request& req, const char* name, int64_t fallback);
 // Answers with jsonErrorBody(status, message).
 void replyError(httplib::Response& res, int status, const std::string& message);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "rest/json.h"
+
 namespace tide::am {
 
 AllocationHistory::AllocationHistory(size_t capacity) : capacity_(std::max<size_t>(capacity, 4)) {}
@@ -42,6 +44,50 @@ size_t AllocationHistory::size() const {
 uint64_t AllocationHistory::thinned() const {
   std::lock_guard<std::mutex> lock(mu_);
   return thinned_;
+}
+
+void writeAllocationPoint(rest::JsonWriter& w, const AllocationPoint& p) {
+  w.startObject()
+      .field("atMs", p.atMs)
+      .field("target", p.target)
+      .field("live", p.live)
+      .field("busy", p.busy)
+      .field("pendingExecutors", p.pendingExecutors)
+      .field("pendingTasks", p.pendingTasks)
+      .field("runningTasks", p.runningTasks)
+      .field("min", p.minExecutors)
+      .field("max", p.maxExecutors)
+      .endObject();
+}
+
+AllocationPoint allocationPointFromJson(const rapidjson::Value& json) {
+  const rest::JsonObjectReader r(json);
+  AllocationPoint p;
+  p.atMs = r.requireInt64("atMs");
+  p.target = r.requireInt("target");
+  p.live = r.requireInt("live");
+  p.busy = r.requireInt("busy");
+  p.pendingExecutors = r.requireInt("pendingExecutors");
+  p.pendingTasks = r.requireInt64("pendingTasks");
+  p.runningTasks = r.requireInt64("runningTasks");
+  p.minExecutors = r.requireInt("min");
+  p.maxExecutors = r.requireInt("max");
+  return p;
+}
+
+std::string allocationHistoryDocument(TimeMs nowMs, const AllocationHistory& history,
+                                      TimeMs sinceMs, const std::string& note) {
+  const std::vector<AllocationPoint> points = history.since(sinceMs);
+  rest::JsonWriter w;
+  w.startObject()
+      .field("nowMs", nowMs)
+      .field("capacity", history.capacity())
+      .field("thinned", history.thinned());
+  if (!note.empty()) w.field("note", note);
+  w.key("points").startArray();
+  for (const auto& point : points) writeAllocationPoint(w, point);
+  w.endArray().endObject();
+  return w.str();
 }
 
 }  // namespace tide::am

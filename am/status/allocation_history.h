@@ -9,9 +9,16 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include <rapidjson/fwd.h>
+
 #include "common/clock.h"
+
+namespace tide::rest {
+class JsonWriter;
+}
 
 namespace tide::am {
 
@@ -56,5 +63,14 @@ class AllocationHistory {
   std::deque<AllocationPoint> points_;
   uint64_t thinned_ = 0;
 };
+
+// GET /api/v1/allocation/history's document, the same for the AM and `tide history`:
+// {"nowMs", "capacity", "thinned", ["note",] "points": [...]}, the points after `sinceMs`.
+std::string allocationHistoryDocument(TimeMs nowMs, const AllocationHistory& history,
+                                      TimeMs sinceMs, const std::string& note);
+// One point as that document and the event log (event_log.h) write it, and back; the reader
+// throws rest::JsonFieldError naming the field.
+void writeAllocationPoint(rest::JsonWriter& w, const AllocationPoint& point);
+AllocationPoint allocationPointFromJson(const rapidjson::Value& json);
 
 }  // namespace tide::am

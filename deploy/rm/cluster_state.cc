@@ -800,6 +800,8 @@ void ClusterState::endApplication(Application& app, const char* state, const cha
   app.finalStatus = finalStatus;
   app.diagnostics = diagnostics;
   app.finishedTime = epochNowMs();
+  // The AM's page went with it; its history is where the submitter said (history.address).
+  if (!app.submission.historyUrl.empty()) app.trackingUrl = app.submission.historyUrl;
   if (Attempt* attempt = app.current()) attempt->asks.clear();
   markDirty(app);
 }

@@ -294,6 +294,7 @@ std::string toJson(const ApplicationSubmission& value) {
   out.endArray().endObject().endObject().key("resource");
   resourceFields().write(out, value.resource);
   if (value.maxAppAttempts > 0) out.field("max-app-attempts", value.maxAppAttempts);
+  if (!value.historyUrl.empty()) out.field("history-url", value.historyUrl);
   out.endObject();
   return out.str();
 }
@@ -322,6 +323,11 @@ ApplicationSubmission applicationSubmissionFromJson(const rapidjson::Value& json
   submission.maxAppAttempts = reader.optionalInt("max-app-attempts", 0);
   if (submission.maxAppAttempts < 0) {
     throw JsonFieldError(reader.fieldPath("max-app-attempts"), "must not be negative");
+  }
+  submission.historyUrl = reader.optionalString("history-url");
+  if (!submission.historyUrl.empty() && submission.historyUrl.rfind("http://", 0) != 0 &&
+      submission.historyUrl.rfind("https://", 0) != 0) {
+    throw JsonFieldError(reader.fieldPath("history-url"), "expected an http:// or https:// URL");
   }
   return submission;
 }

@@ -49,6 +49,9 @@ struct ApplicationSubmission {
   std::vector<std::pair<std::string, std::string>> environment;
   Resource resource;       // of the AM container; both parts positive
   int maxAppAttempts = 0;  // "max-app-attempts"; 0 = the resource manager's rm.maxAppAttempts
+  // "history-url": where the application's history is once it has ended (`tide history`,
+  // history.address): its tracking URL from then on. "" = none; else http(s)://...
+  std::string historyUrl;
 };
 
 // YARN's application states (NEW_SAVING and SUBMITTED are not distinguished from NEW).

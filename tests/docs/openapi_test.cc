@@ -40,7 +40,7 @@ std::vector<std::string> apiFiles() {
 TEST(OpenApi, EveryApiDocumentIsValidOpenApi3) {
   testing_support::TempDir dir;
   const std::vector<std::string> files = apiFiles();
-  ASSERT_EQ(files.size(), 3u);  // tide-am, tide-nm, tide-rm
+  ASSERT_EQ(files.size(), 4u);  // tide-am, tide-history, tide-nm, tide-rm
   const auto result = checkOpenApi(dir, files);
   EXPECT_EQ(result.status, 0) << result.output;
   for (const std::string& file : files) {

@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 
+#include "am/status/event_log_replay.h"
 #include "tests/faults/am_restart_fixture.h"
 
 namespace tide::deploy {
@@ -62,9 +63,17 @@ TEST_F(AmRestartTest, AnAmKilledMidJobResumesWithTheSameExecutorsAndRerunsNoComm
 
   const rest::ApplicationReport report = waitForEnd(120s);
   ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  // The same executors (ids and containers) ran the rest: none was started anew.
-  // (Checked through the report's decision trail is not possible once the AM is gone, so the
-  // executors seen by the second attempt were recorded above.)
+  // The same executors (ids and containers) ran the rest: none was started anew. The event
+  // log both attempts wrote says so: it ends with the second attempt's SUCCEEDED and knows no
+  // executor but the first attempt's two.
+  const am::ReplayedApplication history =
+      am::replayEventLog(am::eventLogPath((dir.path() / "history").string(), appId));
+  EXPECT_EQ(history.state(), "SUCCEEDED");
+  EXPECT_NE(history.application.attemptId, firstAttempt);
+  std::set<std::string> logged, adopted;
+  for (const am::ExecutorLifetime& e : history.executors) logged.insert(e.id);
+  for (const auto& [id, container] : before) adopted.insert(id);
+  EXPECT_EQ(logged, adopted);
   std::string expected;
   for (int i = 0; i < tasks; ++i) expected += "map " + std::to_string(i) + "\n";
   std::set<std::string> lines;

@@ -53,7 +53,9 @@ class AmClusterTest : public ::testing::Test {
                                {"ui.port", "0"},
                                {"network.timeout", "20s"},
                                {"am.heartbeatInterval", "500ms"},
-                               {"dynamicAllocation.schedulerBacklogTimeout", "200ms"}});
+                               {"dynamicAllocation.schedulerBacklogTimeout", "200ms"},
+                               // The event logs stay with the test, not in $HOME.
+                               {"history.dir", (dir.path() / "history").string()}});
     Properties props;
     if (propertiesFile) props.loadFile(*propertiesFile);
     for (const auto& [key, value] : conf) props.set(key, value);

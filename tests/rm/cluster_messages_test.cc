@@ -53,6 +53,20 @@ TEST(ClusterMessagesTest, SubmissionReadsYarnsFields) {
   EXPECT_EQ(again.maxAppAttempts, 3);
 }
 
+TEST(ClusterMessagesTest, SubmissionCarriesTheHistoryUrlWhichMustBeHttp) {
+  ApplicationSubmission submission = applicationSubmissionFromJson(parseJson(kSubmission));
+  EXPECT_EQ(submission.historyUrl, "");
+  submission.historyUrl = "http://127.0.0.1:18080/history/application_1_0001";
+  EXPECT_EQ(applicationSubmissionFromJson(parseJson(toJson(submission))).historyUrl,
+            submission.historyUrl);
+  auto decode = [](const rapidjson::Value& v) { applicationSubmissionFromJson(v); };
+  EXPECT_EQ(badField(decode, R"({"application-id": "a",
+                                 "am-container-spec": {"commands": {"command": "x"}},
+                                 "resource": {"memory": 5, "vCores": 1},
+                                 "history-url": "javascript:alert"})"),
+            "history-url");
+}
+
 TEST(ClusterMessagesTest, SubmissionErrorsNameTheField) {
   auto decode = [](const rapidjson::Value& v) { applicationSubmissionFromJson(v); };
   EXPECT_EQ(badField(decode, R"({"am-container-spec": {}, "resource": {}})"), "application-id");

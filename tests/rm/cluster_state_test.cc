@@ -64,6 +64,7 @@ class ClusterStateTest : public ::testing::Test {
     submission.environment = {{"JOB", "wordcount"}};
     submission.resource = Resource{amMemoryMb, amVCores};
     submission.maxAppAttempts = maxAttempts;
+    submission.historyUrl = historyUrl_;
     state().submitApplication(submission);
     collectOutbox();
     return id;
@@ -202,6 +203,7 @@ class ClusterStateTest : public ::testing::Test {
   }
 
   ManualClock clock_{1000};
+  std::string historyUrl_;  // what submit() gives as the submission's history-url
   std::unique_ptr<ClusterState> state_;
   std::map<std::string, std::map<std::string, rest::ContainerStatus>> running_;
   std::map<std::string, int64_t> responseIds_;
@@ -678,6 +680,27 @@ TEST_F(ClusterStateTest, KillStopsEveryContainerWithKilledByResourceManager) {
   EXPECT_EQ(state().killApplication(one.app).state, "KILLED");  // again: no-op
   EXPECT_EQ(state().metrics().appsKilled, 1);
   EXPECT_THROW(allocate(one.attempt), RmError);
+}
+
+TEST_F(ClusterStateTest, TheTrackingUrlBecomesTheHistoryUrlOnceTheApplicationHasEnded) {
+  historyUrl_ = "http://history:18080/history/app";
+  const OneApplication killed = startOneApplication();
+  EXPECT_EQ(state().applicationReport(killed.app).trackingUrl, "http://am");  // while it runs
+  state().killApplication(killed.app);
+  EXPECT_EQ(state().applicationReport(killed.app).trackingUrl, historyUrl_);
+
+  const std::string finished = submit();
+  const std::string attempt = registerAm(finished);
+  EXPECT_EQ(state().applicationReport(finished).trackingUrl, "http://am");
+  state().finishApplicationMaster(attempt, {"SUCCEEDED", ""});
+  EXPECT_EQ(state().applicationReport(finished).trackingUrl, historyUrl_);
+
+  historyUrl_.clear();  // without one, the AM's address stays, as before
+  heartbeatAll();       // the node gives the ended AMs' resources back
+  const std::string plain = submit();
+  registerAm(plain);
+  state().killApplication(plain);
+  EXPECT_EQ(state().applicationReport(plain).trackingUrl, "http://am");
 }
 
 TEST_F(ClusterStateTest, ReleasedContainersCompleteAsAbortedWhateverTheNodeSays) {

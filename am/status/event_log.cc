@@ -1,0 +1,268 @@
+#include "am/status/event_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "common/version.h"
+#include "rest/json.h"
+
+namespace tide::am {
+namespace {
+
+using rest::JsonWriter;
+
+std::string line(const JsonWriter& w) {
+  return w.str() + "\n";
+}
+
+std::string headerLine() {
+  JsonWriter w;
+  w.startObject()
+      .field("type", "header")
+      .field("format", kEventLogFormat)
+      .field("version", kEventLogVersion)
+      .field("tide", std::string(versionNumber()))
+      .endObject();
+  return line(w);
+}
+
+std::string applicationLine(const EventLogApplication& app) {
+  JsonWriter w;
+  w.startObject()
+      .field("type", "application")
+      .field("applicationId", app.applicationId)
+      .field("attemptId", app.attemptId)
+      .field("user", app.user)
+      .field("startedAtEpochMs", app.startedAtEpochMs)
+      .endObject();
+  return line(w);
+}
+
+std::string addedLine(const ExecutorLifetime& e) {
+  JsonWriter w;
+  w.startObject()
+      .field("type", "executorAdded")
+      .field("id", e.id)
+      .field("host", e.host)
+      .field("container", e.container)
+      .field("node", e.node)
+      .field("pid", e.pid)
+      .field("atMs", e.addedAtMs)
+      .endObject();
+  return line(w);
+}
+
+std::string removedLine(const std::string& id, TimeMs atMs, const std::string& reason) {
+  JsonWriter w;
+  w.startObject()
+      .field("type", "executorRemoved")
+      .field("id", id)
+      .field("atMs", atMs)
+      .field("reason", reason)
+      .endObject();
+  return line(w);
+}
+
+std::string pointLine(const AllocationPoint& point) {
+  // {"type":"point", <the API's point fields>}: the point's object with the type in front.
+  JsonWriter w;
+  writeAllocationPoint(w, point);
+  const std::string object = w.str();
+  return "{\"type\":\"point\"," + object.substr(1) + "\n";
+}
+
+void rawField(JsonWriter& w, const char* name, const std::string& document) {
+  w.key(name);
+  w.raw().RawValue(document.data(), document.size(), rapidjson::kObjectType);
+}
+
+int openForAppend(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw std::runtime_error("cannot open the event log " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
+bool writeAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string eventLogPath(const std::string& dir, const std::string& applicationId) {
+  return dir + "/" + applicationId + ".jsonl";
+}
+
+EventLog::EventLog(std::string path, const EventLogApplication& application,
+                   uint64_t compactAtBytes, DurationMs snapshotEveryMs)
+    : path_(std::move(path)), compactAtBytes_(compactAtBytes), snapshotEveryMs_(snapshotEveryMs) {
+  std::error_code ec;
+  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  std::filesystem::create_directories(parent, ec);
+  if (ec) {
+    throw std::runtime_error("cannot create the history directory " + parent.string() + ": " +
+                             ec.message());
+  }
+  fd_ = openForAppend(path_);
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+  headerLines_ = headerLine() + applicationLine(application);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!writeLocked(headerLines_)) throw std::runtime_error(error_);
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void EventLog::executorAdded(ExecutorLifetime executor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queued_.push_back(std::move(executor));
+}
+
+void EventLog::executorRemoved(const std::string& id, TimeMs atMs, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queuedRemovals_.push_back({id, {atMs, reason}});
+}
+
+void EventLog::rememberLocked(const ExecutorLifetime& executor) {
+  if (executors_.emplace(executor.id, executor).second) executorOrder_.push_back(executor.id);
+  while (executorOrder_.size() > kMaxExecutors) {
+    executors_.erase(executorOrder_.front());
+    executorOrder_.pop_front();
+    ++executorsDropped_;
+  }
+}
+
+bool EventLog::flush(const AllocationHistory& history, const LiveDocuments& documents, TimeMs nowMs,
+                     bool last) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.empty()) return false;
+  std::string text;
+  for (const ExecutorLifetime& e : queued_) {
+    text += addedLine(e);
+    rememberLocked(e);
+  }
+  queued_.clear();
+  for (const auto& [id, removal] : queuedRemovals_) {
+    auto it = executors_.find(id);
+    // The first reason is the one that counts (a lost executor is then also released).
+    if (it != executors_.end() && it->second.removedAtMs >= 0) continue;
+    text += removedLine(id, removal.first, removal.second);
+    if (it != executors_.end()) {
+      it->second.removedAtMs = removal.first;
+      it->second.removedReason = removal.second;
+    }
+  }
+  queuedRemovals_.clear();
+  for (const AllocationPoint& point : history.since(lastPointMs_)) {
+    text += pointLine(point);
+    lastPointMs_ = point.atMs;
+  }
+  const bool due = last || lastSnapshotMs_ < 0 || nowMs - lastSnapshotMs_ >= snapshotEveryMs_;
+  if (due &&
+      (documents.status != lastDocuments_.status ||
+       documents.executors != lastDocuments_.executors || documents.jobs != lastDocuments_.jobs ||
+       documents.decisions != lastDocuments_.decisions)) {
+    lastSnapshotMs_ = nowMs;
+    JsonWriter w;
+    w.startObject().field("type", "snapshot").field("atMs", nowMs);
+    rawField(w, "status", documents.status);
+    rawField(w, "executors", documents.executors);
+    rawField(w, "jobs", documents.jobs);
+    rawField(w, "decisions", documents.decisions);
+    w.endObject();
+    lastSnapshotLine_ = line(w);
+    text += lastSnapshotLine_;
+    lastDocuments_ = documents;
+  }
+  if (text.empty()) return true;
+  if (!writeLocked(text)) return false;
+  if (bytes_ > compactAtBytes_) compactLocked(history);
+  return error_.empty();
+}
+
+bool EventLog::end(TimeMs atMs, int64_t endedAtEpochMs, const std::string& finalStatus,
+                   const std::string& diagnostics) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_.empty()) return false;
+  JsonWriter w;
+  w.startObject()
+      .field("type", "end")
+      .field("atMs", atMs)
+      .field("endedAtEpochMs", endedAtEpochMs)
+      .field("finalStatus", finalStatus)
+      .field("diagnostics", diagnostics)
+      .endObject();
+  endLine_ = line(w);
+  if (!writeLocked(endLine_)) return false;
+  ::fdatasync(fd_);  // the end is what `tide status APP` reads once the RM says it ended
+  return true;
+}
+
+bool EventLog::writeLocked(const std::string& text) {
+  if (!writeAll(fd_, text)) {
+    error_ = "cannot write the event log " + path_ + ": " + std::strerror(errno);
+    return false;
+  }
+  bytes_ += text.size();
+  return true;
+}
+
+void EventLog::compactLocked(const AllocationHistory& history) {
+  std::string text = headerLines_;
+  for (const std::string& id : executorOrder_) {
+    const ExecutorLifetime& e = executors_.at(id);
+    text += addedLine(e);
+    if (e.removedAtMs >= 0) text += removedLine(e.id, e.removedAtMs, e.removedReason);
+  }
+  if (executorsDropped_ > 0) {
+    JsonWriter w;
+    w.startObject().field("type", "executorsDropped").field("count", executorsDropped_).endObject();
+    text += line(w);
+  }
+  for (const AllocationPoint& point : history.since(-1)) text += pointLine(point);
+  text += lastSnapshotLine_ + endLine_;
+  // Aside, then renamed over the log: a reader sees the old file or the new one, whole.
+  const std::string aside = path_ + ".compacting";
+  const int fd = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || !writeAll(fd, text) || ::fsync(fd) != 0 ||
+      std::rename(aside.c_str(), path_.c_str()) != 0) {
+    error_ = "cannot compact the event log " + path_ + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  ::close(fd_);
+  fd_ = fd;  // the renamed file, still open; O_APPEND is not needed: one writer, at its end
+  bytes_ = text.size();
+  ++compactions_;
+}
+
+std::string EventLog::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+int EventLog::compactions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return compactions_;
+}
+
+}  // namespace tide::am
