@@ -212,6 +212,7 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     log_.info() << why;
     recordDecision("recovery", "recovered", allocator_.target(), why, "");
   }
+  journal_->releaseReplayed();
   journal(JournalRecord::attemptStarted(attemptNumber_, identity_.attemptId), /*sync=*/true);
   workAvailable_.notify_all();
 }

@@ -133,6 +133,9 @@ class RecoveryJournal {
 
   // What the file held when opened (a torn tail is cut off the file before appending).
   const JournalContents& replayed() const { return replayed_; }
+  // Frees the replayed records once they are applied: a journal of a huge stage holds two
+  // records per task, which the AM must not keep for the rest of its life.
+  void releaseReplayed() { std::vector<JournalRecord>().swap(replayed_.records); }
   const std::string& path() const { return path_; }
 
   // Appends a record now (one write). Throws JournalError on an I/O error.

@@ -602,6 +602,13 @@ std::string TaskScheduler::restoreCommitted(const std::string& jobId, const std:
   if (!why.empty()) return why;
   auto [job, stageIndex] = findStage(jobId, stageId, &why);
   StageRun& stage = job->stages[stageIndex];
+  // A committed index launches again only for lineage, which proposes attempt 1 or more: only
+  // a higher attempt needs remembering, so replaying a huge stage's commits keeps no entry per
+  // task (the entry of a launch lasts only until its commit).
+  if (auto highest = stage.highestAttempt.find(index);
+      highest != stage.highestAttempt.end() && highest->second == 0) {
+    stage.highestAttempt.erase(highest);
+  }
   if (job->state != JobState::kRunning) return "";  // its end is known already
   if (!stage.tasks || stage.state != StageState::kRunning) {
     return "a task of " + stage.schedulerStageId + " committed before the stage could run";
