@@ -125,6 +125,8 @@ class TaskSetManager {
   // Entries held beyond the fixed counters (re-queued tasks and failure counts): what
   // "memory proportional to trouble, not to stage size" is checked with.
   size_t trackedIndexCount() const { return requeued_.size() + failureCounts_.size(); }
+  // Bytes of the done and restored sets (their bitmaps and chunk counters).
+  size_t indexSetBytes() const { return succeededSet_.heapBytes() + restoredSet_.heapBytes(); }
 
   int64_t failedAttempts() const { return failedAttempts_; }
   void countFailedAttempt() { ++failedAttempts_; }

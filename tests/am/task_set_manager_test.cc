@@ -183,3 +183,37 @@ TEST(TaskSetManagerTest, ResubmitRunsSucceededTasksAgain) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// docs/jobs.md: a stage of up to 10^9 tasks costs the AM counters, not objects. Its done set
+// grows by how scattered the done indices are, not by how many there are.
+TEST(TaskSetManagerTest, ABillionTaskStageKeepsItsDoneTasksInAFewKilobytes) {
+  TaskSetManager tasks(1000000000);
+  const size_t empty = tasks.indexSetBytes();
+  EXPECT_LT(empty, 256u * 1024) << "a counter per 65,536 tasks, not a bit per task";
+  for (int64_t i = 0; i < 300000; ++i) {
+    const std::optional<TaskAttempt> next = tasks.launchNext();
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->index, i);
+    tasks.onAttemptEnded();
+    ASSERT_TRUE(tasks.markSucceeded(i, 1));
+  }
+  EXPECT_EQ(tasks.succeededCount(), 300000);
+  EXPECT_TRUE(tasks.isSucceeded(299999));
+  EXPECT_FALSE(tasks.isSucceeded(300000));
+  EXPECT_EQ(tasks.pendingCount(), 1000000000 - 300000);
+  EXPECT_LE(tasks.indexSetBytes(), empty + 8192) << "only the chunk at the front is partial";
+  // Lineage takes done tasks back out of the set; they run again first, as their next attempt.
+  EXPECT_EQ(tasks.resubmit({5, 70000, 5}), 2);
+  EXPECT_FALSE(tasks.isSucceeded(70000));
+  EXPECT_EQ(tasks.succeededCount(), 299998);
+  EXPECT_EQ(tasks.launchNext()->index, 5);
+  EXPECT_EQ(tasks.launchNext()->index, 70000);
+  EXPECT_EQ(tasks.launchNext()->index, 300000);
+  EXPECT_EQ(tasks.trackedIndexCount(), 0u);
+}
+
+}  // namespace
+}  // namespace tide::am
