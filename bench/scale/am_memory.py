@@ -7,13 +7,16 @@
 Runs `tide run` (an embedded tide-rm and tide-nm on this machine) with a job of one stage of
 `--tasks` noop tasks on `--executors` executors of `--cores` task slots, and every `--interval` seconds reads the AM's
 VmRSS from /proc and the stage's succeeded count from its status API (/api/v1/jobs). Writes
-DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the largest executor) and
+DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the largest executor,
+journal_bytes: the AM's recovery journal on disk) and
 DIR/am_memory.svg (RSS in MiB against tasks completed), and prints the RSS at each power of ten
-of completions as JSON. Not a test: run it by hand, on a quiet machine.
+of completions as JSON. The AM's recovery journal goes to a staging directory under the run's
+temporary directory, removed at the end. Not a test: run it by hand, on a quiet machine.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,6 +48,17 @@ def descendants(root, name):
             if exe == name:
                 found.append(pid)
     return found
+
+
+def tree_bytes(path):
+    total = 0
+    for directory, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(directory, name))
+            except OSError:
+                pass
+    return total
 
 
 def rss_kib(pid):
@@ -116,6 +130,7 @@ def main():
     with open(job, "w") as f:
         json.dump({"name": "scale", "stages": [
             {"id": "noop", "tasks": args.tasks, "builtin": "noop"}]}, f)
+    staging = os.path.join(work, "staging")
     port = free_port()
     run = subprocess.Popen(
         [tide, "run", job, "--conf", "ui.port=%d" % port,
@@ -123,7 +138,9 @@ def main():
          "--conf", "executor.cores=%d" % args.cores,
          "--conf", "nm.cores=%d" % (args.executors * args.cores + 1),
          "--conf", "am.memory=" + args.am_memory, "--conf", "executor.memory=512m",
-         "--conf", "log.level=warn"],
+         "--conf", "log.level=warn", "--conf", "am.stagingDir=" + staging,
+         # Up after the job, so that the last sample sees every task done.
+         "--keep-alive", "60s"],
         cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     rows = []
     try:
@@ -141,19 +158,20 @@ def main():
                 break
             executors = [rss_kib(p) or 0 for p in descendants(run.pid, "tide-executor")]
             rows.append((round(time.monotonic() - start, 1), succeeded, am_rss,
-                         max(executors) if executors else None))
+                         max(executors) if executors else None, tree_bytes(staging)))
             if succeeded >= args.tasks:
                 break
             time.sleep(args.interval)
     finally:
         stop_all([run])
+        shutil.rmtree(work, ignore_errors=True)
 
     os.makedirs(args.out, exist_ok=True)
     csv_path = os.path.join(args.out, "am_memory.csv")
     with open(csv_path, "w") as f:
-        f.write("seconds,succeeded,am_rss_kib,executor_rss_kib\n")
+        f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes\n")
         for r in rows:
-            f.write("%s,%d,%d,%s\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3]))
+            f.write("%s,%d,%d,%s,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3], r[4]))
     svg_plot(rows, os.path.join(args.out, "am_memory.svg"),
              "tide AM resident memory, one stage of %s noop tasks, %d executors" % (
                  "{:,}".format(args.tasks), args.executors))
@@ -162,12 +180,13 @@ def main():
     while power <= args.tasks:
         at = [r for r in rows if r[1] >= power]
         if at:
-            marks[str(power)] = {"am_rss_mib": round(at[0][2] / 1024, 1), "seconds": at[0][0]}
+            marks[str(power)] = {"am_rss_mib": round(at[0][2] / 1024, 1), "seconds": at[0][0],
+                                 "journal_mib": round(at[0][4] / 2**20, 1)}
         power *= 10
     print(json.dumps({"tasks": args.tasks, "samples": len(rows),
                       "completed": rows[-1][1] if rows else 0,
                       "am_rss_mib_last": round(rows[-1][2] / 1024, 1) if rows else None,
-                      "at_completions": marks}))
+                      "journal_bytes_left": journal, "at_completions": marks}))
 
 
 if __name__ == "__main__":
