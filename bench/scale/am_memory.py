@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """The AM's resident memory against tasks completed, for one stage of N noop tasks.
 
-  bench/scale/am_memory.py [--build build] [--tasks 1000000] [--executors 2] [--cores 16] [--out DIR]
-                           [--interval 1.0] [--am-memory 4g]
+  bench/scale/am_memory.py [--build build] [--tasks 1000000] [--executors 2] [--cores 16]
+                           [--out DIR] [--interval 1.0] [--am-memory 4g] [--stop-after N]
 
 Runs `tide run` (an embedded tide-rm and tide-nm on this machine) with a job of one stage of
-`--tasks` noop tasks on `--executors` executors of `--cores` task slots, and every `--interval` seconds reads the AM's
-VmRSS from /proc and the stage's succeeded count from its status API (/api/v1/jobs). Writes
-DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the largest executor,
-journal_bytes: the AM's recovery journal on disk) and
-DIR/am_memory.svg (RSS in MiB against tasks completed), and prints the RSS at each power of ten
-of completions as JSON. The AM's recovery journal goes to a staging directory under the run's
-temporary directory, removed at the end. Not a test: run it by hand, on a quiet machine.
+`--tasks` noop tasks on `--executors` executors of `--cores` task slots, and every `--interval`
+seconds reads the AM's VmRSS from /proc and the stage's succeeded count from its status API
+(/api/v1/jobs). Writes DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the
+largest executor, journal_bytes: the AM's recovery journal on disk) and DIR/am_memory.svg (RSS in
+MiB against tasks completed), and prints as JSON the RSS at each power of ten of completions, at
+the last sample before the stage ended and after it. The AM's recovery journal goes to a staging
+directory under the run's temporary directory, removed at the end. Not a test: run it by hand,
+on a quiet machine.
 """
 import argparse
 import json
@@ -122,6 +123,8 @@ def main():
     parser.add_argument("--cores", type=int, default=16, help="task slots per executor")
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--am-memory", default="4g")
+    parser.add_argument("--stop-after", type=int, default=0,
+                        help="stop once this many tasks completed (0: at the end of the stage)")
     args = parser.parse_args()
 
     tide = os.path.join(args.build, "bin", "tide")
@@ -159,7 +162,7 @@ def main():
             executors = [rss_kib(p) or 0 for p in descendants(run.pid, "tide-executor")]
             rows.append((round(time.monotonic() - start, 1), succeeded, am_rss,
                          max(executors) if executors else None, tree_bytes(staging)))
-            if succeeded >= args.tasks:
+            if succeeded >= args.tasks or 0 < args.stop_after <= succeeded:
                 break
             time.sleep(args.interval)
     finally:
@@ -177,17 +180,21 @@ def main():
                  "{:,}".format(args.tasks), args.executors))
     marks = {}
     power = 10 ** 4
-    while power <= args.tasks:
+    while power < args.tasks:
         at = [r for r in rows if r[1] >= power]
         if at:
             marks[str(power)] = {"am_rss_mib": round(at[0][2] / 1024, 1), "seconds": at[0][0],
                                  "journal_mib": round(at[0][4] / 2**20, 1)}
         power *= 10
-    print(json.dumps({"tasks": args.tasks, "samples": len(rows),
-                      "completed": rows[-1][1] if rows else 0,
-                      "am_rss_mib_last": round(rows[-1][2] / 1024, 1) if rows else None,
-                      "journal_bytes_left": journal, "at_completions": marks}))
-
+    # The stage's own state is freed when its job ends: the last sample before shows its peak.
+    running = [r for r in rows if r[1] < args.tasks]
+    print(json.dumps({
+        "tasks": args.tasks, "samples": len(rows), "completed": rows[-1][1] if rows else 0,
+        "peak_am_rss_mib": round(max(r[2] for r in rows) / 1024, 1) if rows else None,
+        "before_end": {"succeeded": running[-1][1], "am_rss_mib": round(running[-1][2] / 1024, 1),
+                       "journal_mib": round(running[-1][4] / 2**20, 1)} if running else None,
+        "after_end_am_rss_mib": round(rows[-1][2] / 1024, 1) if rows else None,
+        "at_completions": marks}))
 
 if __name__ == "__main__":
     main()
