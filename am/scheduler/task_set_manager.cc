@@ -374,6 +374,10 @@ void TaskSetManager::abort() {
 
 void TaskSetManager::releaseAfterSuccess() {
   if (!allSucceeded()) return;
+  // Nothing is left to launch fresh (a lineage re-run goes through the re-queue), so the
+  // indices recovery took out need no remembering.
+  nextFreshIndex_ = numTasks_;
+  restoredAhead_ = 0;
   restoredSet_ = IndexSet();
   std::unordered_map<int64_t, int>().swap(failureCounts_);
 }

@@ -215,5 +215,32 @@ TEST(TaskSetManagerTest, ABillionTaskStageKeepsItsDoneTasksInAFewKilobytes) {
   EXPECT_EQ(tasks.trackedIndexCount(), 0u);
 }
 
+// Recovery took indices out without launching them; once the stage is done and its sets are
+// released, a lineage re-run still launches only what was lost.
+TEST(TaskSetManagerTest, ARestoredStageReleasedAfterSuccessReRunsOnlyWhatWasLost) {
+  TaskSetManager tasks(4);
+  tasks.markRestored(2, /*running=*/false);
+  tasks.markRestored(3, /*running=*/false);
+  ASSERT_TRUE(tasks.markSucceeded(2, 1));
+  ASSERT_TRUE(tasks.markSucceeded(3, 1));
+  for (int64_t expected : {0, 1}) {
+    const std::optional<TaskAttempt> next = tasks.launchNext();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->index, expected);
+    tasks.onAttemptEnded();
+    ASSERT_TRUE(tasks.markSucceeded(expected, 1));
+  }
+  ASSERT_TRUE(tasks.allSucceeded());
+  tasks.releaseAfterSuccess();
+  EXPECT_EQ(tasks.pendingCount(), 0);
+  EXPECT_EQ(tasks.resubmit({3}), 1);
+  EXPECT_EQ(tasks.pendingCount(), 1);
+  const std::optional<TaskAttempt> again = tasks.launchNext();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->index, 3);
+  EXPECT_EQ(again->attempt, 1);
+  EXPECT_FALSE(tasks.launchNext());
+}
+
 }  // namespace
 }  // namespace tide::am
