@@ -73,45 +73,57 @@ def rss_kib(pid):
     return None
 
 
-def svg_plot(rows, path, title):
-    """RSS (MiB) of the AM and of the largest executor against tasks completed, by hand."""
+def svg_plot(series, path, title):
+    """Lines of resident MiB against tasks completed, drawn by hand: `series` is a list of
+    (label, [(tasks completed, KiB)])."""
     width, height, left, bottom, top, right = 720, 420, 70, 50, 30, 20
-    xs = [r[1] for r in rows] or [0]
-    ys = [r[2] / 1024 for r in rows] + [(r[3] or 0) / 1024 for r in rows] or [0]
-    xmax, ymax = max(max(xs), 1), max(max(ys) * 1.1, 1)
+    points_all = [p for _, points in series for p in points] or [(0, 0)]
+    xmax = max(max(x for x, _ in points_all), 1)
+    ymax = max(max(y for _, y in points_all) / 1024 * 1.1, 1)
     plot_w, plot_h = width - left - right, height - top - bottom
 
-    def point(x, y):
-        return "%.1f,%.1f" % (left + plot_w * x / xmax, top + plot_h * (1 - y / ymax))
+    def px(x):
+        return left + plot_w * x / xmax
+
+    def py(y):
+        return top + plot_h * (1 - y / ymax)
 
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="12">' % (width, height),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="%d" y="18" font-size="14">%s</text>' % (left, title)]
     for i in range(6):
-        y = ymax * i / 5
-        x = xmax * i / 5
-        out.append('<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#ddd"/>' % (
-            left, width - right, point(0, y).split(",")[1], point(0, y).split(",")[1]))
-        out.append('<text x="%d" y="%s" text-anchor="end">%.0f</text>' % (
-            left - 6, float(point(0, y).split(",")[1]) + 4, y))
-        out.append('<text x="%s" y="%d" text-anchor="middle">%s</text>' % (
-            point(x, 0).split(",")[0], height - bottom + 18, "{:,}".format(int(x))))
+        y, x = ymax * i / 5, xmax * i / 5
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (
+            left, width - right, py(y), py(y)))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.0f</text>' % (
+            left - 6, py(y) + 4, y))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (
+            px(x), height - bottom + 18, "{:,}".format(int(x))))
     out.append('<text x="%d" y="%d" text-anchor="middle">tasks completed</text>' % (
         left + plot_w / 2, height - 8))
     out.append('<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">'
                'resident MiB</text>' % (top + plot_h / 2, top + plot_h / 2))
-    for column, color, label in ((2, "#c0392b", "AM VmRSS"), (3, "#2471a3", "executor VmRSS")):
-        points = " ".join(point(r[1], (r[column] or 0) / 1024) for r in rows)
+    colors = ["#c0392b", "#2471a3", "#7d3c98", "#229954", "#b9770e"]
+    for i, (label, points) in enumerate(series):
+        color = colors[i % len(colors)]
+        line = " ".join("%.1f,%.1f" % (px(x), py(y / 1024)) for x, y in points)
         out.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (
-            color, points))
-        legend_y = top + 14 + 16 * (column - 2)
+            color, line))
+        legend_y = top + 14 + 16 * i
         out.append('<rect x="%d" y="%d" width="12" height="3" fill="%s"/>' % (
             left + 12, legend_y - 4, color))
         out.append('<text x="%d" y="%d">%s</text>' % (left + 30, legend_y, label))
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def read_csv(path):
+    """The (succeeded, am_rss_kib) points of a CSV this script wrote."""
+    with open(path) as f:
+        next(f)
+        return [(int(row.split(",")[1]), int(row.split(",")[2])) for row in f if row.strip()]
 
 
 def main():
@@ -123,10 +135,34 @@ def main():
     parser.add_argument("--cores", type=int, default=16, help="task slots per executor")
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--am-memory", default="4g")
+    parser.add_argument("--overlay", action="append", default=[], metavar="CSV[:LABEL]",
+                        help="also draw the AM's line of an earlier run's CSV (another build)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="run nothing: draw DIR/am_memory.csv again (with --overlay)")
     parser.add_argument("--stop-after", type=int, default=0,
                         help="stop once this many tasks completed (0: at the end of the stage)")
     args = parser.parse_args()
+    csv_path = os.path.join(args.out, "am_memory.csv")
+    if args.plot_only:
+        with open(csv_path) as f:
+            next(f)
+            rows = [tuple(int(v) if v and i else (float(v) if v else None)
+                          for i, v in enumerate(line.strip().split(",")))
+                    for line in f if line.strip()]
+    else:
+        rows = run(args)
+        os.makedirs(args.out, exist_ok=True)
+        with open(csv_path, "w") as f:
+            f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes\n")
+            for r in rows:
+                f.write("%s,%d,%d,%s,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3],
+                                               r[4]))
+    report(args, rows)
 
+
+def run(args):
+    """Runs the stage; returns the samples (seconds, succeeded, AM KiB, executor KiB, journal
+    bytes)."""
     tide = os.path.join(args.build, "bin", "tide")
     work = tempfile.mkdtemp(prefix="tide-scale-")
     job = os.path.join(work, "noop.json")
@@ -169,13 +205,17 @@ def main():
         stop_all([run])
         shutil.rmtree(work, ignore_errors=True)
 
-    os.makedirs(args.out, exist_ok=True)
-    csv_path = os.path.join(args.out, "am_memory.csv")
-    with open(csv_path, "w") as f:
-        f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes\n")
-        for r in rows:
-            f.write("%s,%d,%d,%s,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3], r[4]))
-    svg_plot(rows, os.path.join(args.out, "am_memory.svg"),
+    return rows
+
+
+def report(args, rows):
+    """Draws DIR/am_memory.svg and prints the figures."""
+    series = [("AM VmRSS", [(r[1], r[2]) for r in rows]),
+              ("executor VmRSS (largest)", [(r[1], r[3] or 0) for r in rows])]
+    for overlay in args.overlay:
+        csv, _, label = overlay.partition(":")
+        series.append(("AM VmRSS, " + (label or csv), read_csv(csv)))
+    svg_plot(series, os.path.join(args.out, "am_memory.svg"),
              "tide AM resident memory, one stage of %s noop tasks, %d executors" % (
                  "{:,}".format(args.tasks), args.executors))
     marks = {}
