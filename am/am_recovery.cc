@@ -38,13 +38,12 @@ void ApplicationMaster::openJournal() {
   if (config_.stagingDir.empty()) return;
   stagingDir_ = config_.stagingDir + "/" + identity_.applicationId;
   journal_ = std::make_shared<RecoveryJournal>(stagingDir_);  // throws JournalError
-  const JournalContents& contents = journal_->replayed();
-  if (contents.tornTail) {
+  if (journal_->replayedTornTail()) {
     log_.warn() << "the recovery journal " << journal_->path()
                 << " ended in a torn record (the previous attempt died writing it); dropped it";
   }
-  const JournalSummary summary = summarizeJournal(contents.records);
-  if (!contents.records.empty()) {
+  const JournalSummary& summary = journal_->replayedSummary();
+  if (journal_->replayedRecords() > 0) {
     // Journals are per application: one from an attempt without an attempt record is of an
     // attempt that died before it registered.
     recoveredFrom_ = std::max(summary.lastAttempt, 1);
@@ -89,11 +88,12 @@ void ApplicationMaster::writeAmAddressFile() {
 }
 
 std::set<std::string> ApplicationMaster::adoptExecutors(
-    const std::vector<JournalRecord>& records,
     const std::vector<rest::Container>& previousContainers) {
   const TimeMs now = clock_.nowMs();
+  // The executors the previous attempt started, by container: the ones still running are
+  // adopted (they find this attempt through the address file and register again).
   std::map<std::string, JournalRecord> executorByContainer;
-  for (const JournalRecord& r : records) {
+  journal_->forEachReplayed([&](const JournalRecord& r) {
     if (r.kind == JournalRecord::Kind::kExecutor) {
       JournalRecord& known = executorByContainer[r.containerId];
       const std::string url = r.url.empty() ? known.url : r.url;
@@ -102,7 +102,7 @@ std::set<std::string> ApplicationMaster::adoptExecutors(
       known.url = url;
       known.node = node;
     }
-  }
+  });
   std::set<std::string> adopted;
   for (const rest::Container& container : previousContainers) {
     auto known = executorByContainer.find(container.id);
@@ -135,9 +135,9 @@ std::set<std::string> ApplicationMaster::adoptExecutors(
   return adopted;
 }
 
-std::set<std::string> ApplicationMaster::replayJournal(const std::vector<JournalRecord>& records) {
+std::set<std::string> ApplicationMaster::replayJournal() {
   std::set<std::string> holders;
-  for (const JournalRecord& r : records) {
+  journal_->forEachReplayed([&](const JournalRecord& r) {
     std::string problem;
     switch (r.kind) {
       case JournalRecord::Kind::kJob: {
@@ -179,7 +179,7 @@ std::set<std::string> ApplicationMaster::replayJournal(const std::vector<Journal
         break;
     }
     if (!problem.empty()) throw JournalError(journal_->path() + ": " + problem);
-  }
+  });
   return holders;
 }
 
@@ -188,12 +188,13 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     for (const auto& container : previousContainers) allocator_.releaseContainer(container.id);
     return;
   }
-  const std::vector<JournalRecord>& records = journal_->replayed().records;
-  const JournalSummary summary = summarizeJournal(records);
+  // The records are read again from the file for each pass, one at a time: a journal of a
+  // huge stage holds two per task.
+  const JournalSummary& summary = journal_->replayedSummary();
 
   allocator_.continueExecutorNumbersAfter(summary.highestExecutorNumber);
-  const std::set<std::string> adopted = adoptExecutors(records, previousContainers);
-  const std::set<std::string> holders = replayJournal(records);
+  const std::set<std::string> adopted = adoptExecutors(previousContainers);
+  const std::set<std::string> holders = replayJournal();
   // Tasks that were running on executors that survived go on running there.
   int resumed = 0;
   for (const JournalRecord& launch : summary.unfinishedLaunches) {
@@ -214,7 +215,7 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
       scheduler_->executorLost(holder, "it did not survive the restart of the AM");
     }
   }
-  if (!records.empty()) {
+  if (journal_->replayedRecords() > 0) {
     const std::string why = "recovered from attempt " + std::to_string(recoveredFrom_) + ": " +
                             std::to_string(recoveredJobs_) +
                             (recoveredJobs_ == 1 ? " job, " : " jobs, ") +

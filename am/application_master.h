@@ -188,11 +188,10 @@ class ApplicationMaster : public MasterControl {
   void recover(const std::vector<rest::Container>& previousContainers);
   // Under mu_, for recover(): the executors of the journal whose containers still run are
   // adopted, the other containers released; returns the adopted executors' ids.
-  std::set<std::string> adoptExecutors(const std::vector<JournalRecord>& records,
-                                       const std::vector<rest::Container>& previousContainers);
+  std::set<std::string> adoptExecutors(const std::vector<rest::Container>& previousContainers);
   // Under mu_, for recover(): what the previous attempts did, in order, into the scheduler and
   // the policy; returns the executors that held committed output.
-  std::set<std::string> replayJournal(const std::vector<JournalRecord>& records);
+  std::set<std::string> replayJournal();
   // Under mu_: appends a record (sync: and fsyncs). A journal that cannot be written fails
   // the application (its next attempt could not recover what this one did).
   void journal(const JournalRecord& record, bool sync = false);

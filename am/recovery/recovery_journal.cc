@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -236,9 +237,18 @@ std::string encodeJournalRecord(const JournalRecord& r) {
 
 JournalContents decodeJournal(std::string_view text, const std::string& source) {
   JournalContents contents;
+  JournalContents read = decodeJournal(
+      text, source, [&](JournalRecord&& r) { contents.records.push_back(std::move(r)); });
+  read.records = std::move(contents.records);
+  return read;
+}
+
+JournalContents decodeJournal(std::string_view text, const std::string& source,
+                              const std::function<void(JournalRecord&&)>& onRecord) {
+  JournalContents contents;
   const LogReplay replay = replayLog(
       text, kJournalMagic, kJournalVersion,
-      [&](std::string_view line) { contents.records.push_back(decodeRecord(line)); },
+      [&](std::string_view line) { onRecord(decodeRecord(line)); },
       [&](LogDefect defect, size_t lineNumber, const std::string& detail) {
         const std::string where = source + ":" + std::to_string(lineNumber);
         switch (defect) {
@@ -266,49 +276,57 @@ JournalContents decodeJournal(std::string_view text, const std::string& source) 
 }
 
 JournalSummary summarizeJournal(const std::vector<JournalRecord>& records) {
-  JournalSummary summary;
-  std::map<int64_t, JournalRecord> unfinished;
-  for (const JournalRecord& r : records) {
-    switch (r.kind) {
-      case Kind::kAttempt:
-        summary.lastAttempt = std::max(summary.lastAttempt, r.attemptNumber);
-        break;
-      case Kind::kJob:
-        ++summary.jobs;
-        break;
-      case Kind::kExecutor:
-        if (r.executorId.size() > 1 && r.executorId[0] == 'e' &&
-            r.executorId.find_first_not_of("0123456789", 1) == std::string::npos) {
-          summary.highestExecutorNumber =
-              std::max(summary.highestExecutorNumber, std::stoi(r.executorId.substr(1)));
+  JournalSummarizer summarizer;
+  for (const JournalRecord& r : records) summarizer.add(r);
+  return summarizer.summary();
+}
+
+void JournalSummarizer::add(const JournalRecord& r) {
+  JournalSummary& summary = summary_;
+  std::map<int64_t, JournalRecord>& unfinished = unfinished_;
+  switch (r.kind) {
+    case Kind::kAttempt:
+      summary.lastAttempt = std::max(summary.lastAttempt, r.attemptNumber);
+      break;
+    case Kind::kJob:
+      ++summary.jobs;
+      break;
+    case Kind::kExecutor:
+      if (r.executorId.size() > 1 && r.executorId[0] == 'e' &&
+          r.executorId.find_first_not_of("0123456789", 1) == std::string::npos) {
+        summary.highestExecutorNumber =
+            std::max(summary.highestExecutorNumber, std::stoi(r.executorId.substr(1)));
+      }
+      break;
+    case Kind::kLaunch:
+      summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
+      unfinished[r.taskId] = r;
+      break;
+    case Kind::kCommit:
+      summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
+      ++summary.commits;
+      // Every launch of that task index is over: the index is done.
+      for (auto it = unfinished.begin(); it != unfinished.end();) {
+        const JournalRecord& l = it->second;
+        if (l.jobId == r.jobId && l.stageId == r.stageId && l.index == r.index) {
+          it = unfinished.erase(it);
+        } else {
+          ++it;
         }
-        break;
-      case Kind::kLaunch:
-        summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
-        unfinished[r.taskId] = r;
-        break;
-      case Kind::kCommit:
-        summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
-        ++summary.commits;
-        // Every launch of that task index is over: the index is done.
-        for (auto it = unfinished.begin(); it != unfinished.end();) {
-          const JournalRecord& l = it->second;
-          if (l.jobId == r.jobId && l.stageId == r.stageId && l.index == r.index) {
-            it = unfinished.erase(it);
-          } else {
-            ++it;
-          }
-        }
-        break;
-      case Kind::kBounds:
-        summary.lastBounds = r;
-        break;
-      case Kind::kStageDone:
-      case Kind::kUnpersist:
-        break;
-    }
+      }
+      break;
+    case Kind::kBounds:
+      summary.lastBounds = r;
+      break;
+    case Kind::kStageDone:
+    case Kind::kUnpersist:
+      break;
   }
-  for (auto& [id, launch] : unfinished) summary.unfinishedLaunches.push_back(std::move(launch));
+}
+
+JournalSummary JournalSummarizer::summary() const {
+  JournalSummary summary = summary_;
+  for (const auto& [id, launch] : unfinished_) summary.unfinishedLaunches.push_back(launch);
   return summary;
 }
 
@@ -323,34 +341,64 @@ RecoveryJournal::RecoveryJournal(const std::string& directory)
   ::chmod(directory_.c_str(), 0700);
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd_ < 0) throw JournalError(systemError("cannot open the AM journal", path_));
-  std::string text;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd_, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string error = systemError("cannot read the AM journal", path_);
-      ::close(fd_);
-      throw JournalError(error);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    const std::string error = systemError("cannot read the AM journal", path_);
+    ::close(fd_);
+    throw JournalError(error);
   }
+  const size_t size = static_cast<size_t>(info.st_size);
+  JournalContents read;
+  JournalSummarizer summarizer;
   try {
-    replayed_ = decodeJournal(text, path_);
+    read = decodeFile(size, [&](JournalRecord&& r) {
+      summarizer.add(r);
+      ++replayedRecords_;
+    });
   } catch (...) {
     ::close(fd_);
     throw;
   }
+  summary_ = summarizer.summary();
+  tornTail_ = read.tornTail;
+  replayedLength_ = read.validLength;
   // Cut a torn tail off, so that what is appended next starts on a line of its own.
-  const size_t keep = replayed_.validLength;
-  if (keep < text.size() && ::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+  const size_t keep = read.validLength;
+  if (keep < size && ::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
     const std::string error = systemError("cannot cut the torn tail of", path_);
     ::close(fd_);
     throw JournalError(error);
   }
   if (keep == 0) writeAll(encodeJournalHeader());
   sync();
+}
+
+JournalContents RecoveryJournal::decodeFile(
+    size_t length, const std::function<void(JournalRecord&&)>& onRecord) const {
+  if (length == 0) return decodeJournal("", path_, onRecord);
+  // Mapped, not read into memory: the pages are the file's, dropped again under pressure.
+  void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (mapped == MAP_FAILED) throw JournalError(systemError("cannot read the AM journal", path_));
+  ::madvise(mapped, length, MADV_SEQUENTIAL);
+  struct Unmap {
+    void* at;
+    size_t length;
+    ~Unmap() { ::munmap(at, length); }
+  } unmap{mapped, length};
+  return decodeJournal(std::string_view(static_cast<const char*>(mapped), length), path_, onRecord);
+}
+
+JournalContents RecoveryJournal::replayed() const {
+  std::vector<JournalRecord> records;
+  JournalContents contents =
+      decodeFile(replayedLength_, [&](JournalRecord&& r) { records.push_back(std::move(r)); });
+  contents.records = std::move(records);
+  contents.tornTail = tornTail_;
+  return contents;
+}
+
+void RecoveryJournal::forEachReplayed(const std::function<void(const JournalRecord&)>& fn) const {
+  decodeFile(replayedLength_, [&](JournalRecord&& r) { fn(r); });
 }
 
 RecoveryJournal::~RecoveryJournal() {

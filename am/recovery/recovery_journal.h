@@ -29,6 +29,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -106,6 +108,10 @@ struct JournalContents {
 // Parses a whole journal. `source` names it in errors ("/staging/app_1/am-journal"). An empty
 // text is an empty journal (the file was created, nothing written yet). Throws JournalError.
 JournalContents decodeJournal(std::string_view text, const std::string& source);
+// The same, handing each record to `onRecord` in order instead of keeping it (records stays
+// empty): a journal holds two records per task, so a huge stage's is never held decoded.
+JournalContents decodeJournal(std::string_view text, const std::string& source,
+                              const std::function<void(JournalRecord&&)>& onRecord);
 
 // What the records add up to, for the next attempt.
 struct JournalSummary {
@@ -120,6 +126,17 @@ struct JournalSummary {
 };
 JournalSummary summarizeJournal(const std::vector<JournalRecord>& records);
 
+// The summary built record by record, as the journal is read.
+class JournalSummarizer {
+ public:
+  void add(const JournalRecord& record);
+  JournalSummary summary() const;
+
+ private:
+  JournalSummary summary_;
+  std::map<int64_t, JournalRecord> unfinished_;  // launches not committed yet, by task id
+};
+
 // The journal file: replays what is there, then appends. Not thread-safe (the AM calls it
 // under its mutex).
 class RecoveryJournal {
@@ -131,8 +148,17 @@ class RecoveryJournal {
   RecoveryJournal(const RecoveryJournal&) = delete;
   RecoveryJournal& operator=(const RecoveryJournal&) = delete;
 
-  // What the file held when opened (a torn tail is cut off the file before appending).
-  const JournalContents& replayed() const { return replayed_; }
+  // What the file held when opened (a torn tail is cut off the file before appending), read
+  // again and decoded into memory: for small journals and tests.
+  JournalContents replayed() const;
+  // The same records one at a time, in order, read again from the file (mapped, not copied):
+  // replaying a journal of 10^8 tasks holds one record at a time.
+  void forEachReplayed(const std::function<void(const JournalRecord&)>& fn) const;
+  // Of what the file held when opened: the summary, how many records, whether a torn tail was
+  // dropped.
+  const JournalSummary& replayedSummary() const { return summary_; }
+  size_t replayedRecords() const { return replayedRecords_; }
+  bool replayedTornTail() const { return tornTail_; }
   const std::string& path() const { return path_; }
 
   // Appends a record now (one write). Throws JournalError on an I/O error.
@@ -154,7 +180,14 @@ class RecoveryJournal {
   std::string directory_;
   std::string path_;
   int fd_ = -1;
-  JournalContents replayed_;
+  // Decodes the first `length` bytes of the file, mapped read-only.
+  JournalContents decodeFile(size_t length,
+                             const std::function<void(JournalRecord&&)>& onRecord) const;
+
+  size_t replayedLength_ = 0;  // bytes of whole records when opened
+  size_t replayedRecords_ = 0;
+  bool tornTail_ = false;
+  JournalSummary summary_;
   std::atomic<uint64_t> appended_{0};  // bytes written (append: under the AM's mutex)
   std::atomic<uint64_t> durable_{0};   // bytes known fsync'd
   std::mutex syncMutex_;               // one fdatasync at a time; guards fd_ against remove()

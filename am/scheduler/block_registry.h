@@ -5,14 +5,20 @@
 // output and the size of each partition it wrote. The scheduler builds downstream tasks'
 // inputs and locality preferences from it, and learns from it which outputs went with a lost
 // executor. Pure bookkeeping: no threads, no I/O.
+//
+// Memory goes by the outputs that hold blocks: a task that wrote nothing (a noop, a final
+// stage's task) is one index in its stage's IndexSet of registered outputs, so a stage of 10^9
+// such tasks costs a few KiB; an output with blocks keeps its place and partition sizes.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "am/scheduler/index_set.h"
 #include "rest/messages/executor.h"
 
 namespace tide::am {
@@ -33,12 +39,22 @@ class BlockRegistry {
   // `numTasks` tasks.
   void registerOutput(const std::string& stageId, int64_t numTasks, int64_t index,
                       MapOutput output);
-  // The output of one task, or null when it has none (not run yet, or lost).
+  // The output of one task, or null when it has none (not run yet, or lost). An output
+  // without blocks is not kept: it comes back as an empty MapOutput, its place unknown.
   const MapOutput* output(const std::string& stageId, int64_t index) const;
+  // Calls fn(index, output) in ascending index for every task of the stage without an output
+  // (output null) or with an output holding blocks; outputs without blocks are skipped. What a
+  // reader of the stage has to fetch, in time by those outputs, not by the stage's size.
+  void forEachInput(const std::string& stageId,
+                    const std::function<void(int64_t, const MapOutput*)>& fn) const;
   bool hasStage(const std::string& stageId) const;
   int64_t numTasks(const std::string& stageId) const;  // 0 for an unknown stage
-  // Task indices of a known stage without an output, ascending.
-  std::vector<int64_t> missingOutputs(const std::string& stageId) const;
+  // Task indices of a known stage without an output, ascending (at most `limit`).
+  std::vector<int64_t> missingOutputs(const std::string& stageId, int64_t limit = INT64_MAX) const;
+  int64_t missingCount(const std::string& stageId) const;
+  // Bytes of a stage's outputs and the executors that hold (or wrote) any, ascending.
+  int64_t stageBytes(const std::string& stageId) const;
+  std::vector<std::string> stageExecutors(const std::string& stageId) const;
 
   // Forgets every output with blocks on the executor; returns the lost task indices by stage.
   std::map<std::string, std::vector<int64_t>> removeExecutor(const std::string& executorId);
@@ -63,12 +79,24 @@ class BlockRegistry {
   }
 
  private:
+  // Forgets the outputs holding blocks on the executor: all of them without `held`, else those
+  // with a block not in it.
+  std::map<std::string, std::vector<int64_t>> removeOutputsOn(const std::string& executorId,
+                                                              const std::set<std::string>* held);
   // Bytes of `partition` summed by the output's place (its executor or its node).
   std::map<std::string, int64_t> partitionBytesBy(std::string MapOutput::*place,
                                                   const std::string& stageId,
                                                   int64_t partition) const;
 
-  std::map<std::string, std::vector<std::optional<MapOutput>>> stages_;
+  struct StageOutputs {
+    IndexSet registered;                      // tasks with an output, blocks or not
+    std::map<int64_t, MapOutput> withBlocks;  // the outputs holding blocks, by index
+    // Executors that registered an output without blocks: such an output is never lost, so
+    // its executor stays one of the stage's (as for stagesOn) until the stage is dropped.
+    std::set<std::string> emptyOutputExecutors;
+  };
+
+  std::map<std::string, StageOutputs> stages_;
 };
 
 }  // namespace tide::am

@@ -36,8 +36,9 @@ enum class TaskKind { kCommand, kNoop, kSleep };
 // "command", "noop", "sleep": the `kind` of rest::TaskLaunch.
 const char* taskKindName(TaskKind kind);
 
-// The largest stage a job may have; tasks are materialised lazily, so this bounds counters and
-// the per-stage success bitmap (125 MB at the limit), not objects.
+// The largest stage a job may have; tasks are materialised lazily and done tasks are kept in an
+// IndexSet (a counter per 65,536 tasks, bitmaps only where partly done), so this bounds
+// counters, not objects.
 constexpr int64_t kMaxTasksPerStage = 1000000000;
 
 // Data between stages: a task writes its output into $TIDE_OUTPUT_DIR as part-0, part-1, ...

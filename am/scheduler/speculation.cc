@@ -5,28 +5,45 @@
 
 namespace tide::am {
 
-DurationMs speculationThreshold(int64_t numTasks, const std::vector<DurationMs>& successful,
+DurationCounts::DurationCounts(std::initializer_list<DurationMs> durations) {
+  for (DurationMs duration : durations) add(duration);
+}
+
+DurationCounts::DurationCounts(const std::vector<DurationMs>& durations) {
+  for (DurationMs duration : durations) add(duration);
+}
+
+void DurationCounts::add(DurationMs duration) {
+  ++counts_[duration];
+  ++size_;
+}
+
+DurationMs DurationCounts::atRank(int64_t rank) const {
+  for (const auto& [duration, count] : counts_) {
+    if (rank < count) return duration;
+    rank -= count;
+  }
+  return counts_.empty() ? 0 : counts_.rbegin()->first;
+}
+
+DurationMs speculationThreshold(int64_t numTasks, const DurationCounts& successful,
                                 const SpeculationConfig& config) {
   // Spark: minFinishedForSpeculation = max(floor(quantile * numTasks), 1).
   const int64_t needed = std::max<int64_t>(
       static_cast<int64_t>(std::floor(config.quantile * static_cast<double>(numTasks))), 1);
-  if (static_cast<int64_t>(successful.size()) < needed || successful.empty()) {
+  if (successful.size() < needed || successful.empty()) {
     // Spark: a small stage (it fits on one executor) may name its own threshold.
     const bool fitsOneExecutor = numTasks <= std::max<int64_t>(config.slotsPerExecutor, 1);
     return config.taskDurationThresholdMs >= 0 && fitsOneExecutor ? config.taskDurationThresholdMs
                                                                   : -1;
   }
-  std::vector<DurationMs> sorted = successful;
-  const size_t middle = sorted.size() / 2;
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle),
-                   sorted.end());
-  const DurationMs median = sorted[middle];
+  const DurationMs median = successful.atRank(successful.size() / 2);
   return std::max<DurationMs>(
       static_cast<DurationMs>(config.multiplier * static_cast<double>(median)),
       config.minThresholdMs);
 }
 
-std::vector<int64_t> speculatableTasks(int64_t numTasks, const std::vector<DurationMs>& successful,
+std::vector<int64_t> speculatableTasks(int64_t numTasks, const DurationCounts& successful,
                                        const std::vector<RunningCopy>& running, TimeMs now,
                                        const SpeculationConfig& config) {
   std::vector<int64_t> slow;

@@ -6,6 +6,8 @@
 // minThreshold) is speculatable. Pure: durations and start times in, indices out.
 
 #include <cstdint>
+#include <initializer_list>
+#include <map>
 #include <vector>
 
 #include "common/clock.h"
@@ -22,6 +24,24 @@ struct SpeculationConfig {
   int64_t slotsPerExecutor = 1;  // executor.cores / task.cpus
 };
 
+// Successful durations of a stage's tasks as a count per distinct value: the exact median in
+// memory by how many different durations there were (ms), not by how many tasks succeeded.
+class DurationCounts {
+ public:
+  DurationCounts() = default;
+  DurationCounts(std::initializer_list<DurationMs> durations);
+  DurationCounts(const std::vector<DurationMs>& durations);  // NOLINT: a list of durations
+  void add(DurationMs duration);
+  int64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The `rank`-th smallest duration, 0-based (rank < size()).
+  DurationMs atRank(int64_t rank) const;
+
+ private:
+  std::map<DurationMs, int64_t> counts_;
+  int64_t size_ = 0;
+};
+
 // A task with exactly one running copy.
 struct RunningCopy {
   int64_t index = 0;
@@ -29,11 +49,11 @@ struct RunningCopy {
 };
 
 // The duration above which a running task is slow, or -1 while too few tasks have succeeded.
-DurationMs speculationThreshold(int64_t numTasks, const std::vector<DurationMs>& successful,
+DurationMs speculationThreshold(int64_t numTasks, const DurationCounts& successful,
                                 const SpeculationConfig& config);
 
 // The indices of `running` that are slow at `now`, ascending.
-std::vector<int64_t> speculatableTasks(int64_t numTasks, const std::vector<DurationMs>& successful,
+std::vector<int64_t> speculatableTasks(int64_t numTasks, const DurationCounts& successful,
                                        const std::vector<RunningCopy>& running, TimeMs now,
                                        const SpeculationConfig& config);
 

@@ -158,10 +158,10 @@ std::string TaskScheduler::submitJob(Job job) {
         throw JobError(path + ": '" + dependency + "' is not a persisted stage of an ended job" +
                        (known.empty() ? " (none is persisted)" : " (persisted: " + known + ")"));
       }
-      const std::vector<int64_t> missing = blocks_.missingOutputs(dependency);
-      if (!missing.empty()) {
+      const int64_t missing = blocks_.missingCount(dependency);
+      if (missing > 0) {
         throw JobError(path + ": persisted stage '" + dependency + "' lost " +
-                       std::to_string(missing.size()) +
+                       std::to_string(missing) +
                        " of its task outputs with their executors; run its job again");
       }
     }
@@ -484,25 +484,26 @@ std::vector<rest::BlockInput> TaskScheduler::inputsOf(const JobRun& job, size_t 
   std::vector<rest::BlockInput> inputs;
   const StageRun& stage = job.stages[stageIndex];
   for (const auto& [name, source] : stage.inputs) {
-    const int64_t numMaps = blocks_.numTasks(source);
-    for (int64_t map = 0; map < numMaps; ++map) {
-      const MapOutput* output = blocks_.output(source, map);
-      rest::BlockInput input;
-      input.stageId = name;
-      input.mapIndex = map;
-      input.path = source + "/" + std::to_string(map) + "/part-" + std::to_string(index);
-      if (output == nullptr) {
-        // Lost since the stage was unblocked: the fetch fails and the map task runs again,
-        // rather than the task silently reading less.
-        inputs.push_back(std::move(input));
-        continue;
-      }
-      const std::optional<int64_t> size = output->partitionSize(index);
-      if (!size) continue;  // that map task wrote nothing for this partition
-      input.executorId = output->executorId;
-      input.size = *size;
-      inputs.push_back(std::move(input));
-    }
+    // Only the map outputs holding blocks, and the lost ones: a map task that wrote nothing
+    // has nothing to fetch, so a wide noop stage costs its readers nothing per map task.
+    blocks_.forEachInput(
+        source, [&, &name = name, &source = source](int64_t map, const MapOutput* output) {
+          rest::BlockInput input;
+          input.stageId = name;
+          input.mapIndex = map;
+          input.path = source + "/" + std::to_string(map) + "/part-" + std::to_string(index);
+          if (output == nullptr) {
+            // Lost since the stage was unblocked: the fetch fails and the map task runs again,
+            // rather than the task silently reading less.
+            inputs.push_back(std::move(input));
+            return;
+          }
+          const std::optional<int64_t> size = output->partitionSize(index);
+          if (!size) return;  // that map task wrote nothing for this partition
+          input.executorId = output->executorId;
+          input.size = *size;
+          inputs.push_back(std::move(input));
+        });
   }
   return inputs;
 }
@@ -601,6 +602,13 @@ std::string TaskScheduler::restoreCommitted(const std::string& jobId, const std:
   if (!why.empty()) return why;
   auto [job, stageIndex] = findStage(jobId, stageId, &why);
   StageRun& stage = job->stages[stageIndex];
+  // A committed index launches again only for lineage, which proposes attempt 1 or more: only
+  // a higher attempt needs remembering, so replaying a huge stage's commits keeps no entry per
+  // task (the entry of a launch lasts only until its commit).
+  if (auto highest = stage.highestAttempt.find(index);
+      highest != stage.highestAttempt.end() && highest->second == 0) {
+    stage.highestAttempt.erase(highest);
+  }
   if (job->state != JobState::kRunning) return "";  // its end is known already
   if (!stage.tasks || stage.state != StageState::kRunning) {
     return "a task of " + stage.schedulerStageId + " committed before the stage could run";
@@ -977,15 +985,9 @@ std::vector<CachedStageSummary> TaskScheduler::cachedStages() const {
     CachedStageSummary summary;
     summary.stageId = stageId;
     summary.numTasks = blocks_.numTasks(stageId);
-    summary.missing = static_cast<int64_t>(blocks_.missingOutputs(stageId).size());
-    std::set<std::string> executors;
-    for (int64_t i = 0; i < summary.numTasks; ++i) {
-      if (const MapOutput* output = blocks_.output(stageId, i)) {
-        executors.insert(output->executorId);
-        for (const rest::BlockOutput& block : output->blocks) summary.bytes += block.size;
-      }
-    }
-    summary.executors.assign(executors.begin(), executors.end());
+    summary.missing = blocks_.missingCount(stageId);
+    summary.bytes = blocks_.stageBytes(stageId);
+    summary.executors = blocks_.stageExecutors(stageId);
     cached.push_back(std::move(summary));
   }
   return cached;

@@ -11,8 +11,7 @@ const char* taskLocalityName(TaskLocality locality) {
   return enumName(locality, kNames);
 }
 
-TaskSetManager::TaskSetManager(int64_t numTasks)
-    : numTasks_(numTasks), succeededBits_(static_cast<size_t>(numTasks), false) {}
+TaskSetManager::TaskSetManager(int64_t numTasks) : numTasks_(numTasks), succeededSet_(numTasks) {}
 
 int64_t TaskSetManager::pendingCount() const {
   if (aborted_) return 0;
@@ -22,8 +21,7 @@ int64_t TaskSetManager::pendingCount() const {
 
 bool TaskSetManager::isSucceeded(int64_t index) const {
   if (index < 0 || index >= numTasks_) return false;
-  if (succeededBits_.empty()) return allSucceeded();  // released after success
-  return succeededBits_[static_cast<size_t>(index)];
+  return succeededSet_.contains(index);
 }
 
 std::optional<TaskAttempt> TaskSetManager::launchNext() {
@@ -41,7 +39,7 @@ std::optional<TaskAttempt> TaskSetManager::launchNext() {
     return next;
   }
   while (nextFreshIndex_ < numTasks_ && restoredAhead_ > 0 &&
-         restoredBits_[static_cast<size_t>(nextFreshIndex_)]) {
+         restoredSet_.contains(nextFreshIndex_)) {
     ++nextFreshIndex_;  // committed or running in an earlier AM attempt
     --restoredAhead_;
   }
@@ -62,10 +60,8 @@ void TaskSetManager::markRestored(int64_t index, bool running) {
     return;
   }
   if (index < nextFreshIndex_) return;  // launched here already: not pending
-  if (restoredBits_.empty()) restoredBits_.assign(static_cast<size_t>(numTasks_), false);
-  if (restoredBits_[static_cast<size_t>(index)]) return;
-  restoredBits_[static_cast<size_t>(index)] = true;
-  ++restoredAhead_;
+  if (restoredSet_.size() == 0) restoredSet_ = IndexSet(numTasks_);
+  if (restoredSet_.insert(index)) ++restoredAhead_;
 }
 
 void TaskSetManager::onAttemptEnded() {
@@ -73,14 +69,11 @@ void TaskSetManager::onAttemptEnded() {
 }
 
 bool TaskSetManager::markSucceeded(int64_t index, DurationMs duration) {
-  if (index < 0 || index >= numTasks_ || succeededBits_.empty()) return false;
-  auto bit = succeededBits_[static_cast<size_t>(index)];
-  if (bit) return false;
-  bit = true;
+  if (aborted_ || !succeededSet_.insert(index)) return false;
   durationSumMs_ += duration;
   durationMinMs_ = succeeded_ == 0 ? duration : std::min(durationMinMs_, duration);
   durationMaxMs_ = std::max(durationMaxMs_, duration);
-  if (keepDurations_) durations_.push_back(duration);
+  if (keepDurations_) durations_.add(duration);
   ++succeeded_;
   return true;
 }
@@ -109,16 +102,10 @@ void TaskSetManager::requeueFront(int64_t index, int attempt) {
 
 int64_t TaskSetManager::resubmit(const std::vector<int64_t>& indices) {
   if (aborted_) return 0;
-  if (succeededBits_.empty() && allSucceeded()) {
-    succeededBits_.assign(static_cast<size_t>(numTasks_), true);  // released after success
-  }
-  if (succeededBits_.empty()) return 0;
   int64_t requeued = 0;
   for (int64_t index : indices) {
-    if (index < 0 || index >= numTasks_) continue;
-    auto bit = succeededBits_[static_cast<size_t>(index)];
-    if (!bit) continue;  // pending or running already: its new output will come
-    bit = false;
+    // Not done: pending or running already, its new output will come.
+    if (!succeededSet_.erase(index)) continue;
     --succeeded_;
     // A lost output is not the task's failure: the attempt number only tells the runs apart.
     const int attempt = failureCount(index) + 1;
@@ -144,8 +131,7 @@ void TaskSetManager::setPreferences(const std::vector<TaskPreference>& prefs, Lo
     pending = pendingBits_;
   } else {
     for (int64_t i = nextFreshIndex_; i < numTasks_; ++i) {
-      pending[static_cast<size_t>(i)] =
-          restoredBits_.empty() || !restoredBits_[static_cast<size_t>(i)];
+      pending[static_cast<size_t>(i)] = !restoredSet_.contains(i);
     }
     restoredAhead_ = 0;
     for (const TaskAttempt& requeued : requeued_) {
@@ -378,12 +364,21 @@ void TaskSetManager::abort() {
   pendingAll_.clear();
   requeued_.clear();
   requeued_.shrink_to_fit();
-  std::vector<bool>().swap(succeededBits_);
+  // What isSucceeded answers from now on, without a bitmap.
+  if (allSucceeded()) {
+    succeededSet_.fill();
+  } else {
+    succeededSet_.clear();
+  }
 }
 
 void TaskSetManager::releaseAfterSuccess() {
   if (!allSucceeded()) return;
-  std::vector<bool>().swap(succeededBits_);
+  // Nothing is left to launch fresh (a lineage re-run goes through the re-queue), so the
+  // indices recovery took out need no remembering.
+  nextFreshIndex_ = numTasks_;
+  restoredAhead_ = 0;
+  restoredSet_ = IndexSet();
   std::unordered_map<int64_t, int>().swap(failureCounts_);
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 
 // The bookkeeping of one submitted stage's tasks (Spark's TaskSetManager). Tasks are not
-// objects until they run: a stage of a million tasks without locality preferences costs a
-// counter, a bitmap of 125 KB and entries only for the tasks that are running, re-queued or
-// have failed. A stage whose tasks prefer places (their inputs' executors and nodes, or the
-// job's preferred_hosts) keeps per-place pending lists and does Spark's delay scheduling: it
-// launches at the most local level it has tasks for and moves one level down after that
-// level's locality wait passes without a launch. Pure state, time passed in: the
+// objects until they run: a stage without locality preferences costs counters, a compact set
+// of its done indices (IndexSet: bitmaps only for the stretches of indices partly done, a few
+// KiB for a stage done roughly in order, whatever its size) and entries only for the tasks
+// that are running, re-queued or have failed. A stage whose tasks prefer places (their inputs'
+// executors and nodes, or the job's preferred_hosts) keeps per-place pending lists and does Spark's
+// delay scheduling: it launches at the most local level it has tasks for and moves one level down
+// after that level's locality wait passes without a launch. Pure state, time passed in: the
 // TaskScheduler decides what happens on each event.
 
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "am/scheduler/index_set.h"
+#include "am/scheduler/speculation.h"
 #include "common/clock.h"
 
 namespace tide::am {
@@ -113,21 +116,24 @@ class TaskSetManager {
   // earlier AM attempt committed it, or it is still running there: then `running` counts it as
   // running, to end with onAttemptEnded). Only before this stage's first launch.
   void markRestored(int64_t index, bool running);
-  // Drops everything pending and frees the success bitmap; running attempts still end.
+  // Drops everything pending and frees the success bitmaps; running attempts still end.
   void abort();
-  // Frees the success bitmap once every task succeeded; only counters are left.
+  // Frees what recovery and failures left once every task succeeded (the done set of a
+  // finished stage is counters already).
   void releaseAfterSuccess();
 
   // Entries held beyond the fixed counters (re-queued tasks and failure counts): what
   // "memory proportional to trouble, not to stage size" is checked with.
   size_t trackedIndexCount() const { return requeued_.size() + failureCounts_.size(); }
+  // Bytes of the done and restored sets (their bitmaps and chunk counters).
+  size_t indexSetBytes() const { return succeededSet_.heapBytes() + restoredSet_.heapBytes(); }
 
   int64_t failedAttempts() const { return failedAttempts_; }
   void countFailedAttempt() { ++failedAttempts_; }
-  // Keep every successful duration (for speculation's median); off by default, since it
-  // costs 8 bytes per task.
+  // Count the successful durations (for speculation's median); off by default. They are kept
+  // as counts per distinct duration, not per task.
   void keepDurations() { keepDurations_ = true; }
-  const std::vector<DurationMs>& successfulDurations() const { return durations_; }
+  const DurationCounts& successfulDurations() const { return durations_; }
   // Durations of the successful attempts.
   DurationMs durationSumMs() const { return durationSumMs_; }
   DurationMs durationMinMs() const { return succeeded_ > 0 ? durationMinMs_ : 0; }
@@ -145,11 +151,11 @@ class TaskSetManager {
   int64_t nextFreshIndex_ = 0;  // indices below it have been launched at least once
   // Indices taken out by markRestored (allocated on first use), and how many of them are at or
   // above nextFreshIndex_ (still to be skipped by launchNext).
-  std::vector<bool> restoredBits_;
+  IndexSet restoredSet_;
   int64_t restoredAhead_ = 0;
   std::deque<TaskAttempt> requeued_;                // to launch before any fresh index, front first
   std::unordered_map<int64_t, int> failureCounts_;  // only indices that have failed
-  std::vector<bool> succeededBits_;                 // one bit per task
+  IndexSet succeededSet_;
   int64_t succeeded_ = 0;
   int64_t running_ = 0;
   int64_t failedAttempts_ = 0;
@@ -158,7 +164,7 @@ class TaskSetManager {
   DurationMs durationMinMs_ = 0;
   DurationMs durationMaxMs_ = 0;
   bool keepDurations_ = false;
-  std::vector<DurationMs> durations_;
+  DurationCounts durations_;
 
   // Locality (only once setPreferences was called). Lists hold indices that were pending when
   // filed; launched or succeeded ones are skipped when met.

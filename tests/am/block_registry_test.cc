@@ -85,5 +85,40 @@ TEST(BlockRegistryTest, AnOutputWithoutBlocksIsNotLostWithItsExecutor) {
   EXPECT_TRUE(registry.missingOutputs("s").empty());
 }
 
+// Outputs without blocks are bits, not records: a reader visits only the outputs holding blocks
+// and the missing ones, in index order, and the stage still names the executors that wrote it.
+TEST(BlockRegistryTest, OutputsWithoutBlocksAreSkippedByReadersButKeepTheirExecutors) {
+  BlockRegistry registry;
+  const int64_t tasks = 300000;
+  for (int64_t i = 0; i < tasks; ++i) {
+    if (i == 70000 || i == 250001) continue;  // not run yet
+    if (i % 100000 == 5) {
+      registry.registerOutput("s", tasks, i, output("e2", "n2", {{0, 8}}));
+    } else {
+      registry.registerOutput("s", tasks, i, output("e1", "n1", {}));
+    }
+  }
+  std::vector<std::pair<int64_t, bool>> visited;
+  registry.forEachInput("s", [&](int64_t index, const MapOutput* out) {
+    visited.emplace_back(index, out != nullptr);
+  });
+  EXPECT_EQ(visited,
+            (std::vector<std::pair<int64_t, bool>>{
+                {5, true}, {70000, false}, {100005, true}, {200005, true}, {250001, false}}));
+  EXPECT_EQ(registry.missingCount("s"), 2);
+  EXPECT_THAT(registry.missingOutputs("s"), ElementsAre(70000, 250001));
+  ASSERT_NE(registry.output("s", 6), nullptr);
+  EXPECT_TRUE(registry.output("s", 6)->blocks.empty());
+  EXPECT_EQ(registry.output("s", 70000), nullptr);
+  EXPECT_EQ(registry.stageBytes("s"), 24);
+  EXPECT_THAT(registry.stageExecutors("s"), ElementsAre("e1", "e2"));
+  EXPECT_THAT(registry.stagesOn("e1"), ElementsAre("s"));
+  // e1 held no blocks: losing it loses nothing; losing e2 loses exactly its three outputs.
+  EXPECT_TRUE(registry.removeExecutor("e1").empty());
+  const auto lost = registry.removeExecutor("e2");
+  EXPECT_THAT(lost.at("s"), ElementsAre(5, 100005, 200005));
+  EXPECT_THAT(registry.missingOutputs("s"), ElementsAre(5, 70000, 100005, 200005, 250001));
+}
+
 }  // namespace
 }  // namespace tide::am

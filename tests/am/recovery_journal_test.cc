@@ -213,5 +213,42 @@ TEST(SchedulerRecoveryTest, AStageWhollyCommittedCompletesAndTheJobEndsOnReplay)
   EXPECT_TRUE(scheduler.resourceOffers({WorkerOffer{"e1", "n1", 2}}).empty());
 }
 
+// A journal of a huge stage is replayed one record at a time, from the file: the summary is
+// built as it is read, and the records come back in order without being held.
+TEST(RecoveryJournalTest, AJournalOfManyCommitsIsReplayedRecordByRecord) {
+  testing_support::TempDir dir;
+  const std::string staging = (dir.path() / "app_1").string();
+  const int64_t tasks = 200000;
+  {
+    RecoveryJournal journal(staging);
+    journal.append(JournalRecord::attemptStarted(1, "appattempt_1_0001_000001"));
+    for (int64_t i = 0; i < tasks; ++i) {
+      journal.append(JournalRecord::taskLaunched(i + 1, "job-1", "s", i, 0, "e1"));
+      if (i + 1 < tasks) {
+        journal.append(JournalRecord::taskCommitted(i + 1, "job-1", "s", i, 0, "e1", "n1", 3, {}));
+      }
+    }
+    journal.sync();
+  }
+  RecoveryJournal journal(staging);
+  EXPECT_EQ(journal.replayedRecords(), static_cast<size_t>(2 * tasks));
+  const JournalSummary& summary = journal.replayedSummary();
+  EXPECT_EQ(summary.commits, tasks - 1);
+  EXPECT_EQ(summary.highestTaskId, tasks);
+  ASSERT_EQ(summary.unfinishedLaunches.size(), 1u) << "the last launch was never committed";
+  EXPECT_EQ(summary.unfinishedLaunches[0].index, tasks - 1);
+  int64_t commits = 0;
+  int64_t nextIndex = 0;
+  journal.forEachReplayed([&](const JournalRecord& r) {
+    if (r.kind != JournalRecord::Kind::kCommit) return;
+    EXPECT_EQ(r.index, nextIndex++);
+    ++commits;
+  });
+  EXPECT_EQ(commits, tasks - 1);
+  // Appending after the replay does not change what was replayed.
+  journal.append(JournalRecord::attemptStarted(2, "appattempt_1_0001_000002"));
+  EXPECT_EQ(journal.replayed().records.size(), static_cast<size_t>(2 * tasks));
+}
+
 }  // namespace
 }  // namespace tide::am

@@ -47,5 +47,18 @@ TEST(SpeculationTest, TaskDurationThresholdAppliesToStagesThatFitOneExecutor) {
   EXPECT_EQ(speculationThreshold(4, {}, config), -1);
 }
 
+// The median a stage of a million successes speculates from, kept as counts per duration.
+TEST(SpeculationTest, TheMedianOfAMillionSuccessesIsExact) {
+  DurationCounts durations;
+  for (int64_t i = 0; i < 1000000; ++i) durations.add(i % 4 == 0 ? 900 : (i % 4 == 1 ? 10 : 20));
+  EXPECT_EQ(durations.size(), 1000000);
+  EXPECT_EQ(durations.atRank(0), 10);
+  EXPECT_EQ(durations.atRank(499999), 20);
+  EXPECT_EQ(durations.atRank(500000), 20);
+  EXPECT_EQ(durations.atRank(750000), 900);
+  const SpeculationConfig config{0.5, 2.0, 10};
+  EXPECT_EQ(speculationThreshold(1000000, durations, config), 40);  // 2 x the median 20
+}
+
 }  // namespace
 }  // namespace tide::am

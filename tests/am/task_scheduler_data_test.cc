@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -472,6 +473,93 @@ TEST(SchedulerConfigDataTest, ReadsLocalityFairAndSpeculationKeys) {
   EXPECT_DOUBLE_EQ(config.speculationQuantile, 0.9);
   props.set("speculation.quantile", "1.5");
   EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
+}
+
+// Lineage with the compact registry: in a stage of a million map tasks, the outputs without
+// blocks are only bits, and losing an executor re-runs exactly the tasks whose blocks it held.
+TEST_F(SchedulerDataTest, LosingAnExecutorReRunsExactlyItsOutputsOfAMillionTaskStage) {
+  config.localityWaits = {0, 0, 0};
+  scheduler().submitJob(parseJob(R"({"name": "wide", "stages": [
+      {"id": "map", "tasks": 1000000, "command": ["m"]},
+      {"id": "reduce", "depends_on": ["map"], "tasks": 1, "command": ["r"]}]})"));
+  // Tasks alternate between e1 and e2; every 1000th task writes a block, the rest nothing.
+  std::vector<int64_t> lostWithE1;
+  const auto writesBlock = [](int64_t index) { return index % 1000 == 7; };
+  for (int round = 0; round < 500; ++round) {
+    for (const char* executor : {"e1", "e2"}) {
+      const auto launches = offer(executor, 1000);
+      ASSERT_EQ(launches.size(), 1000u);
+      for (const auto& launch : launches) {
+        const bool block = writesBlock(launch.index);
+        if (block && std::string(executor) == "e1") lostWithE1.push_back(launch.index);
+        ASSERT_TRUE(scheduler().statusUpdate(
+            finished(launch.taskId, block ? std::vector<int64_t>{0} : std::vector<int64_t>{}),
+            executor));
+      }
+    }
+  }
+  std::sort(lostWithE1.begin(), lostWithE1.end());
+  ASSERT_EQ(lostWithE1.size(), 500u);
+  // The reduce task reads only the outputs holding blocks, not a million map outputs.
+  const auto reduce = offer("e3", 1);
+  ASSERT_EQ(reduce.size(), 1u);
+  EXPECT_EQ(reduce[0].stageId, "reduce");
+  EXPECT_EQ(reduce[0].inputs.size(), 1000u);
+
+  scheduler().executorLost("e1", "killed");
+  EXPECT_EQ(stageReruns("job-1", "map"), 1);
+  EXPECT_EQ(scheduler().jobSummary("job-1")->stages[0].pending, 500);
+  ASSERT_TRUE(scheduler().statusUpdate(fetchFailed(reduce[0].taskId, block("map", 7, "e1")), "e3"));
+  std::vector<int64_t> reRun;
+  for (const auto& launch : offer("e3", 2000)) {
+    EXPECT_EQ(launch.stageId, "map");
+    EXPECT_EQ(launch.attempt, 1);
+    reRun.push_back(launch.index);
+    ASSERT_TRUE(scheduler().statusUpdate(finished(launch.taskId, {0}), "e3"));
+  }
+  std::sort(reRun.begin(), reRun.end());
+  EXPECT_EQ(reRun, lostWithE1);
+  const auto again = offer("e4", 1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].stageId, "reduce");
+  ASSERT_EQ(again[0].inputs.size(), 1000u);
+  for (const auto& input : again[0].inputs) {
+    EXPECT_TRUE(writesBlock(input.mapIndex)) << input.mapIndex;
+    EXPECT_NE(input.executorId, "e1");
+  }
+  EXPECT_EQ(scheduler().materializedTaskRecords(), 1u) << "the running reduce task only";
+}
+
+// The status of a huge stage is counts and a bounded sample of failures, never per-task lists;
+// failure counts are kept only for the tasks that failed.
+TEST_F(SchedulerDataTest, AHugeStagesStatusIsCountsAndABoundedSampleOfFailures) {
+  config.maxTaskFailures = 2;
+  scheduler().submitJob(parseJob(
+      R"({"name": "huge", "stages": [{"id": "s", "tasks": 1000000000, "builtin": "noop"}]})"));
+  int64_t failedOnce = 0;
+  for (int round = 0; round < 100; ++round) {
+    for (const auto& launch : offer("e1", 100)) {
+      // A tenth of the first attempts fail once; their retries succeed.
+      if (launch.attempt == 0 && launch.index % 10 == 3) {
+        ++failedOnce;
+        ASSERT_TRUE(scheduler().statusUpdate(ended(launch.taskId, rest::TaskState::kFailed), "e1"));
+      } else {
+        ASSERT_TRUE(scheduler().statusUpdate(finished(launch.taskId), "e1"));
+      }
+    }
+  }
+  const JobSummary summary = *scheduler().jobSummary("job-1");
+  EXPECT_EQ(summary.state, JobState::kRunning) << summary.message;
+  EXPECT_EQ(summary.numTasks, 1000000000);
+  EXPECT_EQ(summary.failedAttempts, failedOnce);
+  EXPECT_EQ(summary.succeeded + summary.pending + summary.running, 1000000000);
+  EXPECT_EQ(summary.succeeded, 10000 - failedOnce) << "10,000 attempts launched";
+  EXPECT_EQ(summary.recentFailures.size(), config.failedAttemptsKeptPerJob);
+  EXPECT_EQ(summary.recentFailures.back().attempt, 0);
+  // A failure count per task that failed (and a queue entry for the last round's retries),
+  // nothing for the tasks that only succeeded.
+  EXPECT_LE(scheduler().materializedTaskRecords(), static_cast<size_t>(failedOnce) + 20u);
+  EXPECT_GE(scheduler().materializedTaskRecords(), static_cast<size_t>(failedOnce));
 }
 
 // Spark 4's speculation defaults: quantile 0.9, multiplier 3, minTaskRuntime 100ms.

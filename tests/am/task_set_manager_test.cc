@@ -183,3 +183,64 @@ TEST(TaskSetManagerTest, ResubmitRunsSucceededTasksAgain) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// docs/jobs.md: a stage of up to 10^9 tasks costs the AM counters, not objects. Its done set
+// grows by how scattered the done indices are, not by how many there are.
+TEST(TaskSetManagerTest, ABillionTaskStageKeepsItsDoneTasksInAFewKilobytes) {
+  TaskSetManager tasks(1000000000);
+  const size_t empty = tasks.indexSetBytes();
+  EXPECT_LT(empty, 256u * 1024) << "a counter per 65,536 tasks, not a bit per task";
+  for (int64_t i = 0; i < 300000; ++i) {
+    const std::optional<TaskAttempt> next = tasks.launchNext();
+    ASSERT_TRUE(next);
+    ASSERT_EQ(next->index, i);
+    tasks.onAttemptEnded();
+    ASSERT_TRUE(tasks.markSucceeded(i, 1));
+  }
+  EXPECT_EQ(tasks.succeededCount(), 300000);
+  EXPECT_TRUE(tasks.isSucceeded(299999));
+  EXPECT_FALSE(tasks.isSucceeded(300000));
+  EXPECT_EQ(tasks.pendingCount(), 1000000000 - 300000);
+  EXPECT_LE(tasks.indexSetBytes(), empty + 8192) << "only the chunk at the front is partial";
+  // Lineage takes done tasks back out of the set; they run again first, as their next attempt.
+  EXPECT_EQ(tasks.resubmit({5, 70000, 5}), 2);
+  EXPECT_FALSE(tasks.isSucceeded(70000));
+  EXPECT_EQ(tasks.succeededCount(), 299998);
+  EXPECT_EQ(tasks.launchNext()->index, 5);
+  EXPECT_EQ(tasks.launchNext()->index, 70000);
+  EXPECT_EQ(tasks.launchNext()->index, 300000);
+  EXPECT_EQ(tasks.trackedIndexCount(), 0u);
+}
+
+// Recovery took indices out without launching them; once the stage is done and its sets are
+// released, a lineage re-run still launches only what was lost.
+TEST(TaskSetManagerTest, ARestoredStageReleasedAfterSuccessReRunsOnlyWhatWasLost) {
+  TaskSetManager tasks(4);
+  tasks.markRestored(2, /*running=*/false);
+  tasks.markRestored(3, /*running=*/false);
+  ASSERT_TRUE(tasks.markSucceeded(2, 1));
+  ASSERT_TRUE(tasks.markSucceeded(3, 1));
+  for (int64_t expected : {0, 1}) {
+    const std::optional<TaskAttempt> next = tasks.launchNext();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->index, expected);
+    tasks.onAttemptEnded();
+    ASSERT_TRUE(tasks.markSucceeded(expected, 1));
+  }
+  ASSERT_TRUE(tasks.allSucceeded());
+  tasks.releaseAfterSuccess();
+  EXPECT_EQ(tasks.pendingCount(), 0);
+  EXPECT_EQ(tasks.resubmit({3}), 1);
+  EXPECT_EQ(tasks.pendingCount(), 1);
+  const std::optional<TaskAttempt> again = tasks.launchNext();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->index, 3);
+  EXPECT_EQ(again->attempt, 1);
+  EXPECT_FALSE(tasks.launchNext());
+}
+
+}  // namespace
+}  // namespace tide::am
