@@ -35,6 +35,8 @@ struct TaskScheduler::StageRun {
   std::unordered_map<int64_t, int> highestAttempt;
   // The attempt (task id) authorised to commit each index, until the index succeeds.
   std::unordered_map<int64_t, int64_t> commitAuthorized;
+  std::unique_ptr<TaskSetExcludelist> excludelist;  // with excludeOnFailure.enabled
+  bool unschedulable = false;  // reported to the listeners as an unschedulable task set
 };
 
 struct TaskScheduler::JobRun : JobProgress {
@@ -132,6 +134,37 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   if (!(config.speculationMultiplier >= 1.0)) {
     throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
   }
+
+  ExcludeOnFailureConfig& exclude = config.excludeOnFailure;
+  exclude.enabled = properties.getBool("excludeOnFailure.enabled");
+  exclude.timeoutMs = properties.getDuration("excludeOnFailure.timeout");
+  if (exclude.timeoutMs <= 0) {
+    throw ConfigError(properties.describe("excludeOnFailure.timeout") + ": must be positive");
+  }
+  const auto atLeastOne = [&](const char* key, int* value) {
+    const int64_t v = properties.getInt(key);
+    if (v < 1 || v > 1000000) throw ConfigError(properties.describe(key) + ": must be at least 1");
+    *value = static_cast<int>(v);
+  };
+  atLeastOne("excludeOnFailure.task.maxTaskAttemptsPerExecutor",
+             &exclude.maxTaskAttemptsPerExecutor);
+  atLeastOne("excludeOnFailure.task.maxTaskAttemptsPerNode", &exclude.maxTaskAttemptsPerNode);
+  atLeastOne("excludeOnFailure.stage.maxFailedTasksPerExecutor",
+             &exclude.maxFailedTasksPerExecutorStage);
+  atLeastOne("excludeOnFailure.stage.maxFailedExecutorsPerNode",
+             &exclude.maxFailedExecutorsPerNodeStage);
+  atLeastOne("excludeOnFailure.application.maxFailedTasksPerExecutor",
+             &exclude.maxFailedTasksPerExecutor);
+  atLeastOne("excludeOnFailure.application.maxFailedExecutorsPerNode",
+             &exclude.maxFailedExecutorsPerNode);
+  exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
+  // Spark's validateExcludeOnFailureConfs: a task excluded from more places than task.maxFailures
+  // allows attempts would fail its job before exclusion could help it.
+  if (exclude.enabled && exclude.maxTaskAttemptsPerNode >= config.maxTaskFailures) {
+    throw ConfigError(properties.describe("excludeOnFailure.task.maxTaskAttemptsPerNode") +
+                      ": must be below task.maxFailures (" +
+                      std::to_string(config.maxTaskFailures) + ")");
+  }
   return config;
 }
 
@@ -139,7 +172,11 @@ TaskScheduler::TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_
     : config_(config),
       clock_(clock),
       order_(makeSchedulingOrder(config_.mode, config_.pools)),
-      random_(seed) {}
+      random_(seed) {
+  if (config_.excludeOnFailure.enabled) {
+    health_ = std::make_unique<HealthTracker>(config_.excludeOnFailure, clock_);
+  }
+}
 
 TaskScheduler::~TaskScheduler() = default;
 
@@ -230,6 +267,9 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.submittedMs = clock_.nowMs();
   stage.tasks = std::make_unique<TaskSetManager>(stage.spec->numTasks);
   if (config_.speculation) stage.tasks->keepDurations();
+  if (health_ && !stage.excludelist) {
+    stage.excludelist = std::make_unique<TaskSetExcludelist>(config_.excludeOnFailure);
+  }
   stage.queueKey = {job.number, nextStageSubmission_++};
   activeTaskSets_[stage.queueKey] = {&job, stageIndex};
   updatePreferences(job, stageIndex);
@@ -289,6 +329,22 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
   // Kept for stages whose output may be lost and re-run (lineage); the rest need only counters.
   if (stage.dependents.empty() && !stage.spec->persist) stage.tasks->releaseAfterSuccess();
   activeTaskSets_.erase(stage.queueKey);
+  setUnschedulable(stage, false);
+  if (health_ && stage.excludelist) {
+    // Only a stage that succeeded counts its failures against executors (Spark's
+    // updateExcludedForSuccessfulTaskSet): in a failed one the tasks may be to blame.
+    NewlyExcluded newly = health_->updateExcludedForSuccessfulTaskSet(
+        stage.schedulerStageId, stage.excludelist->failuresByExecutor());
+    if (config_.excludeOnFailure.killExcludedExecutors) {
+      for (const std::string& executor : newly.executors) excludedToKill_.push_back(executor);
+      for (const std::string& node : newly.nodes) {
+        for (const auto& [executor, host] : executorNodes_) {
+          if (host == node) excludedToKill_.push_back(executor);
+        }
+      }
+    }
+    stage.excludelist = std::make_unique<TaskSetExcludelist>(config_.excludeOnFailure);
+  }
   listeners_.onStageCompleted(stage.schedulerStageId);
 
   if (++job.stagesSucceeded == job.stages.size()) {
@@ -332,6 +388,7 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
   }
   for (size_t i = 0; i < job.stages.size(); ++i) {
     StageRun& stage = job.stages[i];
+    setUnschedulable(stage, false);
     if (stage.state == StageState::kWaiting && stage.tasks) {
       stage.state = StageState::kCancelled;  // ran, then waited for re-run inputs
       stage.completedMs = job.completedMs;
@@ -439,6 +496,16 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
   std::vector<int> freeSlots(offers.size());
   for (size_t i = 0; i < offers.size(); ++i) freeSlots[i] = offers[i].freeSlots;
   const TimeMs now = clock_.nowMs();
+  if (health_) {
+    // Excluded for the application: offered nothing (Spark filters such offers out first).
+    health_->applyExcludeOnFailureTimeout();
+    for (size_t i = 0; i < offers.size(); ++i) {
+      if (health_->isExecutorExcluded(offers[i].executorId) ||
+          health_->isNodeExcluded(offers[i].host)) {
+        freeSlots[i] = 0;
+      }
+    }
+  }
 
   // Launching never changes the set of active TaskSets (only task ends do), so iterating a
   // snapshot of it here is safe.
@@ -446,6 +513,7 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     JobRun& job = *jobPtr;
     StageRun& stage = job.stages[stageIndex];
     if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
+    const size_t launchedBefore = launches.size();
     // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
     // that one large offer does not take the whole stage while others stay idle.
     for (TaskLocality level : stage.tasks->validLocalityLevels()) {
@@ -454,18 +522,34 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
         launchedInPass = false;
         for (size_t offer : order) {
           if (freeSlots[offer] < stage.cpus) continue;
+          const WorkerOffer& worker = offers[offer];
+          if (offerExcludedForStage(stage, worker)) continue;
+          TaskExcluded excluded;
+          if (stage.excludelist) {
+            excluded = [&](int64_t index) {
+              return stage.excludelist->isExcluded(worker.executorId, worker.host, index);
+            };
+          }
           std::optional<TaskOffer> next =
-              stage.tasks->resourceOffer(offers[offer].executorId, offers[offer].host, level, now);
+              stage.tasks->resourceOffer(worker.executorId, worker.host, level, now, excluded);
           if (!next) continue;
-          launches.push_back(launchTask(job, stageIndex, *next, offers[offer].executorId, false));
+          launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false));
           freeSlots[offer] -= stage.cpus;
           launchedInPass = true;
         }
       }
     }
+    if (stage.excludelist) {
+      if (launches.size() > launchedBefore) {
+        setUnschedulable(stage, false);
+      } else if (!stage.unschedulable && completelyExcludedTask(job, stageIndex)) {
+        setUnschedulable(stage, true);
+      }
+    }
     // Speculative copies only when the stage has nothing else to run, as in Spark.
     if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
       for (size_t offer : order) {
+        if (offerExcludedForStage(stage, offers[offer])) continue;
         while (freeSlots[offer] >= stage.cpus) {
           std::optional<TaskOffer> copy =
               speculativeOffer(job, stageIndex, offers[offer].executorId);
@@ -776,6 +860,12 @@ void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const s
     return;
   }
   const int failures = stage.tasks->recordFailure(task.attempt.index);
+  if (stage.excludelist) {
+    auto node = executorNodes_.find(task.executorId);
+    stage.excludelist->updateExcludedForFailedTask(node == executorNodes_.end() ? "" : node->second,
+                                                   task.executorId, task.attempt.index,
+                                                   failed.timeMs);
+  }
   taskEnded(TaskOutcome::kFailed);
   if (failures >= config_.maxTaskFailures) {
     std::string message = "Job '" + job.job.name + "' failed: task " +
@@ -1074,11 +1164,77 @@ std::vector<std::string> TaskScheduler::stagesHeldBy(const std::string& executor
 
 void TaskScheduler::executorRemoved(const std::string& executorId) {
   executorNodes_.erase(executorId);
+  if (health_) health_->handleRemovedExecutor(executorId);
   for (const auto& [key, ref] : activeTaskSets_) {
     ref.first->stages[ref.second].tasks->executorLost(executorId);
   }
   const auto lost = blocks_.removeExecutor(executorId);
   handleLostOutputs(lost, "executor " + executorId + " is gone");
+}
+
+bool TaskScheduler::offerExcludedForStage(const StageRun& stage, const WorkerOffer& offer) const {
+  return stage.excludelist && (stage.excludelist->isExecutorExcludedForTaskSet(offer.executorId) ||
+                               stage.excludelist->isNodeExcludedForTaskSet(offer.host));
+}
+
+std::optional<int64_t> TaskScheduler::completelyExcludedTask(const JobRun& job,
+                                                             size_t stageIndex) const {
+  const StageRun& stage = job.stages[stageIndex];
+  // Only once some executor registered: before that nothing is excluded, only missing.
+  if (!stage.excludelist || !stage.tasks->hasPendingTasks() || executorNodes_.empty()) {
+    return std::nullopt;
+  }
+  const TaskSetExcludelist& list = *stage.excludelist;
+  const auto excludedEverywhere = [&](int64_t index) {
+    for (const auto& [executor, node] : executorNodes_) {
+      const bool nodeExcluded = health_->isNodeExcluded(node) ||
+                                list.isNodeExcludedForTaskSet(node) ||
+                                list.isNodeExcludedForTask(node, index);
+      if (nodeExcluded) continue;
+      if (!health_->isExecutorExcluded(executor) && !list.isExecutorExcludedForTaskSet(executor) &&
+          !list.isExecutorExcludedForTask(executor, index)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // The pending tasks that failed before are the ones excluded one by one; any other pending
+  // task is excluded only where whole executors and nodes are (index -1 stands for it).
+  int64_t pendingFailed = 0;
+  for (int64_t index : list.failedTasks()) {
+    if (stage.tasks->isSucceeded(index) || stage.runningByIndex.count(index) != 0) continue;
+    ++pendingFailed;
+    if (excludedEverywhere(index)) return index;
+  }
+  if (stage.tasks->pendingCount() > pendingFailed && excludedEverywhere(-1)) return -1;
+  return std::nullopt;
+}
+
+void TaskScheduler::setUnschedulable(StageRun& stage, bool unschedulable) {
+  if (stage.unschedulable == unschedulable) return;
+  stage.unschedulable = unschedulable;
+  if (unschedulable) {
+    listeners_.onUnschedulableTaskSetAdded(stage.schedulerStageId);
+  } else {
+    listeners_.onUnschedulableTaskSetRemoved(stage.schedulerStageId);
+  }
+}
+
+std::vector<ExcludedExecutor> TaskScheduler::excludedExecutors() const {
+  return health_ ? health_->excludedExecutors() : std::vector<ExcludedExecutor>{};
+}
+
+bool TaskScheduler::isExecutorExcluded(const std::string& executorId) const {
+  if (!health_) return false;
+  auto node = executorNodes_.find(executorId);
+  return health_->isExecutorExcluded(executorId) ||
+         (node != executorNodes_.end() && health_->isNodeExcluded(node->second));
+}
+
+std::vector<std::string> TaskScheduler::takeExcludedExecutorsToKill() {
+  std::vector<std::string> kills;
+  kills.swap(excludedToKill_);
+  return kills;
 }
 
 int TaskScheduler::checkSpeculatableTasks() {
