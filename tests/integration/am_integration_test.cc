@@ -136,6 +136,50 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
   EXPECT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
 }
 
+// Exclusion on failure (issue 13): a task that fails every time on the first executor it ran
+// on. The stage becomes unschedulable there, the policy asks for a second executor, the task
+// succeeds on it, and the first executor is excluded for the rest of the application.
+TEST_F(AmIntegrationTest, WithExclusionATaskThatAlwaysFailsOnOneExecutorRunsOnAnother) {
+  startCluster();
+  const std::string mark = (dir.path() / "failed-on").string();
+  const std::string picky = "if [ -e " + mark + " ] && [ \\\"$(cat " + mark +
+                            ")\\\" != \\\"$TIDE_EXECUTOR_ID\\\" ]; then exit 0; fi; " +
+                            "echo $TIDE_EXECUTOR_ID > " + mark + "; exit 1";
+  submit(R"({"name": "picky", "stages": [
+      {"id": "picky", "tasks": 1, "command": ["sh", "-c", ")" +
+             picky + R"("]},
+      {"id": "after", "depends_on": ["picky"], "tasks": 1, "builtin": "sleep", "sleep_ms": 3000}]})",
+         {{"excludeOnFailure.enabled", "true"},
+          {"excludeOnFailure.application.maxFailedTasksPerExecutor", "1"},
+          {"task.maxFailures", "3"},
+          {"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.executorIdleTimeout", "30s"}},
+         /*session=*/true);
+  // While "after" runs, the executor "picky" failed on shows as excluded.
+  std::string excluded;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document listed = executors();
+        for (const auto& e : listed["executors"].GetArray()) {
+          if (e["excluded"].GetBool()) excluded = e["id"].GetString();
+        }
+        return !excluded.empty();
+      },
+      60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  EXPECT_EQ(excluded, testing_support::readFile(mark).substr(0, excluded.size()));
+  bool unschedulable = false;
+  auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+  for (const auto& d : doc["decisions"].GetArray()) {
+    const std::string why = d["why"].GetString();
+    unschedulable = unschedulable ||
+                    why.find("unschedulable: every executor is excluded for stage job-1/picky") !=
+                        std::string::npos;
+  }
+  EXPECT_TRUE(unschedulable);
+}
+
 TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
   startCluster();
   // Session mode keeps the AM (and its decision log) up after the job, whatever the timing.
