@@ -119,7 +119,11 @@ std::vector<KeyInfo> buildKeyTable() {
           "Failed tasks of successful stages on an executor before it is excluded for the "
           "application (for excludeOnFailure.timeout)"),
       key("excludeOnFailure.application.maxFailedExecutorsPerNode", K::kInt, "2",
-          "Executors of a node excluded for the application before the node is"),
+          "Executors of a node excluded for the application before the node is excluded too"),
+      key("excludeOnFailure.unschedulableTaskSetTimeout", K::kDuration, "120s",
+          "How long a stage every executor is excluded for waits for a new executor before its "
+          "job fails (without dynamic allocation it fails at once)",
+          kMs),
       key("excludeOnFailure.killExcludedExecutors", K::kBool, "false",
           "Release executors (and a node's executors) once excluded for the application"),
 

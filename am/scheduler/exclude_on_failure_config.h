@@ -17,6 +17,11 @@ struct ExcludeOnFailureConfig {
   int maxFailedTasksPerExecutor = 2;       // the executor is excluded for the application
   int maxFailedExecutorsPerNode = 2;       // the node is excluded for the application
   bool killExcludedExecutors = false;      // and released
+  // A stage every live executor is excluded for fails its job after this long (Spark's
+  // spark.scheduler.excludeOnFailure.unschedulableTaskSetTimeout); at once without dynamic
+  // allocation, since no new executor will come.
+  DurationMs unschedulableTaskSetTimeoutMs = 120 * 1000;
+  bool dynamicAllocation = true;
 };
 
 }  // namespace tide::am

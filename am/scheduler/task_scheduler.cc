@@ -37,6 +37,7 @@ struct TaskScheduler::StageRun {
   std::unordered_map<int64_t, int64_t> commitAuthorized;
   std::unique_ptr<TaskSetExcludelist> excludelist;  // with excludeOnFailure.enabled
   bool unschedulable = false;  // reported to the listeners as an unschedulable task set
+  TimeMs unschedulableSinceMs = -1;
 };
 
 struct TaskScheduler::JobRun : JobProgress {
@@ -158,6 +159,13 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   atLeastOne("excludeOnFailure.application.maxFailedExecutorsPerNode",
              &exclude.maxFailedExecutorsPerNode);
   exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
+  exclude.unschedulableTaskSetTimeoutMs =
+      properties.getDuration("excludeOnFailure.unschedulableTaskSetTimeout");
+  if (exclude.unschedulableTaskSetTimeoutMs < 0) {
+    throw ConfigError(properties.describe("excludeOnFailure.unschedulableTaskSetTimeout") +
+                      ": must not be negative");
+  }
+  exclude.dynamicAllocation = properties.getBool("dynamicAllocation.enabled");
   // Spark's validateExcludeOnFailureConfs: a task excluded from more places than task.maxFailures
   // allows attempts would fail its job before exclusion could help it.
   if (exclude.enabled && exclude.maxTaskAttemptsPerNode >= config.maxTaskFailures) {
@@ -512,6 +520,7 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
   for (const auto& [jobPtr, stageIndex] : sortedTaskSets()) {
     JobRun& job = *jobPtr;
     StageRun& stage = job.stages[stageIndex];
+    if (job.state != JobState::kRunning) continue;   // failed by an earlier stage of this round
     if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
     const size_t launchedBefore = launches.size();
     // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
@@ -542,8 +551,26 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     if (stage.excludelist) {
       if (launches.size() > launchedBefore) {
         setUnschedulable(stage, false);
-      } else if (!stage.unschedulable && completelyExcludedTask(job, stageIndex)) {
-        setUnschedulable(stage, true);
+      } else if (std::optional<int64_t> stuck = completelyExcludedTask(job, stageIndex)) {
+        if (!stage.unschedulable) {
+          setUnschedulable(stage, true);
+          stage.unschedulableSinceMs = now;
+        }
+        // Spark's abort timer: no new executor came in time (or none will come).
+        const ExcludeOnFailureConfig& exclude = config_.excludeOnFailure;
+        const DurationMs waited = now - stage.unschedulableSinceMs;
+        if (!exclude.dynamicAllocation || waited >= exclude.unschedulableTaskSetTimeoutMs) {
+          const std::string which = *stuck >= 0 ? "task " + describeTask(stage.spec->id, *stuck)
+                                                : "a task of stage " + stage.spec->id;
+          failJob(job, stageIndex,
+                  "Job '" + job.job.name + "' failed: " + which +
+                      " cannot run anywhere: every executor is excluded for it after task "
+                      "failures (excludeOnFailure)" +
+                      (exclude.dynamicAllocation
+                           ? ", and no new executor came in " + formatDuration(waited)
+                           : std::string(", and dynamic allocation is off")));
+          continue;
+        }
       }
     }
     // Speculative copies only when the stage has nothing else to run, as in Spark.

@@ -191,6 +191,33 @@ TEST_F(ExclusionTest, AStageEveryExecutorIsExcludedForIsUnschedulableUntilItLaun
   EXPECT_THAT(unschedulableEvents(), ElementsAre("schedulable job-1/s"));
 }
 
+TEST_F(ExclusionTest, AnUnschedulableStageFailsItsJobWhenNoNewExecutorComesInTime) {
+  const std::string job = submit(1);
+  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
+  end(0, rest::TaskState::kFailed);
+  offer("e1", 1);
+  clock.advance(config.excludeOnFailure.unschedulableTaskSetTimeoutMs - 1);
+  offer("e1", 1);
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning);
+  clock.advance(1);
+  offer("e1", 1);
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kFailed);
+  EXPECT_THAT(scheduler().jobSummary(job)->message,
+              HasSubstr("task s[0] cannot run anywhere: every executor is excluded for it"));
+  EXPECT_THAT(scheduler().jobSummary(job)->message, HasSubstr("no new executor came in 2m"));
+}
+
+TEST_F(ExclusionTest, WithoutDynamicAllocationAnUnschedulableStageFailsItsJobAtOnce) {
+  config.excludeOnFailure.dynamicAllocation = false;
+  const std::string job = submit(1);
+  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
+  end(0, rest::TaskState::kFailed);
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning);
+  offer("e1", 1);
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kFailed);
+  EXPECT_THAT(scheduler().jobSummary(job)->message, HasSubstr("dynamic allocation is off"));
+}
+
 TEST_F(ExclusionTest, AStageWithAnotherUsableExecutorIsNotUnschedulable) {
   submit(1);
   offer("e2", 0);  // e2 is alive, with no free slot right now
@@ -256,6 +283,8 @@ TEST(ExcludeOnFailureConfigTest, ReadsTheKeysWithSparksDefaults) {
   EXPECT_EQ(defaults.maxFailedTasksPerExecutor, 2);
   EXPECT_EQ(defaults.maxFailedExecutorsPerNode, 2);
   EXPECT_FALSE(defaults.killExcludedExecutors);
+  EXPECT_EQ(defaults.unschedulableTaskSetTimeoutMs, 120 * 1000);
+  EXPECT_TRUE(defaults.dynamicAllocation);
 
   properties.set("spark.excludeOnFailure.enabled", "true");
   properties.set("excludeOnFailure.timeout", "10m");
