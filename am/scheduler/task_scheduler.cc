@@ -344,10 +344,16 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
     NewlyExcluded newly = health_->updateExcludedForSuccessfulTaskSet(
         stage.schedulerStageId, stage.excludelist->failuresByExecutor());
     if (config_.excludeOnFailure.killExcludedExecutors) {
-      for (const std::string& executor : newly.executors) excludedToKill_.push_back(executor);
+      const auto kill = [&](const std::string& executor) {
+        if (std::find(excludedToKill_.begin(), excludedToKill_.end(), executor) ==
+            excludedToKill_.end()) {
+          excludedToKill_.push_back(executor);
+        }
+      };
+      for (const std::string& executor : newly.executors) kill(executor);
       for (const std::string& node : newly.nodes) {
         for (const auto& [executor, host] : executorNodes_) {
-          if (host == node) excludedToKill_.push_back(executor);
+          if (host == node) kill(executor);
         }
       }
     }

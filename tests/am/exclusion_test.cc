@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -175,6 +176,44 @@ TEST_F(ExclusionTest, KillExcludedExecutorsHandsTheExcludedExecutorToTheCallerOn
   end(1, rest::TaskState::kFinished);
   EXPECT_THAT(scheduler().takeExcludedExecutorsToKill(), ElementsAre("e1"));
   EXPECT_THAT(scheduler().takeExcludedExecutorsToKill(), IsEmpty());
+}
+
+TEST_F(ExclusionTest, KillExcludedExecutorsAlsoHandsOverTheOtherExecutorsOfAnExcludedNode) {
+  config.excludeOnFailure.killExcludedExecutors = true;
+  submit(5);
+  const auto onHostA = [&](const std::string& executorId, int slots) {
+    return scheduler().resourceOffers({WorkerOffer{executorId, "hostA", slots}});
+  };
+  const auto fail = [&](const rest::TaskLaunch& launch, const std::string& executorId) {
+    ASSERT_TRUE(
+        scheduler().statusUpdate(ended(launch.taskId, rest::TaskState::kFailed), executorId));
+  };
+  const auto first = onHostA("e1", 2);  // tasks 0 and 1 fail on e1
+  ASSERT_EQ(first.size(), 2u);
+  fail(first[0], "e1");
+  fail(first[1], "e1");
+  const auto second = onHostA("e2", 2);  // tasks 2 and 3 (0 and 1 wait for another node)
+  ASSERT_EQ(second.size(), 2u);
+  fail(second[0], "e2");
+  fail(second[1], "e2");
+  // e3 on hostA runs what the node may still run; another node runs the rest.
+  std::vector<rest::TaskLaunch> rest = onHostA("e3", 5);
+  for (const rest::TaskLaunch& launch :
+       scheduler().resourceOffers({WorkerOffer{"e4", "hostB", 5}})) {
+    rest.push_back(launch);
+  }
+  ASSERT_EQ(rest.size(), 5u);
+  for (const rest::TaskLaunch& launch : rest) {
+    ASSERT_TRUE(scheduler().statusUpdate(ended(launch.taskId, rest::TaskState::kFinished),
+                                         scheduler().executorOf(launch.taskId).value()));
+  }
+  ASSERT_TRUE(scheduler().allJobsDone());
+  // e1 and e2 are excluded, so hostA is, and e3 goes with it.
+  std::vector<std::string> kills = scheduler().takeExcludedExecutorsToKill();
+  std::sort(kills.begin(), kills.end());
+  EXPECT_THAT(kills, ElementsAre("e1", "e2", "e3"));
+  EXPECT_TRUE(scheduler().isExecutorExcluded("e3"));
+  EXPECT_FALSE(scheduler().isExecutorExcluded("e4"));
 }
 
 TEST_F(ExclusionTest, AStageEveryExecutorIsExcludedForIsUnschedulableUntilItLaunchesAgain) {
