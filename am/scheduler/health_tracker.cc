@@ -4,6 +4,12 @@
 
 namespace tide::am {
 
+void HealthTracker::dropExpired(std::vector<CountedFailure>& failures, TimeMs now) {
+  failures.erase(std::remove_if(failures.begin(), failures.end(),
+                                [&](const CountedFailure& f) { return f.expiresMs < now; }),
+                 failures.end());
+}
+
 NewlyExcluded HealthTracker::updateExcludedForSuccessfulTaskSet(
     const std::string& stageId, const std::map<std::string, ExecutorFailuresInStage>& failures) {
   NewlyExcluded newly;
@@ -16,9 +22,7 @@ NewlyExcluded HealthTracker::updateExcludedForSuccessfulTaskSet(
       counted.push_back(CountedFailure{stageId, index, expires});
       nextExpiryMs_ = std::min(nextExpiryMs_, expires);
     }
-    counted.erase(std::remove_if(counted.begin(), counted.end(),
-                                 [&](const CountedFailure& f) { return f.expiresMs < now; }),
-                  counted.end());
+    dropExpired(counted, now);
     if (static_cast<int>(counted.size()) < config_.maxFailedTasksPerExecutor ||
         isExecutorExcluded(executorId)) {
       continue;
@@ -67,9 +71,7 @@ void HealthTracker::applyExcludeOnFailureTimeout() {
   }
   for (auto it = failures_.begin(); it != failures_.end();) {
     std::vector<CountedFailure>& counted = it->second;
-    counted.erase(std::remove_if(counted.begin(), counted.end(),
-                                 [&](const CountedFailure& f) { return f.expiresMs < now; }),
-                  counted.end());
+    dropExpired(counted, now);
     for (const CountedFailure& f : counted) next = std::min(next, f.expiresMs);
     if (counted.empty()) {
       it = failures_.erase(it);

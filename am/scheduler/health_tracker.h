@@ -65,6 +65,9 @@ class HealthTracker {
     TimeMs expiresMs = 0;
   };
 
+  // Spark's dropFailuresWithTimeoutBefore.
+  static void dropExpired(std::vector<CountedFailure>& failures, TimeMs now);
+
   ExcludeOnFailureConfig config_;
   const Clock& clock_;
   std::map<std::string, std::vector<CountedFailure>> failures_;              // by executor
