@@ -465,7 +465,8 @@ std::vector<std::pair<TaskScheduler::JobRun*, size_t>> TaskScheduler::sortedTask
 }
 
 std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t stageIndex,
-                                                         const std::string& executorId) {
+                                                         const std::string& executorId,
+                                                         const TaskExcluded& excluded) {
   StageRun& stage = job.stages[stageIndex];
   auto it = stage.speculatable.begin();
   while (it != stage.speculatable.end()) {
@@ -475,11 +476,12 @@ std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t sta
       it = stage.speculatable.erase(it);  // finished meanwhile
       continue;
     }
-    // A second copy on the executor that runs the first would be just as slow.
+    // A second copy on the executor that runs the first would be just as slow; one where the
+    // task failed before would fail again.
     const bool here = std::any_of(copies->second.begin(), copies->second.end(), [&](int64_t id) {
       return runningTasks_.at(id).executorId == executorId;
     });
-    if (here) {
+    if (here || (excluded && excluded(index))) {
       ++it;
       continue;
     }
@@ -539,14 +541,8 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
           if (freeSlots[offer] < stage.cpus) continue;
           const WorkerOffer& worker = offers[offer];
           if (offerExcludedForStage(stage, worker)) continue;
-          TaskExcluded excluded;
-          if (stage.excludelist) {
-            excluded = [&](int64_t index) {
-              return stage.excludelist->isExcluded(worker.executorId, worker.host, index);
-            };
-          }
-          std::optional<TaskOffer> next =
-              stage.tasks->resourceOffer(worker.executorId, worker.host, level, now, excluded);
+          std::optional<TaskOffer> next = stage.tasks->resourceOffer(
+              worker.executorId, worker.host, level, now, excludedTasks(stage, worker));
           if (!next) continue;
           launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false));
           freeSlots[offer] -= stage.cpus;
@@ -583,9 +579,10 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
       for (size_t offer : order) {
         if (offerExcludedForStage(stage, offers[offer])) continue;
+        const TaskExcluded excluded = excludedTasks(stage, offers[offer]);
         while (freeSlots[offer] >= stage.cpus) {
           std::optional<TaskOffer> copy =
-              speculativeOffer(job, stageIndex, offers[offer].executorId);
+              speculativeOffer(job, stageIndex, offers[offer].executorId, excluded);
           if (!copy) break;
           launches.push_back(launchTask(job, stageIndex, *copy, offers[offer].executorId, true));
           freeSlots[offer] -= stage.cpus;
@@ -1208,6 +1205,14 @@ void TaskScheduler::executorRemoved(const std::string& executorId) {
 bool TaskScheduler::offerExcludedForStage(const StageRun& stage, const WorkerOffer& offer) const {
   return stage.excludelist && (stage.excludelist->isExecutorExcludedForTaskSet(offer.executorId) ||
                                stage.excludelist->isNodeExcludedForTaskSet(offer.host));
+}
+
+TaskExcluded TaskScheduler::excludedTasks(const StageRun& stage, const WorkerOffer& offer) const {
+  if (!stage.excludelist) return {};
+  const TaskSetExcludelist* list = stage.excludelist.get();
+  return [list, executorId = offer.executorId, host = offer.host](int64_t index) {
+    return list->isExcluded(executorId, host, index);
+  };
 }
 
 std::optional<int64_t> TaskScheduler::completelyExcludedTask(const JobRun& job,

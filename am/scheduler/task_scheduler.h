@@ -335,7 +335,10 @@ class TaskScheduler {
   // The active TaskSets in the order offers go to them.
   std::vector<std::pair<JobRun*, size_t>> sortedTaskSets() const;
   std::optional<TaskOffer> speculativeOffer(JobRun& job, size_t stage,
-                                            const std::string& executorId);
+                                            const std::string& executorId,
+                                            const TaskExcluded& excluded);
+  // The stage's tasks that may not run on this offer (exclusion on failure); empty without it.
+  TaskExcluded excludedTasks(const StageRun& stage, const WorkerOffer& offer) const;
   void failJob(JobRun& job, std::optional<size_t> failedStage, const std::string& message);
   rest::TaskLaunch launchTask(JobRun& job, size_t stage, const TaskOffer& offer,
                               const std::string& executorId, bool speculative);

@@ -65,6 +65,14 @@ class ExclusionTest : public ::testing::Test {
     ASSERT_TRUE(scheduler().statusUpdate(ended(launch.taskId, state),
                                          scheduler().executorOf(launch.taskId).value()));
   }
+  // The position in the last offer's launches of task `index`.
+  size_t launchIndexOf(int64_t index) const {
+    for (size_t i = 0; i < launches_.size(); ++i) {
+      if (launches_[i].index == index) return i;
+    }
+    ADD_FAILURE() << "task " << index << " was not launched";
+    return 0;
+  }
   std::vector<std::string> unschedulableEvents() {
     std::vector<std::string> out;
     for (const std::string& event : listener.take()) {
@@ -109,6 +117,21 @@ TEST_F(ExclusionTest, ATaskPreferringTheNodeItFailedOnRunsElsewhereAfterTheLocal
   clock.advance(config.localityWaits.node);
   EXPECT_THAT(offer("e1", 1), IsEmpty());
   EXPECT_THAT(offer("e2", 1), ElementsAre("0#1"));
+}
+
+TEST_F(ExclusionTest, ASpeculativeCopyDoesNotGoWhereTheTaskFailedBefore) {
+  config.speculation = true;
+  config.speculationQuantile = 0.5;
+  submit(2);
+  ASSERT_THAT(offer("e2", 1), ElementsAre("0#0"));
+  end(0, rest::TaskState::kFailed);
+  ASSERT_THAT(offer("e1", 2), UnorderedElementsAre("0#1", "1#0"));
+  clock.advance(100);
+  end(launchIndexOf(1), rest::TaskState::kFinished);
+  clock.advance(1000);  // task 0 now runs 11 times longer than the median
+  ASSERT_EQ(scheduler().checkSpeculatableTasks(), 1);
+  EXPECT_THAT(offer("e2", 1), IsEmpty());
+  EXPECT_THAT(offer("e3", 1), ElementsAre("0#2"));
 }
 
 TEST_F(ExclusionTest, OtherTasksStillRunWhereOneTaskFailed) {
