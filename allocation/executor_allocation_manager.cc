@@ -217,6 +217,19 @@ int ExecutorAllocationManager::addExecutors(int maxNeeded, TickResult& result) {
   } else if (target_ == maxNeeded) {
     why << " (all that is needed)";
   }
+  if (!unschedulable_.empty()) {
+    // SPARK-31418: say which stages asked for executors beyond the live ones, and why.
+    why << "; unschedulable: every executor is excluded for stage";
+    if (unschedulable_.size() > 1) why << "s";
+    size_t shown = 0;
+    for (const std::string& stageId : unschedulable_) {
+      if (shown == 3) {
+        why << ", ...";
+        break;
+      }
+      why << (shown++ == 0 ? " " : ", ") << stageId;
+    }
+  }
   result.decisions.push_back({Decision::Action::kRaiseTarget, target_, "", why.str()});
   return delta;
 }

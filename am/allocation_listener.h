@@ -38,6 +38,12 @@ class AllocationListener : public SchedulerListener {
   void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
     manager_.onPendingSpeculativeTaskDropped(stageId);
   }
+  void onUnschedulableTaskSetAdded(const std::string& stageId) override {
+    manager_.onUnschedulableTaskSetAdded(stageId);
+  }
+  void onUnschedulableTaskSetRemoved(const std::string& stageId) override {
+    manager_.onUnschedulableTaskSetRemoved(stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     manager_.onShuffleOutput(executorId, shuffleId);
   }

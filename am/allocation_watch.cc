@@ -139,6 +139,7 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
     e.holdsCachedData = !tracker->cachedData.empty();
     e.holdsShuffleData = !tracker->shuffles.empty();
     e.expiry = monitor.expiryOf(*tracker);
+    e.excluded = scheduler_->isExecutorExcluded(tracker->id);
     snapshot->executors.push_back(std::move(e));
   }
   if (wait) {

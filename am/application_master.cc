@@ -279,6 +279,7 @@ void ApplicationMaster::allocationLoop() {
       const allocation::TickResult result = allocation_.tick();
       applyTick(result, now);
       detectSilentExecutors(now);
+      releaseExcludedExecutors(now);
       // The scheduler looks for slow tasks at most every speculation.interval.
       if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
       observeTick(
@@ -365,6 +366,18 @@ void ApplicationMaster::detectSilentExecutors(TimeMs now) {
     metrics_.executorFailures.labels({"heartbeat_timeout"}).inc();
     scheduler_->executorLost(id, reason);
     releaseExecutor(id, "heartbeat_timeout", reason, now);
+  }
+}
+
+void ApplicationMaster::releaseExcludedExecutors(TimeMs now) {
+  for (const std::string& id : scheduler_->takeExcludedExecutorsToKill()) {
+    if (executors_.count(id) == 0) continue;  // gone already
+    const std::string reason =
+        "executor " + id + " excluded for task failures (excludeOnFailure.killExcludedExecutors)";
+    log_.warn() << reason;
+    recordDecision("containers", "excluded", allocator_.target(), reason, "");
+    scheduler_->executorLost(id, reason);
+    releaseExecutor(id, "excluded", now);
   }
 }
 

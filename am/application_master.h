@@ -176,6 +176,8 @@ class ApplicationMaster : public MasterControl {
   void forgetExecutor(const std::string& executorId, const std::string& reason,
                       const std::string& detail, TimeMs now);
   void detectSilentExecutors(TimeMs now);
+  // excludeOnFailure.killExcludedExecutors: executors the scheduler excluded are released.
+  void releaseExcludedExecutors(TimeMs now);
   void routeKills();
   // Fills `reply` with what the executor should do now: true when that is something (tasks,
   // kills, blocks to drop, or shutting down), false when it may wait for work.

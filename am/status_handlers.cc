@@ -513,7 +513,8 @@ std::string StatusHandlers::executorsJson(size_t removedLimit) {
         .field("idleForMs", e.idleSince >= 0 ? at - e.idleSince : int64_t{-1})
         .field("holdsCachedData", e.holdsCachedData)
         .field("holdsShuffleData", e.holdsShuffleData)
-        .field("node", e.node);
+        .field("node", e.node)
+        .field("excluded", e.excluded);
     // Which data it holds, by stage id, for "why is this executor still
     // here?".
     writeStrings(w, "cachedStages", e.cachedStages);

@@ -115,6 +115,29 @@ std::vector<KeyInfo> schedulingKeys() {
           "with no more tasks than one executor has slots (default: unset)",
           kMs),
       key("speculation.interval", K::kDuration, "100ms", "How often to look for slow tasks", kMs),
+      key("excludeOnFailure.enabled", K::kBool, "false",
+          "Stop scheduling on executors and nodes where tasks keep failing"),
+      key("excludeOnFailure.timeout", K::kDuration, "1h",
+          "How long an executor or node stays excluded for the application", kMs),
+      key("excludeOnFailure.task.maxTaskAttemptsPerExecutor", K::kInt, "1",
+          "Failures of one task on an executor before that task is not offered it again"),
+      key("excludeOnFailure.task.maxTaskAttemptsPerNode", K::kInt, "2",
+          "Failures of one task on a node before that task is not offered the node again"),
+      key("excludeOnFailure.stage.maxFailedTasksPerExecutor", K::kInt, "2",
+          "Different tasks of a stage failing on an executor before it is excluded for the stage"),
+      key("excludeOnFailure.stage.maxFailedExecutorsPerNode", K::kInt, "2",
+          "Executors of a node excluded for a stage before the node is excluded for the stage"),
+      key("excludeOnFailure.application.maxFailedTasksPerExecutor", K::kInt, "2",
+          "Failed tasks of successful stages on an executor before it is excluded for the "
+          "application (for excludeOnFailure.timeout)"),
+      key("excludeOnFailure.application.maxFailedExecutorsPerNode", K::kInt, "2",
+          "Executors of a node excluded for the application before the node is excluded too"),
+      key("excludeOnFailure.unschedulableTaskSetTimeout", K::kDuration, "120s",
+          "How long a stage every executor is excluded for waits for a new executor before its "
+          "job fails (without dynamic allocation it fails at once)",
+          kMs),
+      key("excludeOnFailure.killExcludedExecutors", K::kBool, "false",
+          "Release executors (and a node's executors) once excluded for the application"),
   };
 }
 

@@ -50,6 +50,12 @@ class ListenerBus : public SchedulerListener {
   void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
     post(&SchedulerListener::onPendingSpeculativeTaskDropped, stageId);
   }
+  void onUnschedulableTaskSetAdded(const std::string& stageId) override {
+    post(&SchedulerListener::onUnschedulableTaskSetAdded, stageId);
+  }
+  void onUnschedulableTaskSetRemoved(const std::string& stageId) override {
+    post(&SchedulerListener::onUnschedulableTaskSetRemoved, stageId);
+  }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     post(&SchedulerListener::onShuffleOutput, executorId, shuffleId);
   }

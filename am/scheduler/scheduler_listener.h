@@ -52,6 +52,12 @@ class SchedulerListener {
   // A task marked for speculation succeeded before its copy launched: the copy is dropped.
   virtual void onPendingSpeculativeTaskDropped(const std::string& /*stageId*/) {}
 
+  // Exclusion on failure (Spark's SparkListenerUnschedulableTaskSetAdded / ...Removed): a
+  // pending task of the stage cannot run on any live executor, every one being excluded for it;
+  // and, later, the stage could launch again (or ended).
+  virtual void onUnschedulableTaskSetAdded(const std::string& /*stageId*/) {}
+  virtual void onUnschedulableTaskSetRemoved(const std::string& /*stageId*/) {}
+
   // Data held by executors. Shuffle output: a stage's task output that a running job still
   // needs (shuffleId = the stage id), released when the job ends. Cached data: a persisted
   // stage's output (dataId = the stage id), until unpersisted.

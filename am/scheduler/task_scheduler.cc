@@ -35,6 +35,9 @@ struct TaskScheduler::StageRun {
   std::unordered_map<int64_t, int> highestAttempt;
   // The attempt (task id) authorised to commit each index, until the index succeeds.
   std::unordered_map<int64_t, int64_t> commitAuthorized;
+  std::unique_ptr<TaskSetExcludelist> excludelist;  // with excludeOnFailure.enabled
+  bool unschedulable = false;  // reported to the listeners as an unschedulable task set
+  TimeMs unschedulableSinceMs = -1;
 };
 
 struct TaskScheduler::JobRun : JobProgress {
@@ -132,6 +135,44 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   if (!(config.speculationMultiplier >= 1.0)) {
     throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
   }
+
+  ExcludeOnFailureConfig& exclude = config.excludeOnFailure;
+  exclude.enabled = properties.getBool("excludeOnFailure.enabled");
+  exclude.timeoutMs = properties.getDuration("excludeOnFailure.timeout");
+  if (exclude.timeoutMs <= 0) {
+    throw ConfigError(properties.describe("excludeOnFailure.timeout") + ": must be positive");
+  }
+  const auto atLeastOne = [&](const char* key, int* value) {
+    const int64_t v = properties.getInt(key);
+    if (v < 1 || v > 1000000) throw ConfigError(properties.describe(key) + ": must be at least 1");
+    *value = static_cast<int>(v);
+  };
+  atLeastOne("excludeOnFailure.task.maxTaskAttemptsPerExecutor",
+             &exclude.maxTaskAttemptsPerExecutor);
+  atLeastOne("excludeOnFailure.task.maxTaskAttemptsPerNode", &exclude.maxTaskAttemptsPerNode);
+  atLeastOne("excludeOnFailure.stage.maxFailedTasksPerExecutor",
+             &exclude.maxFailedTasksPerExecutorStage);
+  atLeastOne("excludeOnFailure.stage.maxFailedExecutorsPerNode",
+             &exclude.maxFailedExecutorsPerNodeStage);
+  atLeastOne("excludeOnFailure.application.maxFailedTasksPerExecutor",
+             &exclude.maxFailedTasksPerExecutor);
+  atLeastOne("excludeOnFailure.application.maxFailedExecutorsPerNode",
+             &exclude.maxFailedExecutorsPerNode);
+  exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
+  exclude.unschedulableTaskSetTimeoutMs =
+      properties.getDuration("excludeOnFailure.unschedulableTaskSetTimeout");
+  if (exclude.unschedulableTaskSetTimeoutMs < 0) {
+    throw ConfigError(properties.describe("excludeOnFailure.unschedulableTaskSetTimeout") +
+                      ": must not be negative");
+  }
+  exclude.dynamicAllocation = properties.getBool("dynamicAllocation.enabled");
+  // Spark's validateExcludeOnFailureConfs: a task excluded from more places than task.maxFailures
+  // allows attempts would fail its job before exclusion could help it.
+  if (exclude.enabled && exclude.maxTaskAttemptsPerNode >= config.maxTaskFailures) {
+    throw ConfigError(properties.describe("excludeOnFailure.task.maxTaskAttemptsPerNode") +
+                      ": must be below task.maxFailures (" +
+                      std::to_string(config.maxTaskFailures) + ")");
+  }
   return config;
 }
 
@@ -139,7 +180,11 @@ TaskScheduler::TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_
     : config_(config),
       clock_(clock),
       order_(makeSchedulingOrder(config_.mode, config_.pools)),
-      random_(seed) {}
+      random_(seed) {
+  if (config_.excludeOnFailure.enabled) {
+    health_ = std::make_unique<HealthTracker>(config_.excludeOnFailure, clock_);
+  }
+}
 
 TaskScheduler::~TaskScheduler() = default;
 
@@ -230,6 +275,9 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.submittedMs = clock_.nowMs();
   stage.tasks = std::make_unique<TaskSetManager>(stage.spec->numTasks);
   if (config_.speculation) stage.tasks->keepDurations();
+  if (health_ && !stage.excludelist) {
+    stage.excludelist = std::make_unique<TaskSetExcludelist>(config_.excludeOnFailure);
+  }
   stage.queueKey = {job.number, nextStageSubmission_++};
   activeTaskSets_[stage.queueKey] = {&job, stageIndex};
   updatePreferences(job, stageIndex);
@@ -289,6 +337,28 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
   // Kept for stages whose output may be lost and re-run (lineage); the rest need only counters.
   if (stage.dependents.empty() && !stage.spec->persist) stage.tasks->releaseAfterSuccess();
   activeTaskSets_.erase(stage.queueKey);
+  setUnschedulable(stage, false);
+  if (health_ && stage.excludelist) {
+    // Only a stage that succeeded counts its failures against executors (Spark's
+    // updateExcludedForSuccessfulTaskSet): in a failed one the tasks may be to blame.
+    NewlyExcluded newly = health_->updateExcludedForSuccessfulTaskSet(
+        stage.schedulerStageId, stage.excludelist->failuresByExecutor());
+    if (config_.excludeOnFailure.killExcludedExecutors) {
+      const auto kill = [&](const std::string& executor) {
+        if (std::find(excludedToKill_.begin(), excludedToKill_.end(), executor) ==
+            excludedToKill_.end()) {
+          excludedToKill_.push_back(executor);
+        }
+      };
+      for (const std::string& executor : newly.executors) kill(executor);
+      for (const std::string& node : newly.nodes) {
+        for (const auto& [executor, host] : executorNodes_) {
+          if (host == node) kill(executor);
+        }
+      }
+    }
+    stage.excludelist = std::make_unique<TaskSetExcludelist>(config_.excludeOnFailure);
+  }
   listeners_.onStageCompleted(stage.schedulerStageId);
 
   if (++job.stagesSucceeded == job.stages.size()) {
@@ -332,6 +402,7 @@ void TaskScheduler::failJob(JobRun& job, std::optional<size_t> failedStage,
   }
   for (size_t i = 0; i < job.stages.size(); ++i) {
     StageRun& stage = job.stages[i];
+    setUnschedulable(stage, false);
     if (stage.state == StageState::kWaiting && stage.tasks) {
       stage.state = StageState::kCancelled;  // ran, then waited for re-run inputs
       stage.completedMs = job.completedMs;
@@ -394,7 +465,8 @@ std::vector<std::pair<TaskScheduler::JobRun*, size_t>> TaskScheduler::sortedTask
 }
 
 std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t stageIndex,
-                                                         const std::string& executorId) {
+                                                         const std::string& executorId,
+                                                         const TaskExcluded& excluded) {
   StageRun& stage = job.stages[stageIndex];
   auto it = stage.speculatable.begin();
   while (it != stage.speculatable.end()) {
@@ -404,11 +476,12 @@ std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t sta
       it = stage.speculatable.erase(it);  // finished meanwhile
       continue;
     }
-    // A second copy on the executor that runs the first would be just as slow.
+    // A second copy on the executor that runs the first would be just as slow; one where the
+    // task failed before would fail again.
     const bool here = std::any_of(copies->second.begin(), copies->second.end(), [&](int64_t id) {
       return runningTasks_.at(id).executorId == executorId;
     });
-    if (here) {
+    if (here || (excluded && excluded(index))) {
       ++it;
       continue;
     }
@@ -439,13 +512,25 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
   std::vector<int> freeSlots(offers.size());
   for (size_t i = 0; i < offers.size(); ++i) freeSlots[i] = offers[i].freeSlots;
   const TimeMs now = clock_.nowMs();
+  if (health_) {
+    // Excluded for the application: offered nothing (Spark filters such offers out first).
+    health_->applyExcludeOnFailureTimeout();
+    for (size_t i = 0; i < offers.size(); ++i) {
+      if (health_->isExecutorExcluded(offers[i].executorId) ||
+          health_->isNodeExcluded(offers[i].host)) {
+        freeSlots[i] = 0;
+      }
+    }
+  }
 
   // Launching never changes the set of active TaskSets (only task ends do), so iterating a
   // snapshot of it here is safe.
   for (const auto& [jobPtr, stageIndex] : sortedTaskSets()) {
     JobRun& job = *jobPtr;
     StageRun& stage = job.stages[stageIndex];
+    if (job.state != JobState::kRunning) continue;   // failed by an earlier stage of this round
     if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
+    const size_t launchedBefore = launches.size();
     // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
     // that one large offer does not take the whole stage while others stay idle.
     for (TaskLocality level : stage.tasks->validLocalityLevels()) {
@@ -454,21 +539,50 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
         launchedInPass = false;
         for (size_t offer : order) {
           if (freeSlots[offer] < stage.cpus) continue;
-          std::optional<TaskOffer> next =
-              stage.tasks->resourceOffer(offers[offer].executorId, offers[offer].host, level, now);
+          const WorkerOffer& worker = offers[offer];
+          if (offerExcludedForStage(stage, worker)) continue;
+          std::optional<TaskOffer> next = stage.tasks->resourceOffer(
+              worker.executorId, worker.host, level, now, excludedTasks(stage, worker));
           if (!next) continue;
-          launches.push_back(launchTask(job, stageIndex, *next, offers[offer].executorId, false));
+          launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false));
           freeSlots[offer] -= stage.cpus;
           launchedInPass = true;
+        }
+      }
+    }
+    if (stage.excludelist) {
+      if (launches.size() > launchedBefore) {
+        setUnschedulable(stage, false);
+      } else if (std::optional<int64_t> stuck = completelyExcludedTask(job, stageIndex)) {
+        if (!stage.unschedulable) {
+          setUnschedulable(stage, true);
+          stage.unschedulableSinceMs = now;
+        }
+        // Spark's abort timer: no new executor came in time (or none will come).
+        const ExcludeOnFailureConfig& exclude = config_.excludeOnFailure;
+        const DurationMs waited = now - stage.unschedulableSinceMs;
+        if (!exclude.dynamicAllocation || waited >= exclude.unschedulableTaskSetTimeoutMs) {
+          const std::string which = *stuck >= 0 ? "task " + describeTask(stage.spec->id, *stuck)
+                                                : "a task of stage " + stage.spec->id;
+          failJob(job, stageIndex,
+                  "Job '" + job.job.name + "' failed: " + which +
+                      " cannot run anywhere: every executor is excluded for it after task "
+                      "failures (excludeOnFailure)" +
+                      (exclude.dynamicAllocation
+                           ? ", and no new executor came in " + formatDuration(waited)
+                           : std::string(", and dynamic allocation is off")));
+          continue;
         }
       }
     }
     // Speculative copies only when the stage has nothing else to run, as in Spark.
     if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
       for (size_t offer : order) {
+        if (offerExcludedForStage(stage, offers[offer])) continue;
+        const TaskExcluded excluded = excludedTasks(stage, offers[offer]);
         while (freeSlots[offer] >= stage.cpus) {
           std::optional<TaskOffer> copy =
-              speculativeOffer(job, stageIndex, offers[offer].executorId);
+              speculativeOffer(job, stageIndex, offers[offer].executorId, excluded);
           if (!copy) break;
           launches.push_back(launchTask(job, stageIndex, *copy, offers[offer].executorId, true));
           freeSlots[offer] -= stage.cpus;
@@ -758,6 +872,12 @@ void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const s
     return;
   }
   const int failures = stage.tasks->recordFailure(task.attempt.index);
+  if (stage.excludelist) {
+    auto node = executorNodes_.find(task.executorId);
+    stage.excludelist->updateExcludedForFailedTask(node == executorNodes_.end() ? "" : node->second,
+                                                   task.executorId, task.attempt.index,
+                                                   clock_.nowMs());
+  }
   taskEnded(task, TaskOutcome::kFailed);
   if (failures >= config_.maxTaskFailures) {
     std::string message = "Job '" + job.job.name + "' failed: task " +
@@ -1032,11 +1152,85 @@ std::vector<std::string> TaskScheduler::stagesHeldBy(const std::string& executor
 
 void TaskScheduler::executorRemoved(const std::string& executorId) {
   executorNodes_.erase(executorId);
+  if (health_) health_->handleRemovedExecutor(executorId);
   for (const auto& [key, ref] : activeTaskSets_) {
     ref.first->stages[ref.second].tasks->executorLost(executorId);
   }
   const auto lost = blocks_.removeExecutor(executorId);
   handleLostOutputs(lost, "executor " + executorId + " is gone");
+}
+
+bool TaskScheduler::offerExcludedForStage(const StageRun& stage, const WorkerOffer& offer) const {
+  return stage.excludelist && (stage.excludelist->isExecutorExcludedForTaskSet(offer.executorId) ||
+                               stage.excludelist->isNodeExcludedForTaskSet(offer.host));
+}
+
+TaskExcluded TaskScheduler::excludedTasks(const StageRun& stage, const WorkerOffer& offer) const {
+  if (!stage.excludelist) return {};
+  const TaskSetExcludelist* list = stage.excludelist.get();
+  return [list, executorId = offer.executorId, host = offer.host](int64_t index) {
+    return list->isExcluded(executorId, host, index);
+  };
+}
+
+std::optional<int64_t> TaskScheduler::completelyExcludedTask(const JobRun& job,
+                                                             size_t stageIndex) const {
+  const StageRun& stage = job.stages[stageIndex];
+  // Only once some executor registered: before that nothing is excluded, only missing.
+  if (!stage.excludelist || !stage.tasks->hasPendingTasks() || executorNodes_.empty()) {
+    return std::nullopt;
+  }
+  const TaskSetExcludelist& list = *stage.excludelist;
+  const auto excludedEverywhere = [&](int64_t index) {
+    for (const auto& [executor, node] : executorNodes_) {
+      const bool nodeExcluded = health_->isNodeExcluded(node) ||
+                                list.isNodeExcludedForTaskSet(node) ||
+                                list.isNodeExcludedForTask(node, index);
+      if (nodeExcluded) continue;
+      if (!health_->isExecutorExcluded(executor) && !list.isExecutorExcludedForTaskSet(executor) &&
+          !list.isExecutorExcludedForTask(executor, index)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  // The pending tasks that failed before are the ones excluded one by one; any other pending
+  // task is excluded only where whole executors and nodes are (index -1 stands for it).
+  int64_t pendingFailed = 0;
+  for (int64_t index : list.failedTasks()) {
+    if (stage.tasks->isSucceeded(index) || stage.runningByIndex.count(index) != 0) continue;
+    ++pendingFailed;
+    if (excludedEverywhere(index)) return index;
+  }
+  if (stage.tasks->pendingCount() > pendingFailed && excludedEverywhere(-1)) return -1;
+  return std::nullopt;
+}
+
+void TaskScheduler::setUnschedulable(StageRun& stage, bool unschedulable) {
+  if (stage.unschedulable == unschedulable) return;
+  stage.unschedulable = unschedulable;
+  if (unschedulable) {
+    listeners_.onUnschedulableTaskSetAdded(stage.schedulerStageId);
+  } else {
+    listeners_.onUnschedulableTaskSetRemoved(stage.schedulerStageId);
+  }
+}
+
+std::vector<ExcludedExecutor> TaskScheduler::excludedExecutors() const {
+  return health_ ? health_->excludedExecutors() : std::vector<ExcludedExecutor>{};
+}
+
+bool TaskScheduler::isExecutorExcluded(const std::string& executorId) const {
+  if (!health_) return false;
+  auto node = executorNodes_.find(executorId);
+  return health_->isExecutorExcluded(executorId) ||
+         (node != executorNodes_.end() && health_->isNodeExcluded(node->second));
+}
+
+std::vector<std::string> TaskScheduler::takeExcludedExecutorsToKill() {
+  std::vector<std::string> kills;
+  kills.swap(excludedToKill_);
+  return kills;
 }
 
 int TaskScheduler::checkSpeculatableTasks() {

@@ -28,6 +28,8 @@
 #include <vector>
 
 #include "am/scheduler/block_registry.h"
+#include "am/scheduler/exclude_on_failure_config.h"
+#include "am/scheduler/health_tracker.h"
 #include "am/scheduler/job.h"
 #include "am/scheduler/listener_bus.h"
 #include "am/scheduler/scheduler_listener.h"
@@ -63,9 +65,10 @@ struct SchedulerConfig {
   DurationMs speculationTaskDurationThresholdMs = -1;  // speculation.task.duration.threshold
   int64_t slotsPerExecutor = 1;                        // executor.cores / task.cpus
   DurationMs speculationIntervalMs = 100;              // speculation.interval
+  ExcludeOnFailureConfig excludeOnFailure;             // excludeOnFailure.*
 
   // Reads task.cpus, task.maxFailures, locality.wait*, scheduler.mode and its allocation file,
-  // and speculation*; a bad value is a ConfigError naming the key.
+  // speculation* and excludeOnFailure.*; a bad value is a ConfigError naming the key.
   static SchedulerConfig fromProperties(const Properties& properties);
 };
 
@@ -263,6 +266,12 @@ class TaskScheduler {
   // Task ids continue above `highest` (ids of the earlier attempt's tasks are never reused).
   void continueTaskIdsAfter(int64_t highest) { nextTaskId_ = std::max(nextTaskId_, highest + 1); }
 
+  // Exclusion on failure (excludeOnFailure.enabled): executors excluded for the application,
+  // and ones to release (excludeOnFailure.killExcludedExecutors), once each.
+  std::vector<ExcludedExecutor> excludedExecutors() const;
+  bool isExecutorExcluded(const std::string& executorId) const;
+  std::vector<std::string> takeExcludedExecutorsToKill();
+
   // Speculation (Spark's checkSpeculatableTasks): marks tasks running longer than multiplier x
   // the median successful duration, once quantile of their stage has succeeded, for a second
   // copy. Call it often; it looks at most once per speculation.interval. Returns how many were
@@ -326,7 +335,10 @@ class TaskScheduler {
   // The active TaskSets in the order offers go to them.
   std::vector<std::pair<JobRun*, size_t>> sortedTaskSets() const;
   std::optional<TaskOffer> speculativeOffer(JobRun& job, size_t stage,
-                                            const std::string& executorId);
+                                            const std::string& executorId,
+                                            const TaskExcluded& excluded);
+  // The stage's tasks that may not run on this offer (exclusion on failure); empty without it.
+  TaskExcluded excludedTasks(const StageRun& stage, const WorkerOffer& offer) const;
   void failJob(JobRun& job, std::optional<size_t> failedStage, const std::string& message);
   rest::TaskLaunch launchTask(JobRun& job, size_t stage, const TaskOffer& offer,
                               const std::string& executorId, bool speculative);
@@ -346,6 +358,12 @@ class TaskScheduler {
   // failedAttemptsKeptPerJob of the job).
   void recordFailedAttempt(const RunningTask& task, int64_t taskId, const std::string& reason,
                            int exitCode, const std::string& stderrTail, bool countsTowardsFailures);
+  // Exclusion on failure: may this offer run tasks of the stage at all, and task `index`?
+  bool offerExcludedForStage(const StageRun& stage, const WorkerOffer& offer) const;
+  // After a round of offers that launched nothing for the stage: is one of its pending tasks
+  // excluded on every live executor (Spark's getCompletelyExcludedTaskIfAny)?
+  std::optional<int64_t> completelyExcludedTask(const JobRun& job, size_t stage) const;
+  void setUnschedulable(StageRun& stage, bool unschedulable);
   StageSummary summarizeStage(const JobRun& job, size_t stage) const;
   JobSummary summarizeJob(const JobRun& job) const;
 
@@ -371,6 +389,8 @@ class TaskScheduler {
   std::set<std::string> persisted_;  // persisted stages of ended jobs, until unpersisted
   std::vector<BlocksToDrop> blocksToDrop_;
   TimeMs lastSpeculationCheckMs_ = -1;
+  std::unique_ptr<HealthTracker> health_;  // with excludeOnFailure.enabled
+  std::vector<std::string> excludedToKill_;
 };
 
 }  // namespace tide::am

@@ -24,17 +24,24 @@ bool TaskSetManager::isSucceeded(int64_t index) const {
   return succeededSet_.contains(index);
 }
 
-std::optional<TaskAttempt> TaskSetManager::launchNext() {
+std::optional<TaskAttempt> TaskSetManager::launchNext(const TaskExcluded& excluded) {
   if (aborted_) return std::nullopt;
   if (hasPreferences()) {
-    std::optional<int64_t> index = popPending(pendingAll_);
+    std::optional<int64_t> index = popPending(pendingAll_, excluded);
     if (!index) return std::nullopt;
     return takeIndex(*index);
   }
-  while (!requeued_.empty()) {
-    const TaskAttempt next = requeued_.front();
-    requeued_.pop_front();
-    if (isSucceeded(next.index)) continue;
+  for (auto it = requeued_.begin(); it != requeued_.end();) {
+    const TaskAttempt next = *it;
+    if (isSucceeded(next.index)) {
+      it = requeued_.erase(it);
+      continue;
+    }
+    if (excluded && excluded(next.index)) {
+      ++it;
+      continue;
+    }
+    requeued_.erase(it);
     ++running_;
     return next;
   }
@@ -176,11 +183,18 @@ void TaskSetManager::fileUnderPlaces(int64_t index, bool front) {
   file(pendingAll_);
 }
 
-std::optional<int64_t> TaskSetManager::popPending(std::deque<int64_t>& list) {
-  while (!list.empty()) {
-    const int64_t index = list.front();
-    list.pop_front();
-    if (pendingBits_[static_cast<size_t>(index)] && !isSucceeded(index)) return index;
+std::optional<int64_t> TaskSetManager::popPending(std::deque<int64_t>& list,
+                                                  const TaskExcluded& excluded) {
+  for (auto it = list.begin(); it != list.end();) {
+    const int64_t index = *it;
+    if (!pendingBits_[static_cast<size_t>(index)] || isSucceeded(index)) {
+      it = list.erase(it);
+    } else if (excluded && excluded(index)) {
+      ++it;
+    } else {
+      list.erase(it);
+      return index;
+    }
   }
   return std::nullopt;
 }
@@ -291,10 +305,11 @@ TaskLocality TaskSetManager::allowedLocality(TimeMs now) {
 
 std::optional<TaskOffer> TaskSetManager::resourceOffer(const std::string& executorId,
                                                        const std::string& node,
-                                                       TaskLocality maxLocality, TimeMs now) {
+                                                       TaskLocality maxLocality, TimeMs now,
+                                                       const TaskExcluded& excluded) {
   if (aborted_) return std::nullopt;
   if (!hasPreferences()) {
-    std::optional<TaskAttempt> next = launchNext();
+    std::optional<TaskAttempt> next = launchNext(excluded);
     if (!next) return std::nullopt;
     return TaskOffer{*next, TaskLocality::kNoPref};
   }
@@ -303,21 +318,21 @@ std::optional<TaskOffer> TaskSetManager::resourceOffer(const std::string& execut
   std::optional<int64_t> index;
   TaskLocality locality = TaskLocality::kAny;
   if (auto list = pendingForExecutor_.find(executorId); list != pendingForExecutor_.end()) {
-    index = popPending(list->second);
+    index = popPending(list->second, excluded);
     locality = TaskLocality::kProcessLocal;
   }
   if (!index && maxLocality >= TaskLocality::kNodeLocal) {
     if (auto list = pendingForNode_.find(node); list != pendingForNode_.end()) {
-      index = popPending(list->second);
+      index = popPending(list->second, excluded);
       locality = TaskLocality::kNodeLocal;
     }
   }
   if (!index && maxLocality >= TaskLocality::kNoPref) {
-    index = popPending(pendingWithoutPreference_);
+    index = popPending(pendingWithoutPreference_, excluded);
     locality = TaskLocality::kNoPref;
   }
   if (!index && maxLocality >= TaskLocality::kAny) {
-    index = popPending(pendingAll_);
+    index = popPending(pendingAll_, excluded);
     locality = TaskLocality::kAny;
   }
   if (!index) return std::nullopt;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,9 @@ struct TaskPreference {
   std::vector<std::string> nodes;      // NODE_LOCAL
 };
 
+// Whether task `index` may not run where it is being offered (exclusion on failure).
+using TaskExcluded = std::function<bool(int64_t index)>;
+
 // A task to launch and how local it is where it goes.
 struct TaskOffer {
   TaskAttempt attempt;
@@ -72,9 +76,10 @@ class TaskSetManager {
   TaskLocality allowedLocality(TimeMs now);
   // Spark's resourceOffer: a pending task for a slot on `executorId` at `node`, no less local
   // than `maxLocality` nor than allowedLocality(now) permits. Without preferences: the next
-  // task (launchNext), NO_PREF.
+  // task (launchNext), NO_PREF. A task `excluded` rejects stays pending for other offers.
   std::optional<TaskOffer> resourceOffer(const std::string& executorId, const std::string& node,
-                                         TaskLocality maxLocality, TimeMs now);
+                                         TaskLocality maxLocality, TimeMs now,
+                                         const TaskExcluded& excluded = {});
   // Pending tasks by node they prefer (a task preferring two nodes counts on both).
   std::map<std::string, int64_t> pendingTasksByNode() const;
   // Every task of the stage (pending, running or done) by the nodes it prefers, and in
@@ -101,7 +106,8 @@ class TaskSetManager {
 
   // Takes the next task to launch and counts it running: a re-queued task first (so a retry
   // is not starved behind the rest of a large stage), else the next never-launched index.
-  std::optional<TaskAttempt> launchNext();
+  // Only a re-queued task can be `excluded` (it failed somewhere); such a task keeps its place.
+  std::optional<TaskAttempt> launchNext(const TaskExcluded& excluded = {});
   // A running attempt ended (any way); call before the handlers below.
   void onAttemptEnded();
   // Marks the index done; false when it already was (a late duplicate, ignored).
@@ -142,8 +148,9 @@ class TaskSetManager {
  private:
   int localityIndex(TaskLocality level) const;
   bool hasPendingAt(TaskLocality level);
-  // Pops the first still-pending index of a list (entries are removed lazily).
-  std::optional<int64_t> popPending(std::deque<int64_t>& list);
+  // Pops the first still-pending index of a list (entries are removed lazily), passing over
+  // excluded ones.
+  std::optional<int64_t> popPending(std::deque<int64_t>& list, const TaskExcluded& excluded = {});
   void fileUnderPlaces(int64_t index, bool front);
   TaskAttempt takeIndex(int64_t index);
 

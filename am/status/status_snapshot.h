@@ -32,6 +32,7 @@ struct ExecutorStatus {
   std::vector<std::string> cachedStages;   // persisted stages whose blocks it holds
   std::vector<std::string> shuffleStages;  // stages of running jobs whose output it holds
   std::string node;                        // its node manager's node (locality)
+  bool excluded = false;  // excluded for task failures (excludeOnFailure), offered no tasks
   allocation::ExpiryInfo expiry;
 };
 

@@ -21,7 +21,7 @@ namespace tide::am::testing {
 class EventLines : public SchedulerListener {
  public:
   enum class Kind {
-    kStage,           // onStageSubmitted, onStageCompleted
+    kStage,           // onStageSubmitted, onStageCompleted, onUnschedulableTaskSet*
     kJob,             // onJobEnd
     kTask,            // onTaskStart, onTaskEnd
     kData,            // speculation (but its ends), shuffle outputs and releases, cached blocks
@@ -59,6 +59,12 @@ class EventLines : public SchedulerListener {
   }
   void onPendingSpeculativeTaskDropped(const std::string& stageId) override {
     record(Kind::kData, "speculative dropped " + stageId);
+  }
+  void onUnschedulableTaskSetAdded(const std::string& stageId) override {
+    record(Kind::kStage, "unschedulable " + stageId);
+  }
+  void onUnschedulableTaskSetRemoved(const std::string& stageId) override {
+    record(Kind::kStage, "schedulable " + stageId);
   }
   void onShuffleOutput(const std::string& executorId, const std::string& shuffleId) override {
     record(Kind::kData, "shuffle " + executorId + " " + shuffleId);

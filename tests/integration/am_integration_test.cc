@@ -137,6 +137,87 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
   EXPECT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
 }
 
+// Exclusion on failure (issue 13): a job whose one task fails every time on the first executor
+// it ran on (that executor's id is written to `mark`) and succeeds anywhere else, then a stage
+// that sleeps `afterMs`. With exclusion on, failures on an executor exclude it for the
+// application at once.
+class ExclusionIntegrationTest : public AmIntegrationTest {
+ protected:
+  void submitPickyJob(Conf conf, int afterMs) {
+    const std::string picky = "if [ -e " + mark + " ] && [ \\\"$(cat " + mark +
+                              ")\\\" != \\\"$TIDE_EXECUTOR_ID\\\" ]; then exit 0; fi; " +
+                              "echo $TIDE_EXECUTOR_ID > " + mark + "; exit 1";
+    conf.insert(conf.begin(), {{"excludeOnFailure.enabled", "true"},
+                               {"excludeOnFailure.application.maxFailedTasksPerExecutor", "1"},
+                               {"task.maxFailures", "3"},
+                               {"dynamicAllocation.maxExecutors", "2"},
+                               {"dynamicAllocation.executorIdleTimeout", "30s"}});
+    submit(R"({"name": "picky", "stages": [
+        {"id": "picky", "tasks": 1, "command": ["sh", "-c", ")" +
+               picky + R"("]},
+        {"id": "after", "depends_on": ["picky"], "tasks": 1, "builtin": "sleep", "sleep_ms": )" +
+               std::to_string(afterMs) + "}]}",
+           conf, /*session=*/true);
+  }
+  // The executor the task failed on.
+  std::string failedOn() {
+    std::string id = testing_support::readFile(mark);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    return id;
+  }
+  bool decided(const std::string& text) {
+    auto doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+    for (const auto& d : doc["decisions"].GetArray()) {
+      if (std::string(d["why"].GetString()).find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  const std::string mark = (dir.path() / "failed-on").string();
+};
+
+// The stage becomes unschedulable on the first executor, the policy asks for a second one, the
+// task succeeds there, and the first executor is excluded for the rest of the application.
+TEST_F(ExclusionIntegrationTest, ATaskThatAlwaysFailsOnOneExecutorRunsOnAnother) {
+  startCluster();
+  submitPickyJob({}, 3000);
+  // While "after" runs, the executor "picky" failed on shows as excluded.
+  std::string excluded;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document listed = executors();
+        for (const auto& e : listed["executors"].GetArray()) {
+          if (e["excluded"].GetBool()) excluded = e["id"].GetString();
+        }
+        return !excluded.empty();
+      },
+      60s));
+  ASSERT_TRUE(jobEnds("job-1", 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  EXPECT_EQ(excluded, failedOn());
+  EXPECT_TRUE(decided("unschedulable: every executor is excluded for stage job-1/picky"));
+}
+
+// excludeOnFailure.killExcludedExecutors: the excluded executor is released, and says why.
+TEST_F(ExclusionIntegrationTest, KillExcludedExecutorsReleasesTheExcludedExecutor) {
+  startCluster();
+  submitPickyJob({{"excludeOnFailure.killExcludedExecutors", "true"}}, 1000);
+  ASSERT_TRUE(jobEnds("job-1", 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  const std::string victim = failedOn();
+  ASSERT_FALSE(victim.empty());
+  EXPECT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document listed = executors();
+        for (const auto& e : listed["executors"].GetArray()) {
+          if (victim == e["id"].GetString()) return false;
+        }
+        return true;
+      },
+      10s));  // well before its 30 s idle timeout
+  EXPECT_TRUE(decided("executor " + victim + " excluded for task failures"));
+}
+
 TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
   startCluster();
   // Session mode keeps the AM (and its decision log) up after the job, whatever the timing.
