@@ -377,7 +377,7 @@ void ApplicationMaster::releaseExcludedExecutors(TimeMs now) {
     log_.warn() << reason;
     recordDecision("containers", "excluded", allocator_.target(), reason, "");
     scheduler_->executorLost(id, reason);
-    releaseExecutor(id, "excluded", now);
+    releaseExecutor(id, "excluded", reason, now);
   }
 }
 

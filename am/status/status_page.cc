@@ -309,7 +309,8 @@ function renderExecutors(data) {
       el("td", {}, [e.id, logLinks("api/v1/executors/" + encodeURIComponent(e.id))]),
       el("td", { text: e.host }),
       el("td", { text: container, title: e.container }),
-      el("td", {}, [el("span", { class: "pill " + e.state, text: e.state.toLowerCase().replace("_", " ") })]),
+      el("td", {}, [el("span", { class: "pill " + e.state, text: e.state.toLowerCase().replace("_", " ") }),
+        e.excluded ? el("span", { class: "pill excluded", text: "excluded", title: "excludeOnFailure: no new tasks here" }) : ""]),
       el("td", { class: "num", text: e.runningTasks + "/" + e.cores }),
       el("td", { class: "num", text: e.idleForMs >= 0 ? fmtDur(e.idleForMs) : "–" }),
       el("td", { text: holds }), el("td", { class: "why", text: expires })]);
@@ -377,7 +378,8 @@ function renderCapacity(s) {
 const MAX_BARS = 60, MAX_STAGE_LANES = 4, MAX_JOB_MARKS = 20;
 const REASONS = { idle_timeout: "idle timeout", heartbeat_timeout: "lost (no heartbeat)",
   memory: "killed for memory", exit: "exited with an error", preempted: "preempted",
-  node_lost: "node lost", killed: "killed", released: "released", success: "exited" };
+  node_lost: "node lost", killed: "killed", released: "released", success: "exited",
+  excluded: "excluded for failures" };
 function reasonLabel(r) { return REASONS[r] || r; }
 // Documents without a field (an older AM's, an event log's) draw as if it were empty.
 function removedOf(ex) { return ex.removed || []; }
