@@ -801,7 +801,7 @@ void ApplicationMaster::writeEventLog(bool last) {
   // The documents the status port serves, written as it writes them: none takes mu_.
   LiveDocuments documents;
   documents.status = handlers_->statusJson();
-  documents.executors = handlers_->executorsJson();
+  documents.executors = handlers_->executorsJson(0);  // removals are records of their own
   documents.jobs = jobsDocument(status()->jobs, startedAt_);
   documents.decisions = handlers_->decisionsJson(1000);
   if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last) &&

@@ -270,7 +270,7 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
     rest::replyJson(res, statusJson());
   });
   s.get("/api/v1/executors", [this](const httplib::Request& req, httplib::Response& res) {
-    const int64_t removed = queryInteger(req, "removed", kRemovedExecutorsDefault);
+    const int64_t removed = rest::queryInteger(req, "removed", kRemovedExecutorsDefault);
     rest::replyJson(res, executorsJson(static_cast<size_t>(removed)));
   });
   // An executor's or a failed task attempt's stdout or stderr, from its node manager (the
@@ -360,7 +360,7 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
 void StatusHandlers::replyLog(const httplib::Request& req, httplib::Response& res,
                               const std::string& executorId, const std::string& path) {
   std::optional<int64_t> tail;
-  if (req.has_param("tail")) tail = queryInteger(req, "tail", 0);
+  if (req.has_param("tail")) tail = rest::queryInteger(req, "tail", 0);
   std::string content;
   rest::throwIfError(master_.executorLog(executorId, path, tail, &content));
   res.set_header("X-Content-Type-Options", "nosniff");
