@@ -814,8 +814,7 @@ void ApplicationMaster::writeEventLog(bool last) {
   // The documents the status port serves, written as it writes them: none takes mu_.
   LiveDocuments documents;
   documents.status = handlers_->statusJson();
-  // Every removed executor the AM still holds (its list is bounded), as the page asks for.
-  documents.executors = handlers_->executorsJson(removedExecutors_.capacity());
+  documents.executors = handlers_->executorsJson(0);  // removals are records of their own
   documents.jobs = jobsDocument(status()->jobs, startedAt_);
   documents.decisions = handlers_->decisionsJson(1000);
   if (!eventLog_->flush(history_, documents, clock_.nowMs() - startedAt_, last) &&

@@ -12,6 +12,7 @@
 #include "deploy/history_server.h"
 #include "rest/messages/credentials.h"
 #include "rest/messages/node.h"
+#include "rest/tls_settings.h"
 
 namespace tide::deploy {
 
@@ -46,13 +47,16 @@ int runHistoryCommand(int argc, char** argv) {
         // on tide-rm may read their history. Without a cluster secret, a token of its own.
         const std::optional<std::string> clientToken = rest::rmClientToken(cli.properties());
         options.token = clientToken ? *clientToken : rest::newRandomSecret();
+        // TLS is cluster-wide (docs/security.md): with tls.certFile it serves HTTPS only.
+        options.tls = rest::TlsSettings::fromProperties(cli.properties());
         const sigset_t stopSignals = blockSignals({SIGINT, SIGTERM});
         HistoryServer server(options);
         const int port = server.start();
         writePortFile(cli, port);
         std::string address =
             options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-        const std::string url = "http://" + address + ":" + std::to_string(port) + "/";
+        const std::string url =
+            options.tls.scheme() + "://" + address + ":" + std::to_string(port) + "/";
         std::cerr << "tide history: serving " << options.dir << " at " << url << "\n";
         if (!clientToken)
           std::cerr << "tide history: page " << url << "?token=" << options.token << "\n";

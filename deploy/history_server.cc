@@ -127,6 +127,7 @@ HistoryServer::HistoryServer(HistoryServerOptions options) : options_(std::move(
   http.port = options_.port;
   http.threadCount = 4;
   http.maxRequestBodyBytes = 4096;  // it takes no bodies
+  options_.tls.applyTo(http);
   auto bearer = rest::bearerTokenAuth(options_.token);
   http.auth = [bearer](const httplib::Request& req) -> std::optional<std::string> {
     if (isPage(req.path)) return std::nullopt;

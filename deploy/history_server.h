@@ -19,6 +19,7 @@
 
 #include "am/status/event_log_replay.h"
 #include "rest/http_server.h"
+#include "rest/tls_settings.h"
 
 namespace tide::deploy {
 
@@ -27,6 +28,7 @@ struct HistoryServerOptions {
   std::string host = "127.0.0.1";
   int port = 18080;  // 0: any free port
   std::string token;
+  rest::TlsSettings tls;  // tls.*: HTTPS with a certificate, as every tide listener
 };
 
 class HistoryServer {

@@ -204,7 +204,11 @@ constexpr std::string_view kBody = R"html(<header>
 
 constexpr std::string_view kScript = R"js(const MAX_POINTS = 20000;
 const UNBOUNDED = 1e9;  // maxExecutors left at its default (INT_MAX) is "no limit"
-const view = { points: [], lastAt: -1, nowMs: 0, status: null, hover: null };
+const view = { points: [], lastAt: -1, nowMs: 0, status: null, hover: null, ended: false };
+// The states of an application that has ended, as the history server's status document says
+// (from the event log; a live AM says RUNNING or STOPPING): nothing can change it any more, so
+// the controls that would (the bounds form) go, and so do the log links, which the AM served.
+const ENDED_STATES = ["SUCCEEDED", "FAILED", "KILLED", "INCOMPLETE"];
 // The control token comes once in this page's URL (?token=..., as `tide run`, `tide submit`
 // and `tide status` print it); it is kept in this tab's sessionStorage, taken out of the
 // address bar (and so out of the history), and sent as a bearer header on every request.
@@ -234,6 +238,7 @@ async function getJson(path) {
 // stdout and stderr links of an executor or a failed task attempt (the AM fetches them from
 // the node manager): clicked, the file is fetched with the token and shown in #logView.
 function logLinks(base) {
+  if (view.ended) return "";
   return el("span", { class: "logs" }, ["stdout", "stderr"].map((name) => {
     const link = el("a", { href: base + "/logs/" + name, text: name, "data-log": name });
     link.addEventListener("click", async (event) => {
@@ -290,6 +295,10 @@ function renderCards(s) {
       s.attemptId.replace(/^.*_/, "") + " · " + s.state);
   document.getElementById("uptime").textContent = "up " + fmtDur(s.uptimeMs);
   const form = document.getElementById("boundsForm");
+  if (view.ended) {
+    if (form) form.parentElement.remove();
+    return;
+  }
   for (const name of ["min", "initial", "max"]) {
     form.elements[name].placeholder = fmtMax(a[name]);
   }
@@ -320,10 +329,19 @@ function renderExecutors(data) {
   if (rows.length > MAX_EXECUTOR_ROWS) {
     const more = rows.length - MAX_EXECUTOR_ROWS;
     rows.length = MAX_EXECUTOR_ROWS;
-    rows.push(el("tr", {}, [el("td", { colspan: "8", class: "more", text: more + " more live executors" })]));
+    rows.push(el("tr", {}, [el("td", { colspan: "8", class: "more", text: more + (view.ended ? " more executors" : " more live executors") })]));
   }
   body.replaceChildren(...rows);
-  document.getElementById("execCount").textContent = data.executors.length + " live";
+  // An ended application's document lists every executor it had (REMOVED, or LIVE when its log
+  // stopped first): what it was, not "N live".
+  let count = data.executors.length + " live";
+  if (view.ended) {
+    const live = data.executors.filter((e) => e.state === "LIVE").length;
+    const peak = view.points.reduce((most, p) => Math.max(most, p.live), 0);
+    count = live + " live at the end · " + (data.executors.length + (data.dropped || 0)) +
+        " ran · peak " + peak + " live";
+  }
+  document.getElementById("execCount").textContent = count;
 }
 
 function renderDecisions(data) {
@@ -648,6 +666,7 @@ async function refresh() {
       getJson("api/v1/status"), getJson("api/v1/allocation/history" + since),
       getJson("api/v1/executors"), getJson("api/v1/allocation/decisions?limit=40")]);
     view.status = status;
+    view.ended = ENDED_STATES.includes(status.state);
     view.nowMs = history.nowMs;
     if (history.points.length > 0) {
       view.points.push(...history.points);
@@ -665,7 +684,9 @@ async function refresh() {
     drawChart();
     failures = 0;
     const conn = document.getElementById("conn");
-    conn.className = ""; conn.textContent = "live · updated " + new Date().toLocaleTimeString();
+    conn.className = "";
+    conn.textContent = view.ended ? "ended · as its event log last recorded it"
+                                  : "live · updated " + new Date().toLocaleTimeString();
   } catch (error) {
     failures++;
     const conn = document.getElementById("conn");

@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "deploy/history_server.h"
 #include "tests/integration/am_cluster_test.h"
+#include "tests/support/certificates.h"
 #include "tests/support/child_processes.h"
 #include "tests/support/headless_chromium.h"
 
@@ -35,20 +36,27 @@ std::string tide() {
   return std::string(TIDE_BIN_DIR) + "/tide";
 }
 
-// `tide history` on an ephemeral port, as a process, with the client token kToken.
+// `tide history` on an ephemeral port, as a process, with the client token kToken; `conf` are
+// --conf pairs, and with `caFile` it is reached over HTTPS trusting that CA (tls.certFile).
 class HistoryProcess {
  public:
-  HistoryProcess(const std::filesystem::path& dir, const std::filesystem::path& work) {
+  HistoryProcess(const std::filesystem::path& dir, const std::filesystem::path& work,
+                 const std::vector<std::string>& conf = {}, const std::string& caFile = "") {
     const std::string portFile = (work / "history.port").string();
-    pid_ =
-        children_.start({"/usr/bin/env", std::string("TIDE_RM_TOKEN=") + kToken, tide(), "history",
-                         "--port", "0", "--port-file", portFile, "--dir", dir.string()},
-                        (work / "history.log").string());
+    std::vector<std::string> argv = {"/usr/bin/env", std::string("TIDE_RM_TOKEN=") + kToken,
+                                     tide(),         "history",
+                                     "--port",       "0",
+                                     "--port-file",  portFile,
+                                     "--dir",        dir.string()};
+    for (const std::string& pair : conf) argv.insert(argv.end(), {"--conf", pair});
+    pid_ = children_.start(argv, (work / "history.log").string());
     EXPECT_TRUE(eventually([&] { return std::filesystem::exists(portFile); }, 30s))
         << children_.logs();
-    url_ = "http://127.0.0.1:" + std::to_string(std::stoi(readFile(portFile)));
+    url_ = std::string(caFile.empty() ? "http" : "https") +
+           "://127.0.0.1:" + std::to_string(std::stoi(readFile(portFile)));
     rest::HttpClientOptions options;
     options.defaultHeaders = {{"Authorization", std::string("Bearer ") + kToken}};
+    options.caFile = caFile;
     client_ = std::make_unique<rest::HttpClient>(url_, options);
   }
   const std::string& url() const { return url_; }
@@ -272,6 +280,39 @@ TEST(TideHistory, ReadsNeedTheTokenAndHostileIdsAndWritesGetA4xx) {
   EXPECT_EQ(put.status, 405) << put.body;
 }
 
+// TLS is cluster-wide (docs/security.md): given tls.certFile and tls.keyFile, `tide history`
+// serves HTTPS only, as tide-rm and the AM do.
+TEST(TideHistory, WithACertificateItServesHttpsOnly) {
+  testing_support::TempDir dir;
+  const std::filesystem::path logs = dir.path() / "h";
+  writeSampleLog(am::eventLogPath(logs.string(), "application_1_0001"), "application_1_0001");
+  std::filesystem::create_directories(dir.path() / "tls");
+  const testing_support::TestCertificates certificates(dir.path() / "tls");
+  HistoryProcess history(
+      logs, dir.path(),
+      {"tls.certFile=" + certificates.certFile(), "tls.keyFile=" + certificates.keyFile()},
+      certificates.caFile());
+  EXPECT_TRUE(eventually(
+      [&] { return history.logs().find("at https://127.0.0.1:") != std::string::npos; }, 10s))
+      << history.logs();
+
+  const auto status = history.get("/history/application_1_0001/api/v1/status");
+  ASSERT_EQ(status.status, 200) << status.body << history.logs();
+  EXPECT_STREQ(rest::parseJson(status.body)["state"].GetString(), "SUCCEEDED");
+  EXPECT_EQ(history.get("/history/application_1_0001/").status, 200);
+
+  rest::HttpClientOptions options;
+  options.retry.maxAttempts = 1;
+  options.requestTimeout = 10s;
+  const std::string plain = "http://" + history.url().substr(std::string("https://").size());
+  try {
+    const rest::HttpResponse answer = rest::HttpClient(plain, options).request("GET", "/");
+    ADD_FAILURE() << "plain HTTP answered with HTTP " << answer.status;
+  } catch (const rest::HttpError& error) {
+    EXPECT_TRUE(error.isTransportError()) << error.what();
+  }
+}
+
 // ---- With an application on a real cluster.
 
 class HistoryOnACluster : public testing_support::AmClusterTest {
@@ -372,6 +413,16 @@ TEST_F(HistoryOnACluster, AfterTheEndTheTrackingUrlStatusAndPageComeFromTheHisto
   std::smatch m;
   ASSERT_TRUE(std::regex_search(dom, m, std::regex(R"re(<span id="points">(\d+)</span>)re")));
   EXPECT_GT(std::stoi(m[1]), 0);
+  // Nothing can change an ended application: no bounds form (its PUT would get 405), no log
+  // links (the AM served them); its executors are what it had, not "N live".
+  EXPECT_THAT(dom, ::testing::Not(HasSubstr("id=\"boundsForm\""))) << dom.substr(0, 4000);
+  EXPECT_THAT(dom, ::testing::Not(HasSubstr("data-log=")));
+  EXPECT_THAT(dom, HasSubstr("ended · as its event log last recorded it"));
+  ASSERT_TRUE(std::regex_search(
+      dom, m, std::regex(R"re(id="execCount">0 live at the end · (\d+) ran · peak (\d+) live<)re")))
+      << dom.substr(0, 4000);
+  EXPECT_EQ(std::stoul(m[1]), replayed.executors.size() + replayed.executorsDropped);
+  EXPECT_GE(std::stoi(m[2]), 1);
   // And the list at / shows it.
   const std::string listFile = (dir.path() / "history-list.html").string();
   testing_support::runHeadlessChromium(chromium, dir.path(), "history-list", {"--dump-dom"},

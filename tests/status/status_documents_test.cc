@@ -270,6 +270,10 @@ TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) 
   EXPECT_EQ(count("class=\"ebar"), 60u) << dom.substr(0, 3000);
   EXPECT_EQ(count("<tr data-executor-id="), 50u + 40u) << "50 live rows, 40 removed ones";
   EXPECT_THAT(dom, HasSubstr("950 more live executors"));
+  // A live AM: its executors live now, and the form that changes its bounds (an ended
+  // application's page has neither: tests/integration/history_integration_test.cc).
+  EXPECT_THAT(dom, HasSubstr(R"(id="execCount">1000 live<)"));
+  EXPECT_THAT(dom, HasSubstr(R"(id="boundsForm")"));
   EXPECT_THAT(dom, HasSubstr("3940 more executors not shown"));  // 1000 live + 3000 removed
   EXPECT_EQ(count("class=\"sbar"), 4u) << "back to back, 4 lanes hold 4 of them at a time";
   EXPECT_THAT(dom, HasSubstr("2996 more stages not shown"));  // 200 sent, of which 196 not drawn

@@ -442,6 +442,8 @@ TEST_F(StatusIntegrationTest, StatusPageInHeadlessChromiumShowsTheChartAndTheLiv
                          << ::testing::PrintToString(live);
   // The decision log made it too.
   EXPECT_THAT(dom, HasSubstr("raise_target"));
+  // A live AM's page has the form that changes its bounds (an ended one's does not).
+  EXPECT_THAT(dom, HasSubstr("id=\"boundsForm\""));
 
   // A screenshot for people (and CI artifacts) to look at.
   const std::string screenshot = TIDE_STATUS_PAGE_SCREENSHOT;
