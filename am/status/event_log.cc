@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "common/append_log.h"
 #include "common/version.h"
 #include "rest/json.h"
 
@@ -89,19 +90,6 @@ int openForAppend(const std::string& path) {
     throw std::runtime_error("cannot open the event log " + path + ": " + std::strerror(errno));
   }
   return fd;
-}
-
-bool writeAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -218,7 +206,7 @@ bool EventLog::end(TimeMs atMs, int64_t endedAtEpochMs, const std::string& final
 }
 
 bool EventLog::writeLocked(const std::string& text) {
-  if (!writeAll(fd_, text)) {
+  if (!writeFully(fd_, text)) {
     error_ = "cannot write the event log " + path_ + ": " + std::strerror(errno);
     return false;
   }
@@ -243,7 +231,7 @@ void EventLog::compactLocked(const AllocationHistory& history) {
   // Aside, then renamed over the log: a reader sees the old file or the new one, whole.
   const std::string aside = path_ + ".compacting";
   const int fd = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || !writeAll(fd, text) || ::fsync(fd) != 0 ||
+  if (fd < 0 || !writeFully(fd, text) || ::fsync(fd) != 0 ||
       std::rename(aside.c_str(), path_.c_str()) != 0) {
     error_ = "cannot compact the event log " + path_ + ": " + std::strerror(errno);
     if (fd >= 0) ::close(fd);
