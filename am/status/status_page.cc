@@ -405,8 +405,13 @@ function renderTimeline(s, ex) {
   const box = document.getElementById("timeline");
   const now = ex.nowMs;
   // Live ones first, then the newest removed.
-  const bars = ex.executors.map((e) => ({ id: e.id, from: e.registeredAtMs, to: null, cls: "",
-                                          title: e.id + " on " + e.host + ", live" }))
+  // An ended application's document (the history server's) lists its removed executors here
+  // too, each with removedAtMs: their bars end there.
+  const bars = ex.executors.map((e) => {
+    const gone = e.removedAtMs !== undefined && e.removedAtMs >= 0;
+    return { id: e.id, from: e.registeredAtMs, to: gone ? e.removedAtMs : null, cls: gone ? " ended" : "",
+             title: e.id + " on " + e.host + (gone ? ", removed: " + e.removedReason : ", live") };
+  })
       .concat(removedOf(ex).map((r) => ({ id: r.id, from: r.registeredAtMs >= 0 ? r.registeredAtMs : r.removedAtMs,
                                        to: r.removedAtMs, cls: " ended " + r.reason,
                                        title: r.id + " on " + r.host + ", " + reasonLabel(r.reason) + ": " + r.why })));

@@ -423,6 +423,10 @@ TEST_F(HistoryOnACluster, AfterTheEndTheTrackingUrlStatusAndPageComeFromTheHisto
       << dom.substr(0, 4000);
   EXPECT_EQ(std::stoul(m[1]), replayed.executors.size() + replayed.executorsDropped);
   EXPECT_GE(std::stoi(m[2]), 1);
+  // The timeline draws every executor as it was: each bar ends where it was removed.
+  EXPECT_TRUE(std::regex_search(dom, std::regex(R"re(data-executor-id="e1" data-ended="true")re")))
+      << dom.substr(0, 4000);
+  EXPECT_FALSE(std::regex_search(dom, std::regex(R"re(data-ended="false")re")));
   // And the list at / shows it.
   const std::string listFile = (dir.path() / "history-list.html").string();
   testing_support::runHeadlessChromium(chromium, dir.path(), "history-list", {"--dump-dom"},
