@@ -13,7 +13,7 @@ constexpr tide::deploy::Subcommand kCommands[] = {
      tide::deploy::runRunCommand},
     {"submit", "Submit a job's application master to a running tide-rm",
      tide::deploy::runSubmitCommand},
-    {"status", "Show a running application's allocation: executors, tasks, decisions",
+    {"status", "Show an application's executors, tasks and decisions, or an ended one's end",
      tide::deploy::runStatusCommand},
     {"history", "Serve ended applications' pages and API from their event logs",
      tide::deploy::runHistoryCommand},
