@@ -17,8 +17,12 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace tide::rest {
 namespace {
@@ -42,36 +46,48 @@ class GrowingThreadPool : public httplib::TaskQueue {
   ~GrowingThreadPool() override { shutdown(); }
 
   void enqueue(std::function<void()> fn) override {
-    std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->tasks.push_back(std::move(fn));
-    state_->changed.notify_one();
-    if (state_->tasks.size() <= state_->idle || state_->threads >= state_->maxThreads) return;
-    ++state_->threads;
-    lock.unlock();
-    try {
-      std::thread([state = state_] { work(*state); }).detach();
-    } catch (const std::system_error&) {
-      // No thread to be had now: the task waits for a running worker, or, when there is none,
-      // is served on the accepting thread.
-      lock.lock();
-      if (state_->threads > 1) {
-        --state_->threads;
-        return;
+    std::vector<std::thread> exited;
+    {
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      exited.swap(state_->exited);
+      state_->tasks.push_back(std::move(fn));
+      state_->changed.notify_one();
+      if (state_->tasks.size() > state_->idle && state_->threads < state_->maxThreads) {
+        try {
+          // Started under the lock, so the worker finds itself in `live` when it leaves.
+          std::thread worker([state = state_] { work(*state); });
+          ++state_->threads;
+          state_->live.emplace(worker.get_id(), std::move(worker));
+        } catch (const std::system_error&) {
+          // No thread to be had now: the task waits for a running worker, or, when there is
+          // none, is served on the accepting thread.
+          if (state_->threads == 0) {
+            ++state_->threads;
+            lock.unlock();
+            work(*state_);
+          }
+        }
       }
-      lock.unlock();
-      work(*state_);
     }
+    joinAll(exited);
   }
 
+  // Returns once every worker has ended, its thread-exit handlers included: a worker still
+  // running OpenSSL's per-thread cleanup when the process exits races libcrypto's own atexit
+  // cleanup, which frees the locks that per-thread cleanup takes.
   void shutdown() override {
-    std::unique_lock<std::mutex> lock(state_->mutex);
-    state_->stopping = true;
-    state_->changed.notify_all();
-    state_->changed.wait(lock, [this] { return state_->threads == 0; });
+    std::vector<std::thread> exited;
+    {
+      std::unique_lock<std::mutex> lock(state_->mutex);
+      state_->stopping = true;
+      state_->changed.notify_all();
+      state_->changed.wait(lock, [this] { return state_->threads == 0; });
+      exited.swap(state_->exited);
+    }
+    joinAll(exited);
   }
 
  private:
-  // Shared with the detached workers, so the last one may still unlock it after shutdown().
   struct State {
     std::mutex mutex;
     std::condition_variable changed;
@@ -79,9 +95,17 @@ class GrowingThreadPool : public httplib::TaskQueue {
     size_t threads = 0;                       // guarded by mutex
     size_t idle = 0;                          // guarded by mutex
     bool stopping = false;                    // guarded by mutex
+    // Workers by thread id while they run; a leaving worker moves its own thread to `exited`,
+    // joined by the next enqueue() or by shutdown() (a thread cannot join itself).
+    std::map<std::thread::id, std::thread> live;  // guarded by mutex
+    std::vector<std::thread> exited;              // guarded by mutex
     size_t minThreads = 1;
     size_t maxThreads = 1;
   };
+
+  static void joinAll(std::vector<std::thread>& threads) {
+    for (std::thread& thread : threads) thread.join();
+  }
 
   static void work(State& state) {
     std::unique_lock<std::mutex> lock(state.mutex);
@@ -99,6 +123,12 @@ class GrowingThreadPool : public httplib::TaskQueue {
       ++state.idle;
       state.changed.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
       --state.idle;
+    }
+    // The accepting thread serving a task itself (no worker could be started) is not in `live`.
+    auto self = state.live.find(std::this_thread::get_id());
+    if (self != state.live.end()) {
+      state.exited.push_back(std::move(self->second));
+      state.live.erase(self);
     }
     --state.threads;
     state.changed.notify_all();

@@ -5,13 +5,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "rest/http_client.h"
 #include "rest/json.h"
@@ -154,6 +158,42 @@ TEST_F(HttpServerTest, KeepAliveReusesOneConnection) {
   EXPECT_EQ(third.newConnections, 0);
   std::lock_guard<std::mutex> lock(mutex);  // the handler's thread wrote it
   EXPECT_EQ(remotePorts.size(), 1u) << "the server saw more than one client connection";
+}
+
+// What a connection thread leaves to its thread-exit handlers (OpenSSL's per-thread cleanup is
+// one): slow on purpose, so that a worker still exiting after stop() is seen.
+std::atomic<int> witnessesMade{0};
+std::atomic<int> witnessesEnded{0};
+struct ThreadExitWitness {
+  ThreadExitWitness() { ++witnessesMade; }
+  ~ThreadExitWitness() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ++witnessesEnded;
+  }
+};
+
+TEST_F(HttpServerTest, StopReturnsOnlyOnceEveryConnectionThreadHasEndedItsExitHandlersToo) {
+  witnessesMade = 0;
+  witnessesEnded = 0;
+  auto server = std::make_unique<HttpServer>(serverOptions());
+  server->get("/touch", [](const httplib::Request&, httplib::Response& res) {
+    thread_local ThreadExitWitness witness;
+    (void)witness;
+    replyJson(res, "{}");
+  });
+  startServer(std::move(server));
+  // Clients of their own, on connections of their own, so that more than one worker serves.
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<HttpClient>(server_->baseUrl(), clientOptions()));
+    EXPECT_EQ(clients.back()->request("GET", "/touch").status, 200);
+  }
+  clients.clear();
+  client_.reset();
+  server_->stop();
+  EXPECT_GE(witnessesMade.load(), 1);
+  EXPECT_EQ(witnessesEnded.load(), witnessesMade.load())
+      << "a connection thread was still exiting when stop() returned";
 }
 
 TEST_F(HttpServerTest, UnknownPathIs404Json) {
