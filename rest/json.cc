@@ -85,18 +85,33 @@ namespace {
 
 // A SAX pass that stops at the first object with a key it has seen already: RapidJSON keeps
 // duplicate members (and lookups take the first), so {"user": "a", "user": "b"} would mean one
-// thing to tide and another to whatever sits in front of it.
-class DuplicateKeyFinder
-    : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, DuplicateKeyFinder> {
+// thing to tide and another to whatever sits in front of it. It also stops at a string with an
+// unpaired surrogate escape (a \u escape of D800..DFFF without its pair): RapidJSON 1.1 decodes it
+// into bytes that are not UTF-8 (the input's encoding check does not see escapes), so the value
+// could not be written out and read back.
+class DocumentChecker : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, DocumentChecker> {
  public:
   bool StartObject() {
     keys_.emplace_back();
     return true;
   }
-  bool Key(const char* name, rapidjson::SizeType length, bool) {
+  bool Key(const char* name, rapidjson::SizeType length, bool copy) {
+    if (!String(name, length, copy)) return false;
     if (!keys_.back().emplace(name, length).second) {
-      duplicate_ = std::string(name, length);
+      problem_ = "duplicate key '" + std::string(name, length).substr(0, 200) + "'";
       return false;
+    }
+    return true;
+  }
+  bool String(const char* text, rapidjson::SizeType length, bool) {
+    // UTF-8 of U+D800..U+DFFF is ED A0..BF xx; a paired escape decodes to four bytes instead.
+    for (rapidjson::SizeType i = 0; i + 1 < length; ++i) {
+      const auto byte = static_cast<unsigned char>(text[i]);
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (byte == 0xED && next >= 0xA0 && next <= 0xBF) {
+        problem_ = "a \\u escape is an unpaired UTF-16 surrogate (not a character)";
+        return false;
+      }
     }
     return true;
   }
@@ -104,23 +119,20 @@ class DuplicateKeyFinder
     keys_.pop_back();
     return true;
   }
-  const std::optional<std::string>& duplicate() const { return duplicate_; }
+  const std::optional<std::string>& problem() const { return problem_; }
 
  private:
   std::vector<std::set<std::string>> keys_;
-  std::optional<std::string> duplicate_;
+  std::optional<std::string> problem_;
 };
 
-void rejectDuplicateKeys(std::string_view text) {
-  DuplicateKeyFinder finder;
+void rejectDuplicateKeysAndLoneSurrogates(std::string_view text) {
+  DocumentChecker checker;
   rapidjson::Reader reader;
   rapidjson::MemoryStream stream(text.data(), text.size());
   reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(stream,
-                                                                                       finder);
-  if (finder.duplicate()) {
-    std::string shown = finder.duplicate()->substr(0, 200);
-    throw JsonParseError(reader.GetErrorOffset(), "duplicate key '" + shown + "'");
-  }
+                                                                                       checker);
+  if (checker.problem()) throw JsonParseError(reader.GetErrorOffset(), *checker.problem());
 }
 
 }  // namespace
@@ -137,7 +149,7 @@ rapidjson::Document parseJson(std::string_view text) {
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
     throw JsonParseError(document.GetErrorOffset(), reason);
   }
-  if (document.IsObject() || document.IsArray()) rejectDuplicateKeys(text);
+  rejectDuplicateKeysAndLoneSurrogates(text);
   return document;
 }
 

@@ -54,6 +54,22 @@ TEST(ParseJson, RejectsTrailingGarbageEmptyTextAndBadUtf8) {
               HasSubstr("Invalid encoding"));
 }
 
+TEST(ParseJson, RejectsAnUnpairedSurrogateEscapeAndKeepsAPairedOne) {
+  // Found by fuzz_messages: RapidJSON decoded "\udede" into bytes that are not UTF-8, so the
+  // message it was in could not be written out and read back.
+  EXPECT_THAT(expectedMessageOf<JsonParseError>(
+                  [] { parseJson(R"({"releases": ["8888\udede8_0001_"]})"); }),
+              HasSubstr("unpaired UTF-16 surrogate"));
+  EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson(R"({"\udc00": 1})"); }),
+              HasSubstr("unpaired UTF-16 surrogate"));
+  // A high one alone RapidJSON refuses itself.
+  EXPECT_THAT(expectedMessageOf<JsonParseError>([] { parseJson(R"("\ud83d")"); }),
+              HasSubstr("surrogate pair in string is invalid"));
+  // A pair is one character (U+1F600), written back as its UTF-8.
+  const rapidjson::Document paired = parseJson(R"({"face": "\ud83d\ude00"})");
+  EXPECT_EQ(std::string(paired["face"].GetString()), "\xF0\x9F\x98\x80");
+}
+
 TEST(ParseJson, SurvivesDeepNesting) {
   // Iterative parsing: no stack overflow on hostile input.
   std::string deep(200000, '[');
