@@ -286,14 +286,9 @@ TEST(StatusDocumentsTest, ThePageStaysBoundedWithThousandsOfExecutorsAndStages) 
   // A backend that cannot say: unknown, with why.
   EXPECT_THAT(dom, HasSubstr(R"(id="capacity" data-fit-now="unknown" data-fit-total="unknown")"));
   EXPECT_THAT(dom, HasSubstr("<b>unknown</b> (unknown: Slurm does not say)"));
-  // For people to look at: what thousands look like.
-  const std::filesystem::path screenshot = TIDE_BOUNDED_PAGE_SCREENSHOT;
-  std::filesystem::create_directories(screenshot.parent_path());
-  testing_support::runHeadlessChromium(
-      chromium, dir.path(), "bounded-shot",
-      {"--screenshot=" + screenshot.string(), "--window-size=1280,2400", "--hide-scrollbars"},
-      server.baseUrl() + "/", 5000, (dir.path() / "shot.out").string());
-  EXPECT_TRUE(std::filesystem::exists(screenshot));
+  // No screenshot of this page: Chromium's --screenshot of thousands of rows at 1280x2400 hung
+  // past its bound in about half the runs (the --dump-dom run above never did); the page test
+  // of a real run (status_integration_test.cc) keeps one for people to look at.
   server.stop();
 }
 
