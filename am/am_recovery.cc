@@ -37,7 +37,18 @@ void ApplicationMaster::openJournal() {
   attemptNumber_ = attemptNumberOf(identity_.attemptId);
   if (config_.stagingDir.empty()) return;
   stagingDir_ = config_.stagingDir + "/" + identity_.applicationId;
-  journal_ = std::make_shared<RecoveryJournal>(stagingDir_);  // throws JournalError
+  // Compactions end inside append, so under mu_, where log_ may be used.
+  journal_ = std::make_shared<RecoveryJournal>(  // throws JournalError
+      stagingDir_, config_.journalCompactionBytes, [this](const JournalCompaction& done) {
+        if (done.ok) {
+          log_.info() << "compacted the recovery journal from " << done.bytesBefore << " to "
+                      << done.bytesAfter << " bytes (" << done.recordsBefore << " records, "
+                      << done.commitsFolded << " commits folded, into " << done.recordsAfter << ")";
+        } else {
+          log_.warn() << "could not compact the recovery journal " << journal_->path() << ": "
+                      << done.error << "; it goes on growing until the next try";
+        }
+      });
   if (journal_->replayedTornTail()) {
     log_.warn() << "the recovery journal " << journal_->path()
                 << " ended in a torn record (the previous attempt died writing it); dropped it";
@@ -163,6 +174,14 @@ std::set<std::string> ApplicationMaster::replayJournal() {
                                                r.node, r.durationMs, r.blocks);
         holders.insert(r.executorId);
         break;
+      case JournalRecord::Kind::kCommits:
+        forEachFoldedCommit(r, [&](const JournalRecord& c) {
+          if (!problem.empty()) return;
+          problem = scheduler_->restoreCommitted(c.jobId, c.stageId, c.index, 0, c.executorId,
+                                                 c.node, c.durationMs, {});
+        });
+        for (const CommitShare& share : r.shares) holders.insert(share.executorId);
+        break;
       case JournalRecord::Kind::kUnpersist:
         (void)scheduler_->unpersist(r.stageId);  // refused: it is gone already
         break;
@@ -191,6 +210,10 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
   // The records are read again from the file for each pass, one at a time: a journal of a
   // huge stage holds two per task.
   const JournalSummary& summary = journal_->replayedSummary();
+  struct DoneReplaying {  // however recovery ends: compaction may rewrite the file from now on
+    RecoveryJournal& journal;
+    ~DoneReplaying() { journal.doneReplaying(); }
+  } doneReplaying{*journal_};
 
   allocator_.continueExecutorNumbersAfter(summary.highestExecutorNumber);
   const std::set<std::string> adopted = adoptExecutors(previousContainers);

@@ -59,6 +59,12 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   }
 
   config.stagingDir = directoryOf(props, "am.stagingDir", "staging");
+  const int64_t compaction = props.getSizeBytes("am.journalCompactionSize");
+  if (compaction != 0 && compaction < (1 << 20)) {
+    throw ConfigError(props.describe("am.journalCompactionSize") +
+                      ": expected 0 (never compact) or at least 1m");
+  }
+  config.journalCompactionBytes = static_cast<uint64_t>(compaction);
   config.historyDir = historyDirOf(props);
   if (const std::string address = props.getOptionalString("history.address").value_or("");
       !address.empty() && address.rfind("http://", 0) != 0 && address.rfind("https://", 0) != 0) {

@@ -39,6 +39,8 @@ struct AmConfig {
   std::string reportFile;
   // am.stagingDir resolved: the base directory of applications' recovery journals; "" for none.
   std::string stagingDir;
+  // am.journalCompactionSize: the journal's size past which it is compacted (0: never).
+  uint64_t journalCompactionBytes = 64ull << 20;
   // history.dir resolved: where the AM writes its event log (am/status/event_log.h); "" for none.
   std::string historyDir;
   // tls.*, or the node's TLS files from the container's environment: HTTPS on the status and

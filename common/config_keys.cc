@@ -159,6 +159,10 @@ std::vector<KeyInfo> applicationMasterKeys() {
           "Where the AM keeps each application's recovery journal (<dir>/<application id>/), "
           "read by its next attempt and by executors looking for it; 'none' to keep nothing "
           "(an AM restart then starts over). Default: $HOME/.tide/staging"),
+      key("am.journalCompactionSize", K::kSize, "64m",
+          "Size past which the recovery journal (two records per task) is rewritten into a few "
+          "records per stage, on a thread of its own, while the AM goes on; 0: never",
+          kMiB),
       key("history.dir", K::kString, "",
           "Where the AM writes its event log (<dir>/<application id>.jsonl), which `tide "
           "history` and `tide status APP` read once the application has ended; 'none' to write "

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 
+#include "am/recovery/journal_compaction.h"
 #include "common/append_log.h"
 #include "common/enum_names.h"
 #include "rest/json.h"
@@ -22,8 +23,8 @@ namespace {
 using Kind = JournalRecord::Kind;
 
 // Each kind's "t" on the wire, in Kind's order.
-constexpr const char* kKindNames[] = {"attempt", "job",   "executor", "launch",
-                                      "commit",  "stage", "bounds",   "unpersist"};
+constexpr const char* kKindNames[] = {"attempt", "job",    "executor",  "launch", "commit",
+                                      "stage",   "bounds", "unpersist", "commits"};
 
 const char* kindName(Kind kind) {
   return enumName(kind, kKindNames, "?");
@@ -45,6 +46,53 @@ void readTask(const rest::JsonObjectReader& in, JournalRecord& r) {
   r.index = in.requireInt64("index");
   r.attempt = in.requireInt("attempt");
   r.executorId = in.requireString("executor");
+}
+
+// [[a, b], ...] of int64 pairs.
+std::vector<std::pair<int64_t, int64_t>> readPairs(const rest::JsonArrayReader& array,
+                                                   const char* expected) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  pairs.reserve(array.size());
+  for (size_t i = 0; i < array.size(); ++i) {
+    const rest::JsonArrayReader pair = array.arrayAt(i);
+    if (pair.size() != 2) throw rest::JsonFieldError(array.elementPath(i), expected);
+    pairs.emplace_back(pair.int64At(0), pair.int64At(1));
+  }
+  return pairs;
+}
+
+void readCommits(const rest::JsonObjectReader& in, JournalRecord& r) {
+  r.jobId = in.requireString("job");
+  r.stageId = in.requireString("stage");
+  r.taskId = in.requireInt64("task");
+  r.indexRanges = readPairs(in.requireArray("indices"), "expected [first, last]");
+  int64_t indices = 0;
+  int64_t previousLast = -2;
+  for (const auto& [first, last] : r.indexRanges) {
+    if (first <= previousLast + 1 || last < first) {
+      throw rest::JsonFieldError("indices", "ranges must be ascending, apart and not empty");
+    }
+    indices += last - first + 1;
+    previousLast = last;
+  }
+  const rest::JsonArrayReader executors = in.requireArray("executors");
+  int64_t shared = 0;
+  for (size_t i = 0; i < executors.size(); ++i) {
+    const rest::JsonArrayReader share = executors.arrayAt(i);
+    if (share.size() != 3 || share.int64At(2) <= 0) {
+      throw rest::JsonFieldError(executors.elementPath(i), "expected [executor, node, count > 0]");
+    }
+    r.shares.push_back({share.stringAt(0), share.stringAt(1), share.int64At(2)});
+    shared += r.shares.back().count;
+  }
+  r.durations = readPairs(in.requireArray("ms"), "expected [ms, count]");
+  int64_t timed = 0;
+  for (const auto& [ms, count] : r.durations) timed += count;
+  if (shared != indices || timed != indices) {
+    throw rest::JsonFieldError("executors", std::to_string(indices) + " indices but " +
+                                                std::to_string(shared) + " executor counts and " +
+                                                std::to_string(timed) + " durations");
+  }
 }
 
 JournalRecord decodeRecord(std::string_view line) {
@@ -98,6 +146,9 @@ JournalRecord decodeRecord(std::string_view line) {
       break;
     case Kind::kUnpersist:
       r.stageId = in.requireString("stage");
+      break;
+    case Kind::kCommits:
+      readCommits(in, r);
       break;
   }
   return r;
@@ -186,6 +237,40 @@ JournalRecord JournalRecord::unpersisted(std::string stageId) {
   return r;
 }
 
+int64_t JournalRecord::foldedCommits() const {
+  int64_t n = 0;
+  for (const CommitShare& share : shares) n += share.count;
+  return n;
+}
+
+void forEachFoldedCommit(const JournalRecord& commits,
+                         const std::function<void(const JournalRecord& commit)>& fn) {
+  JournalRecord commit;
+  commit.kind = Kind::kCommit;
+  commit.jobId = commits.jobId;
+  commit.stageId = commits.stageId;
+  auto share = commits.shares.begin();
+  int64_t shareLeft = share == commits.shares.end() ? 0 : share->count;
+  auto duration = commits.durations.begin();
+  int64_t durationLeft = duration == commits.durations.end() ? 0 : duration->second;
+  for (const auto& [first, last] : commits.indexRanges) {
+    for (int64_t index = first; index <= last; ++index) {
+      // decodeRecord checked that the shares and the durations add up to the indices.
+      while (shareLeft == 0) shareLeft = (++share)->count;
+      while (durationLeft == 0) durationLeft = (++duration)->second;
+      commit.index = index;
+      if (commit.executorId != share->executorId) {
+        commit.executorId = share->executorId;
+        commit.node = share->node;
+      }
+      commit.durationMs = duration->first;
+      --shareLeft;
+      --durationLeft;
+      fn(commit);
+    }
+  }
+}
+
 std::string encodeJournalHeader() {
   return logHeader(kJournalMagic, kJournalVersion);
 }
@@ -230,9 +315,27 @@ std::string encodeJournalRecord(const JournalRecord& r) {
     case Kind::kUnpersist:
       out.field("stage", r.stageId);
       break;
+    case Kind::kCommits:
+      out.field("job", r.jobId).field("stage", r.stageId).key("indices").startArray();
+      for (const auto& [first, last] : r.indexRanges) {
+        out.startArray().value(first).value(last).endArray();
+      }
+      out.endArray().field("task", r.taskId).key("executors").startArray();
+      for (const CommitShare& share : r.shares) {
+        out.startArray().value(share.executorId).value(share.node).value(share.count).endArray();
+      }
+      out.endArray().key("ms").startArray();
+      for (const auto& [ms, count] : r.durations)
+        out.startArray().value(ms).value(count).endArray();
+      out.endArray();
+      break;
   }
   out.endObject();
   return out.str() + "\n";
+}
+
+JournalRecord decodeJournalRecord(std::string_view line) {
+  return decodeRecord(line);
 }
 
 JournalContents decodeJournal(std::string_view text, const std::string& source) {
@@ -283,7 +386,6 @@ JournalSummary summarizeJournal(const std::vector<JournalRecord>& records) {
 
 void JournalSummarizer::add(const JournalRecord& r) {
   JournalSummary& summary = summary_;
-  std::map<int64_t, JournalRecord>& unfinished = unfinished_;
   switch (r.kind) {
     case Kind::kAttempt:
       summary.lastAttempt = std::max(summary.lastAttempt, r.attemptNumber);
@@ -300,19 +402,22 @@ void JournalSummarizer::add(const JournalRecord& r) {
       break;
     case Kind::kLaunch:
       summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
-      unfinished[r.taskId] = r;
+      if (unfinished_.count(r.taskId) == 0) {
+        unfinishedAt_[{r.jobId, r.stageId, r.index}].push_back(r.taskId);
+      }
+      unfinished_[r.taskId] = r;
       break;
     case Kind::kCommit:
       summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
       ++summary.commits;
       // Every launch of that task index is over: the index is done.
-      for (auto it = unfinished.begin(); it != unfinished.end();) {
-        const JournalRecord& l = it->second;
-        if (l.jobId == r.jobId && l.stageId == r.stageId && l.index == r.index) {
-          it = unfinished.erase(it);
-        } else {
-          ++it;
-        }
+      finishLaunches(r.jobId, r.stageId, r.index, r.index);
+      break;
+    case Kind::kCommits:
+      summary.highestTaskId = std::max(summary.highestTaskId, r.taskId);
+      summary.commits += r.foldedCommits();
+      for (const auto& [first, last] : r.indexRanges) {
+        finishLaunches(r.jobId, r.stageId, first, last);
       }
       break;
     case Kind::kBounds:
@@ -324,6 +429,16 @@ void JournalSummarizer::add(const JournalRecord& r) {
   }
 }
 
+void JournalSummarizer::finishLaunches(const std::string& jobId, const std::string& stageId,
+                                       int64_t first, int64_t last) {
+  auto it = unfinishedAt_.lower_bound({jobId, stageId, first});
+  while (it != unfinishedAt_.end() && std::get<0>(it->first) == jobId &&
+         std::get<1>(it->first) == stageId && std::get<2>(it->first) <= last) {
+    for (int64_t taskId : it->second) unfinished_.erase(taskId);
+    it = unfinishedAt_.erase(it);
+  }
+}
+
 JournalSummary JournalSummarizer::summary() const {
   JournalSummary summary = summary_;
   for (const auto& [id, launch] : unfinished_) summary.unfinishedLaunches.push_back(launch);
@@ -332,8 +447,12 @@ JournalSummary JournalSummarizer::summary() const {
 
 // ---------------------------------------------------------------------------------------------
 
-RecoveryJournal::RecoveryJournal(const std::string& directory)
-    : directory_(directory), path_(directory + "/" + kJournalFileName) {
+RecoveryJournal::RecoveryJournal(const std::string& directory, uint64_t compactAtBytes,
+                                 std::function<void(const JournalCompaction&)> onCompacted)
+    : directory_(directory),
+      path_(directory + "/" + kJournalFileName),
+      compactAtBytes_(compactAtBytes),
+      onCompacted_(std::move(onCompacted)) {
   std::error_code ec;
   std::filesystem::create_directories(directory_, ec);
   if (ec)
@@ -369,7 +488,11 @@ RecoveryJournal::RecoveryJournal(const std::string& directory)
     ::close(fd_);
     throw JournalError(error);
   }
+  // A compaction the previous attempt did not finish: the journal itself is whole.
+  ::unlink(compactingPath().c_str());
+  fileBytes_ = keep;
   if (keep == 0) writeAll(encodeJournalHeader());
+  compactedBytes_ = fileBytes_;
   sync();
 }
 
@@ -398,10 +521,16 @@ JournalContents RecoveryJournal::replayed() const {
 }
 
 void RecoveryJournal::forEachReplayed(const std::function<void(const JournalRecord&)>& fn) const {
+  if (!replaying_) throw std::logic_error("the AM journal was replayed already");
   decodeFile(replayedLength_, [&](JournalRecord&& r) { fn(r); });
 }
 
+void RecoveryJournal::doneReplaying() {
+  replaying_ = false;
+}
+
 RecoveryJournal::~RecoveryJournal() {
+  abandonCompaction();
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -410,11 +539,133 @@ void RecoveryJournal::writeAll(const std::string& bytes) {
     throw JournalError(systemError("cannot append to the AM journal", path_));
   }
   appended_ += bytes.size();
+  fileBytes_ += bytes.size();
 }
 
 void RecoveryJournal::append(const JournalRecord& record) {
   if (fd_ < 0) return;
   writeAll(encodeJournalRecord(record));
+  if (compactor_.joinable()) {
+    if (compactionEnded_.load()) completeCompaction();
+  } else if (!replaying_ && compactAtBytes_ > 0 && fileBytes_ >= compactAtBytes_ &&
+             fileBytes_ >= 2 * compactedBytes_) {
+    startCompaction();
+  }
+}
+
+std::string RecoveryJournal::compactingPath() const {
+  return path_ + ".compacting";
+}
+
+void RecoveryJournal::startCompaction() {
+  const int source = ::dup(fd_);
+  if (source < 0) return;  // tried again at the next append
+  compactingUpTo_ = fileBytes_;
+  compactionEnded_ = false;
+  cancelCompaction_ = false;
+  compaction_ = JournalCompaction{};
+  compaction_.bytesBefore = fileBytes_;
+  compactor_ = std::thread([this, source, length = compactingUpTo_, target = compactingPath()] {
+    JournalCompaction& result = compaction_;
+    const int out = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    void* mapped = MAP_FAILED;
+    try {
+      if (out < 0) throw JournalError(systemError("cannot create", target));
+      mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, source, 0);
+      if (mapped == MAP_FAILED) throw JournalError(systemError("cannot read", path_));
+      ::madvise(mapped, length, MADV_SEQUENTIAL);
+      std::string buffer;
+      auto flush = [&] {
+        if (!writeFully(out, buffer)) throw JournalError(systemError("cannot write", target));
+        buffer.clear();
+      };
+      const JournalCompaction folded =
+          compactJournal(std::string_view(static_cast<const char*>(mapped), length), path_,
+                         [&](std::string_view piece) {
+                           if (cancelCompaction_.load()) throw JournalError("cancelled");
+                           buffer.append(piece);
+                           if (buffer.size() >= (1 << 20)) flush();
+                         });
+      flush();
+      if (::fdatasync(out) != 0) throw JournalError(systemError("cannot fsync", target));
+      result.recordsBefore = folded.recordsBefore;
+      result.recordsAfter = folded.recordsAfter;
+      result.commitsFolded = folded.commitsFolded;
+      result.ok = true;
+    } catch (const std::exception& e) {
+      result.error = e.what();
+    }
+    if (mapped != MAP_FAILED) ::munmap(mapped, length);
+    if (out >= 0) ::close(out);
+    ::close(source);
+    compactionEnded_ = true;
+  });
+}
+
+void RecoveryJournal::completeCompaction() {
+  compactor_.join();
+  JournalCompaction result = compaction_;
+  const std::string target = compactingPath();
+  int next = -1;
+  try {
+    if (!result.ok) throw JournalError(result.error);
+    next = ::open(target.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+    if (next < 0) throw JournalError(systemError("cannot open", target));
+    // The records appended while the thread worked, copied behind its fold.
+    std::string tail(fileBytes_ - compactingUpTo_, '\0');
+    if (!tail.empty() &&
+        ::pread(fd_, tail.data(), tail.size(), static_cast<off_t>(compactingUpTo_)) !=
+            static_cast<ssize_t>(tail.size())) {
+      throw JournalError(systemError("cannot read", path_));
+    }
+    struct stat folded {};
+    if (::fstat(next, &folded) != 0) throw JournalError(systemError("cannot read", target));
+    if (!writeFully(next, tail) || ::fdatasync(next) != 0) {
+      throw JournalError(systemError("cannot write", target));
+    }
+    struct stat info {};
+    if (::fstat(next, &info) != 0) throw JournalError(systemError("cannot read", target));
+    if (::rename(target.c_str(), path_.c_str()) != 0) {
+      throw JournalError(systemError("cannot rename " + target + " to", path_));
+    }
+    // The rename itself survives a crash of the machine once the directory is fsync'd.
+    if (const int dir = ::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+      ::fsync(dir);
+      ::close(dir);
+    }
+    std::lock_guard<std::mutex> lock(syncMutex_);
+    ::close(fd_);
+    fd_ = next;
+    next = -1;
+    // All of it was fsync'd above.
+    durable_ = appended_.load();
+    fileBytes_ = static_cast<uint64_t>(info.st_size);
+    // The fold alone: records appended meanwhile count towards the next compaction.
+    compactedBytes_ = static_cast<uint64_t>(folded.st_size);
+    result.bytesAfter = fileBytes_;
+    ++compactions_;
+  } catch (const std::exception& e) {
+    if (next >= 0) ::close(next);
+    ::unlink(target.c_str());
+    result.ok = false;
+    result.error = e.what();
+    // Not again before the file has grown as much once more.
+    compactedBytes_ = fileBytes_;
+  }
+  if (onCompacted_) onCompacted_(result);
+}
+
+void RecoveryJournal::finishCompactionForTest() {
+  if (!compactor_.joinable()) return;
+  while (!compactionEnded_.load()) std::this_thread::yield();
+  completeCompaction();
+}
+
+void RecoveryJournal::abandonCompaction() {
+  if (!compactor_.joinable()) return;
+  cancelCompaction_ = true;
+  compactor_.join();
+  ::unlink(compactingPath().c_str());
 }
 
 void RecoveryJournal::sync() {
@@ -431,6 +682,7 @@ void RecoveryJournal::syncTo(uint64_t position) {
 }
 
 void RecoveryJournal::remove() {
+  abandonCompaction();
   std::lock_guard<std::mutex> lock(syncMutex_);
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;

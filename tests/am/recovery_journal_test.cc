@@ -59,7 +59,7 @@ TEST(RecoveryJournalTest, EveryRecordSurvivesEncodingAndDecoding) {
   ASSERT_EQ(commit.blocks.size(), 2u);
   EXPECT_EQ(commit.blocks[0].size, 512);
   EXPECT_EQ(decoded.records[3].url, "http://h:1");
-  EXPECT_EQ(encodeJournalHeader(), "tide-am-journal 1\n");
+  EXPECT_EQ(encodeJournalHeader(), "tide-am-journal 2\n");
 }
 
 TEST(RecoveryJournalTest, ATornLastLineIsDroppedAndTheRestKept) {
@@ -79,12 +79,20 @@ TEST(RecoveryJournalTest, ATornLastLineIsDroppedAndTheRestKept) {
 
 TEST(RecoveryJournalTest, AFutureVersionIsAClearErrorNotAFreshStart) {
   try {
-    decodeJournal("tide-am-journal 2\n{\"t\":\"attempt\",\"n\":1,\"id\":\"a\"}\n", "/s/am-journal");
-    FAIL() << "a version 2 journal was read";
+    decodeJournal("tide-am-journal 3\n{\"t\":\"attempt\",\"n\":1,\"id\":\"a\"}\n", "/s/am-journal");
+    FAIL() << "a version 3 journal was read";
   } catch (const JournalError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("/s/am-journal:1: journal version 2"));
-    EXPECT_THAT(e.what(), HasSubstr("reads version 1"));
+    EXPECT_THAT(e.what(), HasSubstr("/s/am-journal:1: journal version 3"));
+    EXPECT_THAT(e.what(), HasSubstr("reads version 2"));
   }
+}
+
+TEST(RecoveryJournalTest, AVersion1JournalOfAnOlderTideIsRead) {
+  std::string text = encodeAll(sampleRecords());
+  text.replace(0, text.find('\n'), "tide-am-journal 1");
+  const JournalContents decoded = decodeJournal(text, "j");
+  EXPECT_EQ(decoded.version, 1);
+  EXPECT_EQ(decoded.records.size(), sampleRecords().size());
 }
 
 TEST(RecoveryJournalTest, CorruptionBeforeTheLastLineOrAMissingHeaderIsAnError) {

@@ -315,10 +315,10 @@ TEST_F(AmRestartSessionTest, AJournalOfANewerVersionFailsTheNextAttemptWithTheRe
   // Stopped, the AM writes nothing more; the file is replaced, then the AM dies.
   ASSERT_EQ(::kill(amPid, SIGSTOP), 0);
   const std::string text = testing_support::readFile(journal.string());
-  ASSERT_EQ(text.rfind("tide-am-journal 1\n", 0), 0u);
+  ASSERT_EQ(text.rfind("tide-am-journal 2\n", 0), 0u);
   {
     std::ofstream out(journal.string() + ".new");
-    out << "tide-am-journal 2\n" << text.substr(text.find('\n') + 1);
+    out << "tide-am-journal 3\n" << text.substr(text.find('\n') + 1);
   }
   fs::rename(journal.string() + ".new", journal);
   ASSERT_EQ(::kill(amPid, SIGKILL), 0);
@@ -326,10 +326,10 @@ TEST_F(AmRestartSessionTest, AJournalOfANewerVersionFailsTheNextAttemptWithTheRe
   EXPECT_EQ(report.finalStatus, "FAILED");
   EXPECT_THAT(report.diagnostics, HasSubstr(journal.string()));
   EXPECT_THAT(report.diagnostics,
-              HasSubstr("journal version 2 was written by a newer tide; this tide-am reads "
-                        "version 1"));
+              HasSubstr("journal version 3 was written by a newer tide; this tide-am reads "
+                        "version 2"));
   // Left for the operator to look at, not replaced by a fresh start.
-  EXPECT_EQ(testing_support::readFile(journal.string()).rfind("tide-am-journal 2\n", 0), 0u);
+  EXPECT_EQ(testing_support::readFile(journal.string()).rfind("tide-am-journal 3\n", 0), 0u);
   expectNothingLeft();
 }
 

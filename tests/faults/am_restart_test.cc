@@ -140,5 +140,50 @@ TEST_F(AmRestartTest, AnAmKilledTwiceWithTwoAttemptsFailsTheApplication) {
   expectNothingLeft();
 }
 
+// Issue 16: a journal compacted while the job runs (am.journalCompactionSize) brings the next
+// attempt to the same place as the whole journal would.
+TEST_F(AmRestartTest, AnAmKilledAfterItsJournalWasCompactedKeepsEveryCommittedTask) {
+  const int tasks = 12000;  // noop: about 2.8 MB of journal uncompacted
+  startCluster(1, 5);
+  Conf conf = restartConf();
+  conf.push_back({"am.journalCompactionSize", "1m"});
+  submit(R"({"name": "many", "stages": [{"id": "all", "tasks": )" + std::to_string(tasks) +
+             R"(, "builtin": "noop"}]})",
+         conf, /*session=*/false);
+  const fs::path journal = dir.path() / "staging" / appId / "am-journal";
+  // Compacted, with more commits than an uncompacted journal of its size could hold (about 235
+  // bytes a task).
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::error_code ec;
+        const auto bytes = fs::file_size(journal, ec);
+        const int64_t succeeded = mapTasksSucceeded("job-1", "all");
+        return !ec && succeeded >= 5000 && succeeded < tasks &&
+               bytes < static_cast<uintmax_t>(succeeded) * 200;
+      },
+      90s))
+      << "succeeded " << mapTasksSucceeded("job-1", "all") << "\n"
+      << amLog();
+  EXPECT_THAT(amLog(), HasSubstr("compacted the recovery journal"));
+  // Killed with every commit up to here journaled: the next attempt keeps them all.
+  const int64_t committedBefore = mapTasksSucceeded("job-1", "all");
+  ASSERT_NO_FATAL_FAILURE(killAmAndWaitForNextAttempt());
+  const auto second = status();
+  EXPECT_EQ(second["recoveredFromAttempt"].GetInt(), 1);
+  EXPECT_GE(mapTasksSucceeded("job-1", "all"), committedBefore);
+  const rapidjson::Document decisions = am->getJson("api/v1/allocation/decisions?limit=1000");
+  int64_t kept = -1;
+  for (const auto& d : decisions["decisions"].GetArray()) {
+    const std::string reason = d["why"].GetString();
+    if (reason.rfind("recovered from attempt 1", 0) == 0) {
+      kept = std::stoll(reason.substr(reason.find("1 job, ") + 7));
+    }
+  }
+  EXPECT_GE(kept, committedBefore) << "the decision log says what was kept";
+  const rest::ApplicationReport report = waitForEnd(120s);
+  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  expectNothingLeft();
+}
+
 }  // namespace
 }  // namespace tide::deploy
