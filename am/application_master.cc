@@ -370,10 +370,10 @@ void ApplicationMaster::detectSilentExecutors(TimeMs now) {
 }
 
 void ApplicationMaster::releaseExcludedExecutors(TimeMs now) {
-  for (const std::string& id : scheduler_->takeExcludedExecutorsToKill()) {
+  for (const ExecutorToKill& kill : scheduler_->takeExcludedExecutorsToKill()) {
+    const std::string& id = kill.executorId;
     if (executors_.count(id) == 0) continue;  // gone already
-    const std::string reason =
-        "executor " + id + " excluded for task failures (excludeOnFailure.killExcludedExecutors)";
+    const std::string& reason = kill.reason;
     log_.warn() << reason;
     recordDecision("containers", "excluded", allocator_.target(), reason, "");
     scheduler_->executorLost(id, reason);

@@ -138,6 +138,9 @@ std::vector<KeyInfo> schedulingKeys() {
           kMs),
       key("excludeOnFailure.killExcludedExecutors", K::kBool, "false",
           "Release executors (and a node's executors) once excluded for the application"),
+      key("excludeOnFailure.application.fetchFailure.enabled", K::kBool, "false",
+          "Exclude an executor for the application (for excludeOnFailure.timeout) as soon as a "
+          "task cannot fetch the blocks it holds (with excludeOnFailure.enabled)"),
   };
 }
 

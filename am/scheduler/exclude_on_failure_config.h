@@ -17,6 +17,9 @@ struct ExcludeOnFailureConfig {
   int maxFailedTasksPerExecutor = 2;       // the executor is excluded for the application
   int maxFailedExecutorsPerNode = 2;       // the node is excluded for the application
   bool killExcludedExecutors = false;      // and released
+  // excludeOnFailure.application.fetchFailure.enabled: an executor whose blocks a task could
+  // not fetch is excluded for the application at once.
+  bool fetchFailureExclusion = false;
   // A stage every live executor is excluded for fails its job after this long (Spark's
   // spark.scheduler.excludeOnFailure.unschedulableTaskSetTimeout); at once without dynamic
   // allocation, since no new executor will come.

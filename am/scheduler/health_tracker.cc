@@ -43,6 +43,16 @@ NewlyExcluded HealthTracker::updateExcludedForSuccessfulTaskSet(
   return newly;
 }
 
+bool HealthTracker::updateExcludedForFetchFailure(const std::string& node,
+                                                  const std::string& executorId) {
+  if (!config_.fetchFailureExclusion || isExecutorExcluded(executorId)) return false;
+  const TimeMs until = addSaturating(clock_.nowMs(), config_.timeoutMs);
+  excludedExecutors_[executorId] = {node, until};
+  excludedExecutorsByNode_[node].insert(executorId);  // as Spark: the node itself stays in use
+  nextExpiryMs_ = std::min(nextExpiryMs_, until);
+  return true;
+}
+
 void HealthTracker::applyExcludeOnFailureTimeout() {
   const TimeMs now = clock_.nowMs();
   if (now <= nextExpiryMs_) return;

@@ -42,6 +42,11 @@ class HealthTracker {
   // A stage succeeded: its failures (by executor) count toward application-level exclusion.
   NewlyExcluded updateExcludedForSuccessfulTaskSet(
       const std::string& stageId, const std::map<std::string, ExecutorFailuresInStage>& failures);
+  // A task could not fetch the blocks `executorId` (on `node`) holds, with
+  // excludeOnFailure.application.fetchFailure.enabled (Spark's updateExcludedForFetchFailure
+  // without an external shuffle service): the executor is excluded at once, for the timeout; a
+  // fetch failure is taken to be lasting. True when it was not excluded before.
+  bool updateExcludedForFetchFailure(const std::string& node, const std::string& executorId);
   // Lifts the exclusions whose timeout has passed and forgets failures that have expired.
   void applyExcludeOnFailureTimeout();
   // The executor is gone: its failures no longer matter (its exclusion runs out on its own).

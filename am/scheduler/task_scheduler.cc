@@ -159,6 +159,8 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   atLeastOne("excludeOnFailure.application.maxFailedExecutorsPerNode",
              &exclude.maxFailedExecutorsPerNode);
   exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
+  exclude.fetchFailureExclusion =
+      properties.getBool("excludeOnFailure.application.fetchFailure.enabled");
   exclude.unschedulableTaskSetTimeoutMs =
       properties.getDuration("excludeOnFailure.unschedulableTaskSetTimeout");
   if (exclude.unschedulableTaskSetTimeoutMs < 0) {
@@ -344,16 +346,14 @@ void TaskScheduler::completeStage(JobRun& job, size_t stageIndex) {
     NewlyExcluded newly = health_->updateExcludedForSuccessfulTaskSet(
         stage.schedulerStageId, stage.excludelist->failuresByExecutor());
     if (config_.excludeOnFailure.killExcludedExecutors) {
-      const auto kill = [&](const std::string& executor) {
-        if (std::find(excludedToKill_.begin(), excludedToKill_.end(), executor) ==
-            excludedToKill_.end()) {
-          excludedToKill_.push_back(executor);
-        }
-      };
-      for (const std::string& executor : newly.executors) kill(executor);
+      const std::string why =
+          " excluded for task failures (excludeOnFailure.killExcludedExecutors)";
+      for (const std::string& executor : newly.executors) {
+        queueKill(executor, "executor " + executor + why);
+      }
       for (const std::string& node : newly.nodes) {
         for (const auto& [executor, host] : executorNodes_) {
-          if (host == node) kill(executor);
+          if (host == node) queueKill(executor, "executor " + executor + " on node " + node + why);
         }
       }
     }
@@ -553,26 +553,9 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     if (stage.excludelist) {
       if (launches.size() > launchedBefore) {
         setUnschedulable(stage, false);
+        stage.unschedulableSinceMs = -1;
       } else if (std::optional<int64_t> stuck = completelyExcludedTask(job, stageIndex)) {
-        if (!stage.unschedulable) {
-          setUnschedulable(stage, true);
-          stage.unschedulableSinceMs = now;
-        }
-        // Spark's abort timer: no new executor came in time (or none will come).
-        const ExcludeOnFailureConfig& exclude = config_.excludeOnFailure;
-        const DurationMs waited = now - stage.unschedulableSinceMs;
-        if (!exclude.dynamicAllocation || waited >= exclude.unschedulableTaskSetTimeoutMs) {
-          const std::string which = *stuck >= 0 ? "task " + describeTask(stage.spec->id, *stuck)
-                                                : "a task of stage " + stage.spec->id;
-          failJob(job, stageIndex,
-                  "Job '" + job.job.name + "' failed: " + which +
-                      " cannot run anywhere: every executor is excluded for it after task "
-                      "failures (excludeOnFailure)" +
-                      (exclude.dynamicAllocation
-                           ? ", and no new executor came in " + formatDuration(waited)
-                           : std::string(", and dynamic allocation is off")));
-          continue;
-        }
+        if (handleUnschedulable(job, stageIndex, *stuck, now)) continue;
       }
     }
     // Speculative copies only when the stage has nothing else to run, as in Spark.
@@ -950,7 +933,18 @@ void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,
   // As Spark without an external shuffle service: an executor that cannot serve one block is
   // taken to have lost them all, so every reader does not have to find out on its own.
   std::map<std::string, std::vector<int64_t>> lost;
-  if (!missing.executorId.empty()) lost = blocks_.removeExecutor(missing.executorId);
+  if (!missing.executorId.empty()) {
+    lost = blocks_.removeExecutor(missing.executorId);
+    auto node = executorNodes_.find(missing.executorId);
+    if (health_ &&
+        health_->updateExcludedForFetchFailure(node == executorNodes_.end() ? "" : node->second,
+                                               missing.executorId) &&
+        config_.excludeOnFailure.killExcludedExecutors) {
+      queueKill(missing.executorId, "executor " + missing.executorId +
+                                        " excluded after a fetch failure (" + why +
+                                        "; excludeOnFailure.killExcludedExecutors)");
+    }
+  }
   if (!source.empty()) {
     const std::vector<int64_t> stillMissing = blocks_.missingOutputs(source);
     std::vector<int64_t>& indices = lost[source];
@@ -1227,10 +1221,58 @@ bool TaskScheduler::isExecutorExcluded(const std::string& executorId) const {
          (node != executorNodes_.end() && health_->isNodeExcluded(node->second));
 }
 
-std::vector<std::string> TaskScheduler::takeExcludedExecutorsToKill() {
-  std::vector<std::string> kills;
+std::vector<ExecutorToKill> TaskScheduler::takeExcludedExecutorsToKill() {
+  std::vector<ExecutorToKill> kills;
   kills.swap(excludedToKill_);
   return kills;
+}
+
+void TaskScheduler::queueKill(const std::string& executorId, const std::string& reason) {
+  for (const ExecutorToKill& queued : excludedToKill_) {
+    if (queued.executorId == executorId) return;
+  }
+  excludedToKill_.push_back({executorId, reason});
+}
+
+bool TaskScheduler::handleUnschedulable(JobRun& job, size_t stageIndex, int64_t stuck, TimeMs now) {
+  StageRun& stage = job.stages[stageIndex];
+  const ExcludeOnFailureConfig& exclude = config_.excludeOnFailure;
+  const std::string which = stuck >= 0 ? "task " + describeTask(stage.spec->id, stuck)
+                                       : "a task of stage " + stage.spec->id;
+  const std::string cannotRun = which +
+                                " cannot run anywhere: every executor is excluded for it after "
+                                "task failures (excludeOnFailure)";
+  if (stage.unschedulableSinceMs < 0) {
+    // Spark's abort timer starts once per episode; until it runs out nothing else is tried.
+    stage.unschedulableSinceMs = now;
+    std::optional<std::string> idle;
+    for (const auto& [executor, node] : executorNodes_) {
+      auto running = runningByExecutor_.find(executor);
+      if (running == runningByExecutor_.end() || running->second.empty()) {
+        idle = executor;
+        break;
+      }
+    }
+    if (idle) {
+      queueKill(*idle, "executor " + *idle + " killed while idle: " + cannotRun +
+                           ", so a new executor may take its place (Spark's "
+                           "killExcludedIdleExecutor)");
+    } else if (exclude.dynamicAllocation) {
+      setUnschedulable(stage, true);
+    } else {
+      failJob(job, stageIndex,
+              "Job '" + job.job.name + "' failed: " + cannotRun +
+                  ", no executor is idle to make room, and dynamic allocation is off");
+      return true;
+    }
+  }
+  const DurationMs waited = now - stage.unschedulableSinceMs;
+  if (waited < exclude.unschedulableTaskSetTimeoutMs) return false;
+  failJob(job, stageIndex,
+          "Job '" + job.job.name + "' failed: " + cannotRun +
+              ", and no executor it can run on came in " + formatDuration(waited) +
+              " (excludeOnFailure.unschedulableTaskSetTimeout)");
+  return true;
 }
 
 int TaskScheduler::checkSpeculatableTasks() {

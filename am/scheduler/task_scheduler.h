@@ -178,6 +178,12 @@ struct CommittedTask {
   bool stageCompleted = false;  // it was its stage's last task
 };
 
+// An executor the scheduler wants released, and why (for the decision log).
+struct ExecutorToKill {
+  std::string executorId;
+  std::string reason;
+};
+
 class TaskScheduler {
  public:
   TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_t seed);
@@ -270,7 +276,9 @@ class TaskScheduler {
   // and ones to release (excludeOnFailure.killExcludedExecutors), once each.
   std::vector<ExcludedExecutor> excludedExecutors() const;
   bool isExecutorExcluded(const std::string& executorId) const;
-  std::vector<std::string> takeExcludedExecutorsToKill();
+  // And, when a stage is unschedulable while an executor idles, that executor (Spark's
+  // killExcludedIdleExecutor), so that a new one can take its place.
+  std::vector<ExecutorToKill> takeExcludedExecutorsToKill();
 
   // Speculation (Spark's checkSpeculatableTasks): marks tasks running longer than multiplier x
   // the median successful duration, once quantile of their stage has succeeded, for a second
@@ -364,6 +372,12 @@ class TaskScheduler {
   // excluded on every live executor (Spark's getCompletelyExcludedTaskIfAny)?
   std::optional<int64_t> completelyExcludedTask(const JobRun& job, size_t stage) const;
   void setUnschedulable(StageRun& stage, bool unschedulable);
+  // A stage whose task `stuck` can run on no live executor (-1: any of its pending tasks), as
+  // Spark's resourceOffers handles it: kill an idle executor to make room, else report the stage
+  // unschedulable to the policy (or, without dynamic allocation, fail the job), and fail the job
+  // once that has not helped within unschedulableTaskSetTimeout. True when the job failed.
+  bool handleUnschedulable(JobRun& job, size_t stageIndex, int64_t stuck, TimeMs now);
+  void queueKill(const std::string& executorId, const std::string& reason);
   StageSummary summarizeStage(const JobRun& job, size_t stage) const;
   JobSummary summarizeJob(const JobRun& job) const;
 
@@ -390,7 +404,7 @@ class TaskScheduler {
   std::vector<BlocksToDrop> blocksToDrop_;
   TimeMs lastSpeculationCheckMs_ = -1;
   std::unique_ptr<HealthTracker> health_;  // with excludeOnFailure.enabled
-  std::vector<std::string> excludedToKill_;
+  std::vector<ExecutorToKill> excludedToKill_;
 };
 
 }  // namespace tide::am

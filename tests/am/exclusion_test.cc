@@ -73,6 +73,23 @@ class ExclusionTest : public ::testing::Test {
     ADD_FAILURE() << "task " << index << " was not launched";
     return 0;
   }
+  // The ids of the executors the scheduler wants released now; their reasons in `reasons`.
+  std::vector<std::string> kills(std::vector<std::string>* reasons = nullptr) {
+    std::vector<std::string> ids;
+    for (const ExecutorToKill& kill : scheduler().takeExcludedExecutorsToKill()) {
+      ids.push_back(kill.executorId);
+      if (reasons) reasons->push_back(kill.reason);
+    }
+    return ids;
+  }
+  // Task 0 fails on e1 while task 1 keeps e1 busy: every executor there is is excluded for
+  // task 0, and none is idle.
+  void failTaskZeroOnABusyExecutor() {
+    submit(2);
+    ASSERT_THAT(offer("e1", 2), ElementsAre("0#0", "1#0"));
+    end(launchIndexOf(0), rest::TaskState::kFailed);
+    listener.take();
+  }
   std::vector<std::string> unschedulableEvents() {
     std::vector<std::string> out;
     for (const std::string& event : listener.take()) {
@@ -193,12 +210,14 @@ TEST_F(ExclusionTest, KillExcludedExecutorsHandsTheExcludedExecutorToTheCallerOn
   ASSERT_THAT(offer("e1", 2), ElementsAre("0#0", "1#0"));
   end(0, rest::TaskState::kFailed);
   end(1, rest::TaskState::kFailed);
-  EXPECT_THAT(scheduler().takeExcludedExecutorsToKill(), IsEmpty());
+  EXPECT_THAT(kills(), IsEmpty());
   ASSERT_THAT(offer("e2", 2), UnorderedElementsAre("0#1", "1#1"));
   end(0, rest::TaskState::kFinished);
   end(1, rest::TaskState::kFinished);
-  EXPECT_THAT(scheduler().takeExcludedExecutorsToKill(), ElementsAre("e1"));
-  EXPECT_THAT(scheduler().takeExcludedExecutorsToKill(), IsEmpty());
+  std::vector<std::string> reasons;
+  EXPECT_THAT(kills(&reasons), ElementsAre("e1"));
+  EXPECT_THAT(reasons, ElementsAre(HasSubstr("e1 excluded for task failures")));
+  EXPECT_THAT(kills(), IsEmpty());
 }
 
 TEST_F(ExclusionTest, KillExcludedExecutorsAlsoHandsOverTheOtherExecutorsOfAnExcludedNode) {
@@ -232,32 +251,55 @@ TEST_F(ExclusionTest, KillExcludedExecutorsAlsoHandsOverTheOtherExecutorsOfAnExc
   }
   ASSERT_TRUE(scheduler().allJobsDone());
   // e1 and e2 are excluded, so hostA is, and e3 goes with it.
-  std::vector<std::string> kills = scheduler().takeExcludedExecutorsToKill();
-  std::sort(kills.begin(), kills.end());
-  EXPECT_THAT(kills, ElementsAre("e1", "e2", "e3"));
+  std::vector<std::string> released = kills();
+  std::sort(released.begin(), released.end());
+  EXPECT_THAT(released, ElementsAre("e1", "e2", "e3"));
   EXPECT_TRUE(scheduler().isExecutorExcluded("e3"));
   EXPECT_FALSE(scheduler().isExecutorExcluded("e4"));
 }
 
 TEST_F(ExclusionTest, AStageEveryExecutorIsExcludedForIsUnschedulableUntilItLaunchesAgain) {
-  submit(1);
-  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
-  end(0, rest::TaskState::kFailed);
-  listener.take();
+  ASSERT_NO_FATAL_FAILURE(failTaskZeroOnABusyExecutor());
   EXPECT_THAT(offer("e1", 1), IsEmpty());
   EXPECT_THAT(unschedulableEvents(), ElementsAre("unschedulable job-1/s"));
   EXPECT_THAT(offer("e1", 1), IsEmpty());
   EXPECT_THAT(unschedulableEvents(), IsEmpty());  // once, not at every offer
+  EXPECT_THAT(kills(), IsEmpty()) << "no executor idles: none is killed";
 
   EXPECT_THAT(offer("e2", 1), ElementsAre("0#1"));
   EXPECT_THAT(unschedulableEvents(), ElementsAre("schedulable job-1/s"));
 }
 
-TEST_F(ExclusionTest, AnUnschedulableStageFailsItsJobWhenNoNewExecutorComesInTime) {
+// Spark's killExcludedIdleExecutor: with an executor idle, the scheduler has it killed (a new
+// one may take its place) instead of asking the policy for one more, and starts the abort timer.
+TEST_F(ExclusionTest, AnIdleExecutorIsKilledToMakeRoomForAStageItCannotRun) {
   const std::string job = submit(1);
   ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
   end(0, rest::TaskState::kFailed);
-  offer("e1", 1);
+  listener.take();
+  EXPECT_THAT(offer("e1", 1), IsEmpty());
+  std::vector<std::string> reasons;
+  EXPECT_THAT(kills(&reasons), ElementsAre("e1"));
+  EXPECT_THAT(reasons, ElementsAre(AllOf(HasSubstr("e1 killed while idle"),
+                                         HasSubstr("task s[0] cannot run anywhere"),
+                                         HasSubstr("killExcludedIdleExecutor"))));
+  EXPECT_THAT(unschedulableEvents(), IsEmpty()) << "Spark posts no unschedulable event here";
+  EXPECT_THAT(offer("e1", 1), IsEmpty());
+  EXPECT_THAT(kills(), IsEmpty()) << "once per episode";
+  // The executor that takes its place runs the task; the timer is over.
+  scheduler().executorLost("e1", "killed");
+  EXPECT_THAT(offer("e2", 1), ElementsAre("0#1"));
+  clock.advance(config.excludeOnFailure.unschedulableTaskSetTimeoutMs);
+  offer("e2", 1);
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning);
+}
+
+TEST_F(ExclusionTest, AnUnschedulableStageFailsItsJobWhenNoExecutorItCanRunOnComesInTime) {
+  const std::string job = submit(1);
+  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
+  end(0, rest::TaskState::kFailed);
+  offer("e1", 1);  // e1 is idle: killed, and the timer starts
+  ASSERT_THAT(kills(), ElementsAre("e1"));
   clock.advance(config.excludeOnFailure.unschedulableTaskSetTimeoutMs - 1);
   offer("e1", 1);
   EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning);
@@ -266,18 +308,38 @@ TEST_F(ExclusionTest, AnUnschedulableStageFailsItsJobWhenNoNewExecutorComesInTim
   EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kFailed);
   EXPECT_THAT(scheduler().jobSummary(job)->message,
               HasSubstr("task s[0] cannot run anywhere: every executor is excluded for it"));
-  EXPECT_THAT(scheduler().jobSummary(job)->message, HasSubstr("no new executor came in 2m"));
+  EXPECT_THAT(scheduler().jobSummary(job)->message,
+              HasSubstr("no executor it can run on came in 2m"));
 }
 
-TEST_F(ExclusionTest, WithoutDynamicAllocationAnUnschedulableStageFailsItsJobAtOnce) {
+TEST_F(ExclusionTest, AStageReportedUnschedulableFailsItsJobAfterTheTimeoutToo) {
+  ASSERT_NO_FATAL_FAILURE(failTaskZeroOnABusyExecutor());
+  offer("e1", 1);
+  ASSERT_THAT(unschedulableEvents(), ElementsAre("unschedulable job-1/s"));
+  clock.advance(config.excludeOnFailure.unschedulableTaskSetTimeoutMs);
+  offer("e1", 1);
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kFailed);
+  EXPECT_THAT(scheduler().jobSummary("job-1")->message, HasSubstr("unschedulableTaskSetTimeout"));
+}
+
+TEST_F(ExclusionTest, WithoutDynamicAllocationAndNoIdleExecutorAnUnschedulableStageFailsAtOnce) {
+  config.excludeOnFailure.dynamicAllocation = false;
+  ASSERT_NO_FATAL_FAILURE(failTaskZeroOnABusyExecutor());
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kRunning);
+  offer("e1", 1);
+  EXPECT_EQ(scheduler().jobSummary("job-1")->state, JobState::kFailed);
+  EXPECT_THAT(scheduler().jobSummary("job-1")->message,
+              HasSubstr("no executor is idle to make room, and dynamic allocation is off"));
+}
+
+TEST_F(ExclusionTest, WithoutDynamicAllocationAnIdleExecutorIsStillKilledToMakeRoom) {
   config.excludeOnFailure.dynamicAllocation = false;
   const std::string job = submit(1);
   ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
   end(0, rest::TaskState::kFailed);
-  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning);
   offer("e1", 1);
-  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kFailed);
-  EXPECT_THAT(scheduler().jobSummary(job)->message, HasSubstr("dynamic allocation is off"));
+  EXPECT_EQ(scheduler().jobSummary(job)->state, JobState::kRunning) << "as Spark: not at once";
+  EXPECT_THAT(kills(), ElementsAre("e1"));
 }
 
 TEST_F(ExclusionTest, AStageWithAnotherUsableExecutorIsNotUnschedulable) {
@@ -288,37 +350,76 @@ TEST_F(ExclusionTest, AStageWithAnotherUsableExecutorIsNotUnschedulable) {
   listener.take();
   EXPECT_THAT(offer("e1", 1), IsEmpty());
   EXPECT_THAT(unschedulableEvents(), IsEmpty());
+  EXPECT_THAT(kills(), IsEmpty());
 }
 
 TEST_F(ExclusionTest, AnUnschedulableStageThatEndsIsReportedSchedulable) {
-  const std::string job = submit(1);
-  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
-  end(0, rest::TaskState::kFailed);
+  ASSERT_NO_FATAL_FAILURE(failTaskZeroOnABusyExecutor());
   offer("e1", 1);
   ASSERT_THAT(unschedulableEvents(), ElementsAre("unschedulable job-1/s"));
-  ASSERT_TRUE(scheduler().cancelJob(job, "test"));
+  ASSERT_TRUE(scheduler().cancelJob("job-1", "test"));
   EXPECT_THAT(unschedulableEvents(), ElementsAre("schedulable job-1/s"));
+}
+
+// excludeOnFailure.application.fetchFailure.enabled: the executor a fetch failed from is
+// excluded for the application at once (and, with killExcludedExecutors, released).
+TEST_F(ExclusionTest, AFetchFailureExcludesTheExecutorTheBlocksWereOnWhenEnabled) {
+  for (const bool enabled : {false, true}) {
+    SCOPED_TRACE(enabled ? "enabled" : "disabled");
+    config.excludeOnFailure.fetchFailureExclusion = enabled;
+    config.excludeOnFailure.killExcludedExecutors = true;
+    TaskScheduler s(config, clock, 7);
+    s.submitJob(parseJob(R"({"name": "t", "stages": [
+        {"id": "map", "tasks": 1, "command": ["true"]},
+        {"id": "red", "depends_on": ["map"], "tasks": 1, "command": ["true"]}]})"));
+    const auto map = s.resourceOffers({WorkerOffer{"e1", "h1", 1}});
+    ASSERT_EQ(map.size(), 1u);
+    rest::TaskStatusUpdate done = ended(map[0].taskId, rest::TaskState::kFinished);
+    done.blocks = {{0, 10}};
+    ASSERT_TRUE(s.statusUpdate(done, "e1"));
+    clock.advance(10000);  // past the reduce's locality wait for e1, where its input is
+    const auto reduce = s.resourceOffers({WorkerOffer{"e2", "h2", 1}});
+    ASSERT_EQ(reduce.size(), 1u);
+    ASSERT_EQ(reduce[0].inputs.size(), 1u);
+    rest::TaskStatusUpdate failed = ended(reduce[0].taskId, rest::TaskState::kFetchFailed);
+    failed.failedInput = reduce[0].inputs[0];
+    failed.reason = "connection refused";
+    ASSERT_TRUE(s.statusUpdate(failed, "e2"));
+    EXPECT_EQ(s.isExecutorExcluded("e1"), enabled);
+    EXPECT_FALSE(s.isExecutorExcluded("e2")) << "the reader is not to blame";
+    std::vector<std::string> released;
+    for (const ExecutorToKill& kill : s.takeExcludedExecutorsToKill()) {
+      released.push_back(kill.executorId);
+      EXPECT_THAT(kill.reason, HasSubstr("excluded after a fetch failure"));
+    }
+    EXPECT_EQ(released, enabled ? std::vector<std::string>{"e1"} : std::vector<std::string>{});
+    // The map task runs again, elsewhere than the excluded executor.
+    const auto again = s.resourceOffers({WorkerOffer{"e1", "h1", 1}});
+    EXPECT_EQ(again.empty(), enabled) << (again.empty() ? "" : again[0].stageId);
+  }
 }
 
 TEST_F(ExclusionTest, TheAllocationPolicyAsksForAnotherExecutorAndSaysWhy) {
   allocation::AllocationConfig allocationConfig;
   allocationConfig.bounds = {0, 0, 10};
+  allocationConfig.executorCores = 2;  // both tasks fit on one executor
   allocation::ExecutorAllocationManager manager(allocationConfig, clock);
   AllocationListener bridge(manager);
   TaskScheduler& s = scheduler();
   s.subscribe(bridge);
   manager.onExecutorAdded("e1");
-  submit(1);
+  submit(2);
   clock.advance(allocationConfig.schedulerBacklogTimeout);
   manager.tick();
   ASSERT_EQ(manager.snapshot().target, 1);
 
-  ASSERT_THAT(offer("e1", 1), ElementsAre("0#0"));
-  end(0, rest::TaskState::kFailed);
+  // Task 1 keeps e1 busy while task 0, failed there, can run nowhere.
+  ASSERT_THAT(offer("e1", 2), ElementsAre("0#0", "1#0"));
+  end(launchIndexOf(0), rest::TaskState::kFailed);
   offer("e1", 1);
   clock.advance(allocationConfig.sustainedSchedulerBacklogTimeout);
   const allocation::TickResult result = manager.tick();
-  // One pending task and one executor: without the exclusion the target would stay at 1.
+  // Two tasks on one executor of two slots: without the exclusion the target would stay at 1.
   EXPECT_EQ(result.target, 2);
   ASSERT_FALSE(result.decisions.empty());
   EXPECT_THAT(result.decisions.back().why,

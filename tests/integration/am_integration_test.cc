@@ -143,18 +143,23 @@ TEST_F(AmIntegrationTest, AKilledExecutorsTasksRunElsewhereAndItIsReplaced) {
 // application at once.
 class ExclusionIntegrationTest : public AmIntegrationTest {
  protected:
-  void submitPickyJob(Conf conf, int afterMs) {
-    const std::string picky = "if [ -e " + mark + " ] && [ \\\"$(cat " + mark +
-                              ")\\\" != \\\"$TIDE_EXECUTOR_ID\\\" ]; then exit 0; fi; " +
-                              "echo $TIDE_EXECUTOR_ID > " + mark + "; exit 1";
+  // `busy`: the stage has a second task, which sleeps on the same executor (of two cores)
+  // while the first fails there, so that no executor is idle when the first can run nowhere.
+  void submitPickyJob(Conf conf, int afterMs, bool busy = true) {
+    const std::string picky =
+        std::string(busy ? "if [ {task} = 1 ]; then sleep 3; exit 0; fi; " : "") + "if [ -e " +
+        mark + " ] && [ \\\"$(cat " + mark +
+        ")\\\" != \\\"$TIDE_EXECUTOR_ID\\\" ]; then exit 0; fi; " + "echo $TIDE_EXECUTOR_ID > " +
+        mark + "; exit 1";
     conf.insert(conf.begin(), {{"excludeOnFailure.enabled", "true"},
                                {"excludeOnFailure.application.maxFailedTasksPerExecutor", "1"},
                                {"task.maxFailures", "3"},
+                               {"executor.cores", busy ? "2" : "1"},
                                {"dynamicAllocation.maxExecutors", "2"},
                                {"dynamicAllocation.executorIdleTimeout", "30s"}});
     submit(R"({"name": "picky", "stages": [
-        {"id": "picky", "tasks": 1, "command": ["sh", "-c", ")" +
-               picky + R"("]},
+        {"id": "picky", "tasks": )" +
+               std::string(busy ? "2" : "1") + R"(, "command": ["sh", "-c", ")" + picky + R"("]},
         {"id": "after", "depends_on": ["picky"], "tasks": 1, "builtin": "sleep", "sleep_ms": )" +
                std::to_string(afterMs) + "}]}",
            conf, /*session=*/true);
@@ -176,8 +181,9 @@ class ExclusionIntegrationTest : public AmIntegrationTest {
   const std::string mark = (dir.path() / "failed-on").string();
 };
 
-// The stage becomes unschedulable on the first executor, the policy asks for a second one, the
-// task succeeds there, and the first executor is excluded for the rest of the application.
+// The stage becomes unschedulable on the first executor (busy with the stage's other task), the
+// policy asks for a second one (SPARK-31418), the task succeeds there, and the first executor is
+// excluded for the rest of the application.
 TEST_F(ExclusionIntegrationTest, ATaskThatAlwaysFailsOnOneExecutorRunsOnAnother) {
   startCluster();
   submitPickyJob({}, 3000);
@@ -216,6 +222,23 @@ TEST_F(ExclusionIntegrationTest, KillExcludedExecutorsReleasesTheExcludedExecuto
       },
       10s));  // well before its 30 s idle timeout
   EXPECT_TRUE(decided("executor " + victim + " excluded for task failures"));
+}
+
+// With the first executor idle, it is killed to make room (Spark's killExcludedIdleExecutor),
+// and the executor that takes its place runs the task.
+TEST_F(ExclusionIntegrationTest, AnIdleExecutorTheTaskCannotRunOnIsKilledForANewOne) {
+  startCluster();
+  submitPickyJob({}, 500, /*busy=*/false);
+  ASSERT_TRUE(jobEnds("job-1", 60s));
+  EXPECT_EQ(jobState("job-1"), "SUCCEEDED");
+  const std::string victim = failedOn();
+  ASSERT_FALSE(victim.empty());
+  EXPECT_TRUE(decided("executor " + victim + " killed while idle"));
+  EXPECT_FALSE(decided("unschedulable: every executor is excluded"));
+  const rapidjson::Document listed = executors();
+  for (const auto& e : listed["executors"].GetArray()) {
+    EXPECT_NE(victim, e["id"].GetString()) << "the killed executor is gone";
+  }
 }
 
 TEST_F(AmIntegrationTest, ASilentExecutorIsDeclaredLostAfterTheNetworkTimeout) {
