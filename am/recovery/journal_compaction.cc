@@ -6,8 +6,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/append_log.h"
-
 namespace tide::am {
 namespace {
 
@@ -137,10 +135,12 @@ struct Plan {
 }  // namespace
 
 JournalCompaction compactJournal(std::string_view text, const std::string& source,
-                                 const std::function<void(std::string_view)>& write) {
+                                 const std::function<void(std::string_view)>& write,
+                                 const std::function<void(std::string_view line)>& readLine) {
   Plan plan;
   JournalSummarizer summarizer;
-  decodeJournal(text, source, [&](JournalRecord&& r) {
+  decodeJournalLines(text, source, [&](std::string_view line, JournalRecord&& r) {
+    if (readLine) readLine(line);
     summarizer.add(r);
     plan.add(r);
   });
@@ -157,28 +157,22 @@ JournalCompaction compactJournal(std::string_view text, const std::string& sourc
     write(line);
     ++result.recordsAfter;
   };
-  replayLog(
-      text, kJournalMagic, kJournalVersion,
-      [&](std::string_view line) {
-        const size_t here = at++;
-        const JournalRecord r = decodeJournalRecord(line);
-        if (r.kind == Kind::kExecutor) {
-          const auto& [first, merged] = plan.executors.at(r.executorId);
-          if (first == here) emit(encodeJournalRecord(merged));
-          return;
-        }
-        if (r.kind == Kind::kLaunch && plan.unfinishedLaunches.count(r.taskId) == 0) return;
-        if (foldable(r) && plan.keptWhole.count(here) == 0) {
-          const Fold& fold = plan.folds.at(stageKey(r));
-          if (fold.firstRecord == here) emit(encodeJournalRecord(fold.finished()));
-          return;
-        }
-        emit(std::string(line) + "\n");
-      },
-      [&](LogDefect, size_t lineNumber, const std::string& detail) {
-        // The first pass read the same text without a defect.
-        throw JournalError(source + ":" + std::to_string(lineNumber) + ": " + detail);
-      });
+  decodeJournalLines(text, source, [&](std::string_view line, JournalRecord&& r) {
+    if (readLine) readLine(line);
+    const size_t here = at++;
+    if (r.kind == Kind::kExecutor) {
+      const auto& [first, merged] = plan.executors.at(r.executorId);
+      if (first == here) emit(encodeJournalRecord(merged));
+      return;
+    }
+    if (r.kind == Kind::kLaunch && plan.unfinishedLaunches.count(r.taskId) == 0) return;
+    if (foldable(r) && plan.keptWhole.count(here) == 0) {
+      const Fold& fold = plan.folds.at(stageKey(r));
+      if (fold.firstRecord == here) emit(encodeJournalRecord(fold.finished()));
+      return;
+    }
+    emit(std::string(line) + "\n");
+  });
   return result;
 }
 

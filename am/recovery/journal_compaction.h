@@ -28,9 +28,12 @@
 
 namespace tide::am {
 
-// Calls `write` with the compacted journal's text in pieces (its header first), in order.
+// Calls `write` with the compacted journal's text in pieces (its header first), in order, and
+// `readLine` (when given) with each line of `text` it has read, in each of its two passes.
 // Throws JournalError when the text does not decode, and whatever `write` throws.
-JournalCompaction compactJournal(std::string_view text, const std::string& source,
-                                 const std::function<void(std::string_view)>& write);
+JournalCompaction compactJournal(
+    std::string_view text, const std::string& source,
+    const std::function<void(std::string_view)>& write,
+    const std::function<void(std::string_view line)>& readLine = nullptr);
 
 }  // namespace tide::am

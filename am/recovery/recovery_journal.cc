@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -157,6 +158,46 @@ JournalRecord decodeRecord(std::string_view line) {
 std::string systemError(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
+
+// The first `length` bytes of a journal file, mapped read-only rather than read into memory.
+// Read once front to back (or twice, for compaction), the pages behind the reader are handed
+// back as it goes, so that reading a journal of gigabytes does not count gigabytes of the
+// file's pages in the AM's resident size.
+class MappedJournal {
+ public:
+  MappedJournal(int fd, size_t length, const std::string& path) : length_(length) {
+    if (length_ == 0) return;
+    at_ = ::mmap(nullptr, length_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (at_ == MAP_FAILED) throw JournalError(systemError("cannot read the AM journal", path));
+    ::madvise(at_, length_, MADV_SEQUENTIAL);
+  }
+  ~MappedJournal() {
+    if (length_ > 0) ::munmap(at_, length_);
+  }
+  MappedJournal(const MappedJournal&) = delete;
+  MappedJournal& operator=(const MappedJournal&) = delete;
+
+  std::string_view text() const {
+    return length_ == 0 ? std::string_view()
+                        : std::string_view(static_cast<const char*>(at_), length_);
+  }
+  // The reader is done with everything before `line` (a view into text()).
+  void readUpTo(std::string_view line) {
+    const size_t offset = static_cast<size_t>(line.data() - static_cast<const char*>(at_));
+    if (offset < released_) released_ = 0;  // a second pass starts over
+    constexpr size_t kStep = 16 << 20;
+    if (offset - released_ < kStep) return;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t upTo = offset / page * page;
+    ::madvise(at_, upTo, MADV_DONTNEED);
+    released_ = upTo;
+  }
+
+ private:
+  void* at_ = nullptr;
+  size_t length_ = 0;
+  size_t released_ = 0;
+};
 
 }  // namespace
 
@@ -348,10 +389,16 @@ JournalContents decodeJournal(std::string_view text, const std::string& source) 
 
 JournalContents decodeJournal(std::string_view text, const std::string& source,
                               const std::function<void(JournalRecord&&)>& onRecord) {
+  return decodeJournalLines(text, source,
+                            [&](std::string_view, JournalRecord&& r) { onRecord(std::move(r)); });
+}
+
+JournalContents decodeJournalLines(std::string_view text, const std::string& source,
+                                   const JournalLineReader& onLine) {
   JournalContents contents;
   const LogReplay replay = replayLog(
       text, kJournalMagic, kJournalVersion,
-      [&](std::string_view line) { onRecord(decodeRecord(line)); },
+      [&](std::string_view line) { onLine(line, decodeRecord(line)); },
       [&](LogDefect defect, size_t lineNumber, const std::string& detail) {
         const std::string where = source + ":" + std::to_string(lineNumber);
         switch (defect) {
@@ -498,17 +545,11 @@ RecoveryJournal::RecoveryJournal(const std::string& directory, uint64_t compactA
 
 JournalContents RecoveryJournal::decodeFile(
     size_t length, const std::function<void(JournalRecord&&)>& onRecord) const {
-  if (length == 0) return decodeJournal("", path_, onRecord);
-  // Mapped, not read into memory: the pages are the file's, dropped again under pressure.
-  void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (mapped == MAP_FAILED) throw JournalError(systemError("cannot read the AM journal", path_));
-  ::madvise(mapped, length, MADV_SEQUENTIAL);
-  struct Unmap {
-    void* at;
-    size_t length;
-    ~Unmap() { ::munmap(at, length); }
-  } unmap{mapped, length};
-  return decodeJournal(std::string_view(static_cast<const char*>(mapped), length), path_, onRecord);
+  MappedJournal mapped(fd_, length, path_);
+  return decodeJournalLines(mapped.text(), path_, [&](std::string_view line, JournalRecord&& r) {
+    mapped.readUpTo(line);
+    onRecord(std::move(r));
+  });
 }
 
 JournalContents RecoveryJournal::replayed() const {
@@ -567,27 +608,34 @@ void RecoveryJournal::startCompaction() {
   compaction_.bytesBefore = fileBytes_;
   compactor_ = std::thread([this, source, length = compactingUpTo_, target = compactingPath()] {
     JournalCompaction& result = compaction_;
+    const auto started = std::chrono::steady_clock::now();
+    const auto msSince = [](std::chrono::steady_clock::time_point from) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - from)
+          .count();
+    };
     const int out = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    void* mapped = MAP_FAILED;
     try {
       if (out < 0) throw JournalError(systemError("cannot create", target));
-      mapped = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, source, 0);
-      if (mapped == MAP_FAILED) throw JournalError(systemError("cannot read", path_));
-      ::madvise(mapped, length, MADV_SEQUENTIAL);
+      MappedJournal mapped(source, length, path_);
       std::string buffer;
       auto flush = [&] {
         if (!writeFully(out, buffer)) throw JournalError(systemError("cannot write", target));
         buffer.clear();
       };
-      const JournalCompaction folded =
-          compactJournal(std::string_view(static_cast<const char*>(mapped), length), path_,
-                         [&](std::string_view piece) {
-                           if (cancelCompaction_.load()) throw JournalError("cancelled");
-                           buffer.append(piece);
-                           if (buffer.size() >= (1 << 20)) flush();
-                         });
+      const JournalCompaction folded = compactJournal(
+          mapped.text(), path_,
+          [&](std::string_view piece) {
+            if (cancelCompaction_.load()) throw JournalError("cancelled");
+            buffer.append(piece);
+            if (buffer.size() >= (1 << 20)) flush();
+          },
+          [&](std::string_view line) { mapped.readUpTo(line); });
       flush();
+      result.foldMs = msSince(started);
+      const auto syncing = std::chrono::steady_clock::now();
       if (::fdatasync(out) != 0) throw JournalError(systemError("cannot fsync", target));
+      result.syncMs = msSince(syncing);
       result.recordsBefore = folded.recordsBefore;
       result.recordsAfter = folded.recordsAfter;
       result.commitsFolded = folded.commitsFolded;
@@ -595,7 +643,6 @@ void RecoveryJournal::startCompaction() {
     } catch (const std::exception& e) {
       result.error = e.what();
     }
-    if (mapped != MAP_FAILED) ::munmap(mapped, length);
     if (out >= 0) ::close(out);
     ::close(source);
     compactionEnded_ = true;

@@ -161,6 +161,11 @@ JournalContents decodeJournal(std::string_view text, const std::string& source);
 JournalContents decodeJournal(std::string_view text, const std::string& source,
                               const std::function<void(JournalRecord&&)>& onRecord);
 
+// The same, handing each record with its line (without its '\n', a view into `text`).
+using JournalLineReader = std::function<void(std::string_view line, JournalRecord&& record)>;
+JournalContents decodeJournalLines(std::string_view text, const std::string& source,
+                                   const JournalLineReader& onLine);
+
 // What the records add up to, for the next attempt.
 struct JournalSummary {
   int lastAttempt = 0;            // the highest attempt number recorded (0: none)
@@ -200,6 +205,8 @@ struct JournalCompaction {
   size_t recordsBefore = 0;   // records rewritten
   size_t recordsAfter = 0;    // what they became
   int64_t commitsFolded = 0;  // commit records folded into kCommits records
+  int64_t foldMs = 0;         // the thread's time reading and rewriting
+  int64_t syncMs = 0;         // and fsyncing what it wrote
 };
 
 inline constexpr uint64_t kDefaultJournalCompactionBytes = 64ull << 20;
