@@ -58,9 +58,13 @@ void ApplicationMaster::migrationsReported(const std::string& peer,
       log_.warn() << "migration " << result.id << " to " << peer << " failed: " << result.reason;
     }
     if (!done) continue;
-    // The registry moves it only if it is still the output on the leaving executor.
-    scheduler_->outputMigrated(done->output.stageId, done->output.index, done->fromExecutor, peer,
-                               node);
+    // The registry moves it only if it is still the output on the leaving executor. Journaled
+    // after: a record lost in a crash only means the output is made again after the restart.
+    if (scheduler_->outputMigrated(done->output.stageId, done->output.index, done->fromExecutor,
+                                   peer, node)) {
+      journal(JournalRecord::outputMigrated(done->output.stageId, done->output.index,
+                                            done->fromExecutor, peer, node));
+    }
   }
   releaseDecommissioned(now);
 }

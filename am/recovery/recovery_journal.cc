@@ -22,8 +22,8 @@ namespace {
 using Kind = JournalRecord::Kind;
 
 // Each kind's "t" on the wire, in Kind's order.
-constexpr const char* kKindNames[] = {"attempt", "job",   "executor", "launch",
-                                      "commit",  "stage", "bounds",   "unpersist"};
+constexpr const char* kKindNames[] = {"attempt", "job",    "executor",  "launch", "commit",
+                                      "stage",   "bounds", "unpersist", "migrate"};
 
 const char* kindName(Kind kind) {
   return enumName(kind, kKindNames, "?");
@@ -98,6 +98,13 @@ JournalRecord decodeRecord(std::string_view line) {
       break;
     case Kind::kUnpersist:
       r.stageId = in.requireString("stage");
+      break;
+    case Kind::kMigrate:
+      r.stageId = in.requireString("stage");
+      r.index = in.requireInt64("index");
+      r.executorId = in.requireString("executor");
+      r.toExecutor = in.requireString("to");
+      r.node = in.optionalString("node");
       break;
   }
   return r;
@@ -179,6 +186,19 @@ JournalRecord JournalRecord::boundsChanged(int min, int initial, int max) {
   return r;
 }
 
+JournalRecord JournalRecord::outputMigrated(std::string stageId, int64_t index,
+                                            std::string fromExecutor, std::string toExecutor,
+                                            std::string node) {
+  JournalRecord r;
+  r.kind = Kind::kMigrate;
+  r.stageId = std::move(stageId);
+  r.index = index;
+  r.executorId = std::move(fromExecutor);
+  r.toExecutor = std::move(toExecutor);
+  r.node = std::move(node);
+  return r;
+}
+
 JournalRecord JournalRecord::unpersisted(std::string stageId) {
   JournalRecord r;
   r.kind = Kind::kUnpersist;
@@ -229,6 +249,13 @@ std::string encodeJournalRecord(const JournalRecord& r) {
       break;
     case Kind::kUnpersist:
       out.field("stage", r.stageId);
+      break;
+    case Kind::kMigrate:
+      out.field("stage", r.stageId)
+          .field("index", r.index)
+          .field("executor", r.executorId)
+          .field("to", r.toExecutor)
+          .field("node", r.node);
       break;
   }
   out.endObject();
@@ -320,6 +347,7 @@ void JournalSummarizer::add(const JournalRecord& r) {
       break;
     case Kind::kStageDone:
     case Kind::kUnpersist:
+    case Kind::kMigrate:
       break;
   }
 }

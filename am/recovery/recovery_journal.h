@@ -16,6 +16,8 @@
 //   {"t":"stage","job":"job-1","stage":"w"}                    a stage finished
 //   {"t":"bounds","min":0,"initial":0,"max":2}                 bounds changed at runtime
 //   {"t":"unpersist","stage":"job-1/words"}                    a persisted stage dropped
+//   {"t":"migrate","stage":"job-1/w","index":3,"executor":"e3","to":"e1","node":"n1"}
+//                                 a decommissioning executor's task output a peer took
 // Unknown record types of the same version are an error (a reader cannot know what it skips).
 //
 // Durability: records are written (write(2), O_APPEND) before the AM acts on them, and the file
@@ -52,7 +54,17 @@ class JournalError : public std::runtime_error {
 };
 
 struct JournalRecord {
-  enum class Kind { kAttempt, kJob, kExecutor, kLaunch, kCommit, kStageDone, kBounds, kUnpersist };
+  enum class Kind {
+    kAttempt,
+    kJob,
+    kExecutor,
+    kLaunch,
+    kCommit,
+    kStageDone,
+    kBounds,
+    kUnpersist,
+    kMigrate
+  };
   Kind kind = Kind::kAttempt;
   // kAttempt
   int attemptNumber = 0;
@@ -73,6 +85,9 @@ struct JournalRecord {
   std::string node;
   int64_t durationMs = 0;
   std::vector<rest::BlockOutput> blocks;
+  // kMigrate: the output of task `index` of stage `stageId` ("<jobId>/<stage>") moved from
+  // `executorId` to `toExecutor` on `node` (graceful decommissioning)
+  std::string toExecutor;
   // kBounds
   int minExecutors = 0;
   int initialExecutors = 0;
@@ -91,6 +106,8 @@ struct JournalRecord {
   static JournalRecord stageDone(std::string jobId, std::string stageId);
   static JournalRecord boundsChanged(int min, int initial, int max);
   static JournalRecord unpersisted(std::string stageId);
+  static JournalRecord outputMigrated(std::string stageId, int64_t index, std::string fromExecutor,
+                                      std::string toExecutor, std::string node);
 };
 
 // The header line, with its '\n'.

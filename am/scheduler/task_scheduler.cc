@@ -1189,6 +1189,11 @@ bool TaskScheduler::outputMigrated(const std::string& stageId, int64_t index,
   JobRun& job = *found->second.first;
   const StageRun& stage = job.stages[found->second.second];
   job.executorsUsed.insert(toExecutor);  // the job's end drops its blocks there too
+  // Readers already submitted prefer the new place, not the executor that is leaving.
+  for (size_t dependent : stage.dependents) {
+    const StageRun& reader = job.stages[dependent];
+    if (reader.tasks && reader.state == StageState::kRunning) updatePreferences(job, dependent);
+  }
   if (!stage.dependents.empty()) listeners_.onShuffleOutput(toExecutor, stageId);
   if (stage.spec->persist) listeners_.onBlocksCached(toExecutor, stageId);
   return true;

@@ -33,7 +33,8 @@ std::vector<JournalRecord> sampleRecords() {
       JournalRecord::taskCommitted(1, "job-1", "map", 0, 0, "e1", "n1", 120, {{0, 512}, {1, 80}}),
       JournalRecord::stageDone("job-1", "map"),
       JournalRecord::boundsChanged(0, 1, 2),
-      JournalRecord::unpersisted("job-1/map")};
+      JournalRecord::unpersisted("job-1/map"),
+      JournalRecord::outputMigrated("job-1/map", 0, "e1", "e2", "n2")};
 }
 
 std::string encodeAll(const std::vector<JournalRecord>& records) {
@@ -59,6 +60,12 @@ TEST(RecoveryJournalTest, EveryRecordSurvivesEncodingAndDecoding) {
   ASSERT_EQ(commit.blocks.size(), 2u);
   EXPECT_EQ(commit.blocks[0].size, 512);
   EXPECT_EQ(decoded.records[3].url, "http://h:1");
+  const JournalRecord& migrated = decoded.records[10];
+  EXPECT_EQ(migrated.kind, Kind::kMigrate);
+  EXPECT_EQ(migrated.stageId, "job-1/map");
+  EXPECT_EQ(migrated.executorId, "e1");
+  EXPECT_EQ(migrated.toExecutor, "e2");
+  EXPECT_EQ(migrated.node, "n2");
   EXPECT_EQ(encodeJournalHeader(), "tide-am-journal 1\n");
 }
 
@@ -200,6 +207,23 @@ TEST(SchedulerRecoveryTest, CommittedTasksAreNotOfferedAgainAndNumbersContinue) 
   ASSERT_EQ(reduce.size(), 1u);
   ASSERT_EQ(reduce[0].inputs.size(), 1u);  // only map[0] wrote a block
   EXPECT_EQ(reduce[0].inputs[0].executorId, "e1");
+}
+
+// Graceful decommissioning before the restart: an output committed on e1 and then migrated to e2
+// is looked for on e2, which still holds it when it registers again; nothing runs again.
+TEST(SchedulerRecoveryTest, AMigratedOutputIsKeptWhereItWasMigratedTo) {
+  ManualClock clock{1000};
+  TaskScheduler scheduler(SchedulerConfig{}, clock, 1);
+  scheduler.submitJob(parseJob(R"({"name":"j","stages":[{"id":"map","tasks":1,"command":["x"]},)"
+                               R"({"id":"red","depends_on":["map"],"tasks":1,"command":["y"]}]})"));
+  EXPECT_EQ(scheduler.restoreCommitted("job-1", "map", 0, 0, "e1", "n1", 10, {{0, 5}}), "");
+  EXPECT_TRUE(scheduler.outputMigrated("job-1/map", 0, "e1", "e2", "n2"));
+  EXPECT_EQ(scheduler.keepOnlyHeldOutputs("e2", {"job-1/map/0/part-0"}, "e2 came back"), 0);
+  const auto reduce = scheduler.resourceOffers({WorkerOffer{"e2", "n2", 1}});
+  ASSERT_EQ(reduce.size(), 1u);
+  EXPECT_EQ(reduce[0].stageId, "red") << "the map output was not made again";
+  ASSERT_EQ(reduce[0].inputs.size(), 1u);
+  EXPECT_EQ(reduce[0].inputs[0].executorId, "e2");
 }
 
 TEST(SchedulerRecoveryTest, AStageWhollyCommittedCompletesAndTheJobEndsOnReplay) {
