@@ -89,10 +89,11 @@ std::string Decommissioner::start(const std::string& executorId,
     parts.push_back("migrating " + blocksPhrase(shuffle, cached) + " to " + joined(targets));
   }
   if (notMoved > 0) {
-    parts.push_back(plural(notMoved, "block", "blocks") + " not migrated (" +
-                    (config_.storageEnabled ? "storage.decommission.shuffleBlocks/rddBlocks"
-                                            : "storage.decommission.enabled=false") +
-                    "), made again from lineage where still needed");
+    const std::string key = !config_.storageEnabled  ? "storage.decommission.enabled"
+                            : !config_.shuffleBlocks ? "storage.decommission.shuffleBlocks.enabled"
+                                                     : "storage.decommission.rddBlocks.enabled";
+    parts.push_back(plural(notMoved, "block", "blocks") + " not migrated (" + key +
+                    "=false), made again from lineage where still needed");
   }
   if (noPeer > 0) {
     leaving.lastFailure = "no other executor to take them";

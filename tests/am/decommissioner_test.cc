@@ -105,7 +105,8 @@ TEST_F(DecommissionerTest, ShuffleBlocksStayWhenOnlyCachedBlocksMigrate) {
   OutputToMigrate cached = shuffleOutput(1);
   cached.cached = true;
   EXPECT_THAT(decommissioner().start("e3", {shuffleOutput(0), cached}, {"e1"}),
-              HasSubstr("migrating 1 cached block to e1; 1 block not migrated"));
+              HasSubstr("migrating 1 cached block to e1; 1 block not migrated "
+                        "(storage.decommission.shuffleBlocks.enabled=false)"));
   EXPECT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
 }
 
