@@ -370,7 +370,7 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
                                       secs(kReuseFactor * latency) + ", twice the start latency)"});
       break;
     }
-    std::string why = "removing " + t->id + ": idle for " + idleFor;
+    std::string why = releaseVerb() + t->id + ": idle for " + idleFor;
     if (deadline) {
       why += t->cachedData.empty() ? " (executorIdleTimeout)" : " with cached data";
     } else {
@@ -381,10 +381,9 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
     }
     removed.push_back(t->id);
     --remaining;
-    result.decisions.push_back({Decision::Action::kRemove, target_, t->id, why});
+    result.decisions.push_back({releaseAction(), target_, t->id, why});
   }
-  monitor_.markPendingRemoval(removed);
-  result.toRemove.insert(result.toRemove.end(), removed.begin(), removed.end());
+  release(removed, result);
 }
 
 AllocationSnapshot AdaptiveAllocationPolicy::snapshot() const {

@@ -11,6 +11,8 @@ constexpr const char* kMin = "dynamicAllocation.minExecutors";
 constexpr const char* kInitial = "dynamicAllocation.initialExecutors";
 constexpr const char* kMax = "dynamicAllocation.maxExecutors";
 constexpr const char* kShuffleTracking = "dynamicAllocation.shuffleTracking.enabled";
+constexpr const char* kDecommission = "decommission.enabled";
+constexpr const char* kShuffleBlocksDecommission = "storage.decommission.shuffleBlocks.enabled";
 constexpr int kDefaultStaticExecutors = 2;
 
 int getCount(const Properties& props, const char* key) {
@@ -135,14 +137,19 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   config.cachedExecutorIdleTimeout =
       props.getDuration("dynamicAllocation.cachedExecutorIdleTimeout");
   config.shuffleTrackingEnabled = props.getBool(kShuffleTracking);
-  if (config.enabled && !config.shuffleTrackingEnabled) {
-    // Spark refuses dynamic allocation with neither shuffle tracking nor an external shuffle
-    // service; tide has no shuffle service, so shuffle tracking is required.
-    throw ConfigError(
-        props.describe(kShuffleTracking) +
-        ": dynamic allocation needs shuffle tracking (tide has no external shuffle "
-        "service; without tracking, removing executors would lose shuffle data "
-        "running jobs still need). Set it to true or dynamicAllocation.enabled=false");
+  config.decommissionEnabled = props.getBool(kDecommission);
+  const bool shuffleDecommission =
+      config.decommissionEnabled && props.getBool(kShuffleBlocksDecommission);
+  if (config.enabled && !config.shuffleTrackingEnabled && !shuffleDecommission) {
+    // Spark refuses dynamic allocation with neither shuffle tracking, an external shuffle
+    // service, nor decommissioning with shuffle block migration; tide has no shuffle service.
+    throw ConfigError(props.describe(kShuffleTracking) +
+                      ": dynamic allocation needs shuffle tracking, or decommissioning with "
+                      "shuffle block migration (tide has no external shuffle service; without "
+                      "either, removing executors would lose shuffle data running jobs still "
+                      "need). Set it to true, or set " +
+                      std::string(kDecommission) + "=true (with " + kShuffleBlocksDecommission +
+                      "=true, its default), or dynamicAllocation.enabled=false");
   }
   config.shuffleTrackingTimeout = props.getDuration("dynamicAllocation.shuffleTracking.timeout");
   config.interval = getPositiveDuration(props, "dynamicAllocation.interval");

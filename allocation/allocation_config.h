@@ -48,6 +48,9 @@ struct AllocationConfig {
   DurationMs cachedExecutorIdleTimeout = kInfiniteMs;
   bool shuffleTrackingEnabled = true;
   DurationMs shuffleTrackingTimeout = kInfiniteMs;
+  // decommission.enabled: executors the policy lets go are decommissioned (they stop taking
+  // tasks, hand their blocks to peers, then exit) rather than killed, as in Spark.
+  bool decommissionEnabled = false;
   DurationMs interval = 100;
   int executorCores = 1;
   int taskCpus = 1;

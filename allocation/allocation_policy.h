@@ -23,26 +23,31 @@ namespace tide::allocation {
 // "not adding: at maxExecutors=8" answers "why is it not scaling?".
 struct Decision {
   enum class Action {
-    kRaiseTarget,   // more executors requested
-    kLowerTarget,   // pending requests cancelled (never kills an executor)
-    kNotAdding,     // the backlog timer fired but the target could not rise
-    kRemove,        // an idle executor is released
-    kKeep,          // an idle executor is past its deadline but kept (min or target)
-    kBoundsChanged  // the bounds were changed at runtime
+    kRaiseTarget,    // more executors requested
+    kLowerTarget,    // pending requests cancelled (never kills an executor)
+    kNotAdding,      // the backlog timer fired but the target could not rise
+    kRemove,         // an idle executor is released
+    kKeep,           // an idle executor is past its deadline but kept (min or target)
+    kBoundsChanged,  // the bounds were changed at runtime
+    kDecommission    // an idle executor is decommissioned (decommission.enabled): it stops
+                     // taking tasks, migrates its blocks, then exits
   };
   Action action;
   int target = 0;       // the target after this decision
-  ExecutorId executor;  // for kRemove / kKeep
+  ExecutorId executor;  // for kRemove / kKeep / kDecommission
   std::string why;
 };
 
 const char* actionName(Decision::Action action);
 
-// What a tick asks of the world: the total to hold and the executors to release.
+// What a tick asks of the world: the total to hold and the executors to release: killed
+// (toRemove), or decommissioned (toDecommission, with decommission.enabled: each stops taking
+// tasks, hands its blocks to peers, and only then exits).
 struct TickResult {
   int previousTarget = 0;
   int target = 0;
   std::vector<ExecutorId> toRemove;
+  std::vector<ExecutorId> toDecommission;
   std::vector<Decision> decisions;
   bool targetChanged() const { return target != previousTarget; }
 };
@@ -57,6 +62,7 @@ struct AllocationSnapshot {
   TimeMs addTime = -1;  // when the backlog timer fires; -1 when not armed
   int live = 0;         // registered executors (including those being removed)
   int pendingRemoval = 0;
+  int decommissioning = 0;
   int busy = 0;
   int idle = 0;
   int64_t pendingTasks = 0;
@@ -100,9 +106,11 @@ class AllocationPolicy {
   virtual void onUnschedulableTaskSetRemoved(const std::string& /*stageId*/) {}
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
-  // onTaskEnd(kFailed) first.
+  // onTaskEnd(kFailed) first. `exit` says whether it went having finished its decommissioning
+  // (the removal counters, SPARK-33763).
   virtual void onExecutorAdded(const ExecutorId& id) = 0;
-  virtual void onExecutorRemoved(const ExecutorId& id) = 0;
+  virtual void onExecutorRemoved(const ExecutorId& id,
+                                 ExecutorExit exit = ExecutorExit::kOther) = 0;
 
   // Data held by executors: persisted (cached) stages and shuffle output of active jobs.
   virtual void onBlocksCached(const ExecutorId& id, const std::string& dataId) = 0;

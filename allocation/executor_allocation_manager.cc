@@ -33,7 +33,8 @@ std::string elapsed(DurationMs ms) {
 
 const char* actionName(Decision::Action action) {
   static constexpr const char* kNames[] = {"raise_target", "lower_target", "not_adding",
-                                           "remove",       "keep",         "bounds_changed"};
+                                           "remove",       "keep",         "bounds_changed",
+                                           "decommission"};
   return enumName(action, kNames, "unknown");
 }
 
@@ -247,11 +248,12 @@ void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& t
   for (; next < timedOut.size() && remaining - 1 >= floor; ++next) {
     const ExecutorTracker* tracker = monitor_.find(timedOut[next]);
     if (tracker == nullptr) continue;
-    std::string why = "removing " + tracker->id + ": idle for " + elapsed(now - tracker->idleSince);
+    std::string why =
+        releaseVerb() + tracker->id + ": idle for " + elapsed(now - tracker->idleSince);
     if (!tracker->cachedData.empty()) why += " with cached data";
     removed.push_back(tracker->id);
     --remaining;
-    result.decisions.push_back({Decision::Action::kRemove, target_, tracker->id, why});
+    result.decisions.push_back({releaseAction(), target_, tracker->id, why});
   }
   if (next < timedOut.size()) {
     const size_t kept = timedOut.size() - next;
@@ -273,8 +275,7 @@ void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& t
     }
     result.decisions.push_back({Decision::Action::kKeep, target_, timedOut[next], why});
   }
-  monitor_.markPendingRemoval(removed);
-  result.toRemove.insert(result.toRemove.end(), removed.begin(), removed.end());
+  release(removed, result);
 }
 
 AllocationSnapshot ExecutorAllocationManager::snapshot() const {

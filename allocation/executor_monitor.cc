@@ -33,11 +33,23 @@ void ExecutorMonitor::onExecutorAdded(const ExecutorId& id) {
   updateTimeout(tracker);
 }
 
-void ExecutorMonitor::onExecutorRemoved(const ExecutorId& id) {
+void ExecutorMonitor::onExecutorRemoved(const ExecutorId& id, ExecutorExit exit) {
   auto it = executors_.find(id);
   if (it == executors_.end()) return;
   ExecutorTracker& tracker = it->second;
+  // As Spark's ExecutorMonitor counts removals: a finished decommissioning first, then what
+  // the policy had asked of the executor.
+  if (exit == ExecutorExit::kDecommissionFinished) {
+    ++removals_.gracefullyDecommissioned;
+  } else if (tracker.decommissioning) {
+    ++removals_.decommissionUnfinished;
+  } else if (tracker.pendingRemoval) {
+    ++removals_.driverKilled;
+  } else {
+    ++removals_.exitedUnexpectedly;
+  }
   if (tracker.pendingRemoval) --pendingRemoval_;
+  if (tracker.decommissioning) --decommissioning_;
   if (tracker.runningTasks > 0) --busy_;
   for (const auto& data : tracker.cachedData) cacheHolders_[data].erase(id);
   for (const auto& shuffle : tracker.shuffles) {
@@ -140,6 +152,16 @@ void ExecutorMonitor::markPendingRemoval(const std::vector<ExecutorId>& ids) {
   if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
 }
 
+void ExecutorMonitor::markDecommissioning(const std::vector<ExecutorId>& ids) {
+  for (const auto& id : ids) {
+    ExecutorTracker* tracker = lookup(id);
+    if (tracker == nullptr || tracker->decommissioning) continue;
+    tracker->decommissioning = true;
+    ++decommissioning_;
+  }
+  if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
+}
+
 bool ExecutorMonitor::holdsActiveShuffle(const ExecutorTracker& tracker) const {
   return config_.shuffleTrackingEnabled && tracker.activeShuffles > 0;
 }
@@ -181,7 +203,7 @@ const std::vector<ExecutorId>& ExecutorMonitor::timedOutExecutors() {
   TimeMs next = kInfiniteMs;
   std::vector<const ExecutorTracker*> expired;
   for (auto& [id, tracker] : executors_) {
-    if (tracker.pendingRemoval) {
+    if (tracker.pendingRemoval || tracker.decommissioning) {
       tracker.timedOut = false;
       continue;
     }
@@ -207,6 +229,10 @@ ExpiryInfo ExecutorMonitor::expiryOf(const ExecutorTracker& tracker) const {
   info.at = tracker.timeoutAt;
   if (tracker.pendingRemoval) {
     info.why = "being removed";
+    return info;
+  }
+  if (tracker.decommissioning) {
+    info.why = "decommissioning";
     return info;
   }
   if (tracker.runningTasks > 0) {

@@ -31,8 +31,25 @@ struct ExecutorTracker {
   std::set<std::string> shuffles;    // shuffles whose output it holds, until they are cleaned
   int activeShuffles = 0;            // how many of them a running job still needs
   bool pendingRemoval = false;       // chosen for removal; gets no new tasks
+  bool decommissioning = false;      // chosen for removal with decommission.enabled: gets no
+                                     // new tasks, migrates its blocks, then exits
   TimeMs timeoutAt = kInfiniteMs;
   bool timedOut = false;  // in the monitor's cached list of timed-out executors
+};
+
+// How an executor went, as far as the removal counters tell them apart: having finished its
+// decommissioning (Spark's ExecutorLossMessage.decommissionFinished), or any other way.
+enum class ExecutorExit { kOther, kDecommissionFinished };
+
+// Executors gone, by why (Spark's ExecutorAllocationManagerSource counters, SPARK-33763): after
+// a finished decommissioning; decommissioning but before it finished (killed, lost, or forced
+// out by executor.decommission.forceKillTimeout); released by the policy (killed, without
+// decommissioning); gone without the policy asking (lost, exited, excluded).
+struct RemovalCounts {
+  int64_t gracefullyDecommissioned = 0;
+  int64_t decommissionUnfinished = 0;
+  int64_t driverKilled = 0;
+  int64_t exitedUnexpectedly = 0;
 };
 
 // Tracks executors' idleness and the data they hold, and finds the ones whose idle deadline has
@@ -49,7 +66,7 @@ class ExecutorMonitor {
   ExecutorMonitor(const AllocationConfig& config, const Clock& clock);
 
   void onExecutorAdded(const ExecutorId& id);
-  void onExecutorRemoved(const ExecutorId& id);
+  void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther);
   void onTaskStart(const ExecutorId& id);
   void onTaskEnd(const ExecutorId& id);
   void onBlocksCached(const ExecutorId& id, const std::string& dataId);
@@ -61,14 +78,19 @@ class ExecutorMonitor {
   void onShuffleInactive(const std::string& shuffleId);
   void onShuffleReleased(const std::string& shuffleId);
   void markPendingRemoval(const std::vector<ExecutorId>& ids);
+  // Chosen for removal with decommission.enabled (Spark's executorsDecommissioning): no longer
+  // timed out nor counted among the executors that can be removed.
+  void markDecommissioning(const std::vector<ExecutorId>& ids);
 
-  // Executors past their idle deadline and not already being removed, in id order (Spark sorts
-  // them by id; tide compares the numbers inside ids by value, so e2 comes before e10).
-  // The list stays valid until the next call or event.
+  // Executors past their idle deadline and neither being removed nor decommissioning, in id
+  // order (Spark sorts them by id; tide compares the numbers inside ids by value, so e2 comes
+  // before e10). The list stays valid until the next call or event.
   const std::vector<ExecutorId>& timedOutExecutors();
 
   int executorCount() const { return static_cast<int>(executors_.size()); }
   int pendingRemovalCount() const { return pendingRemoval_; }
+  int decommissioningCount() const { return decommissioning_; }
+  const RemovalCounts& removalCounts() const { return removals_; }
   int busyCount() const { return busy_; }
   // How many full scans timedOutExecutors() has made: ticks with no deadline due make none.
   uint64_t scanCount() const { return scans_; }
@@ -91,7 +113,9 @@ class ExecutorMonitor {
   std::set<std::string> inactiveShuffles_;  // their job ended; not yet cleaned
   uint64_t nextOrder_ = 0;
   int pendingRemoval_ = 0;
+  int decommissioning_ = 0;
   int busy_ = 0;
+  RemovalCounts removals_;
   // Earliest deadline among the executors not yet timed out; kInfiniteMs when none, and
   // a value <= now forces a rescan (after something invalidated the cached list).
   TimeMs nextTimeout_ = kInfiniteMs;

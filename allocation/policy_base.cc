@@ -45,6 +45,16 @@ TickResult PolicyBase::tick() {
   return result;
 }
 
+void PolicyBase::release(const std::vector<ExecutorId>& ids, TickResult& result) {
+  if (config_.decommissionEnabled) {
+    monitor_.markDecommissioning(ids);
+    result.toDecommission.insert(result.toDecommission.end(), ids.begin(), ids.end());
+  } else {
+    monitor_.markPendingRemoval(ids);
+    result.toRemove.insert(result.toRemove.end(), ids.begin(), ids.end());
+  }
+}
+
 AllocationSnapshot PolicyBase::baseSnapshot() const {
   AllocationSnapshot s;
   s.bounds = config_.bounds;
@@ -52,6 +62,7 @@ AllocationSnapshot PolicyBase::baseSnapshot() const {
   s.initializing = initializing_;
   s.live = monitor_.executorCount();
   s.pendingRemoval = monitor_.pendingRemovalCount();
+  s.decommissioning = monitor_.decommissioningCount();
   s.busy = monitor_.busyCount();
   s.idle = s.live - s.busy;
   s.pendingTasks = tasks_.pending();

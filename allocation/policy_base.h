@@ -20,7 +20,9 @@ namespace tide::allocation {
 class PolicyBase : public AllocationPolicy {
  public:
   void onExecutorAdded(const ExecutorId& id) override { monitor_.onExecutorAdded(id); }
-  void onExecutorRemoved(const ExecutorId& id) override { monitor_.onExecutorRemoved(id); }
+  void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther) override {
+    monitor_.onExecutorRemoved(id, exit);
+  }
   void onBlocksCached(const ExecutorId& id, const std::string& dataId) override {
     monitor_.onBlocksCached(id, dataId);
   }
@@ -55,8 +57,23 @@ class PolicyBase : public AllocationPolicy {
   virtual void step(TimeMs now, TickResult& result) = 0;
   virtual void beforeStep(TimeMs /*now*/) {}
 
-  // Registered executors not being removed.
-  int liveExecutors() const { return monitor_.executorCount() - monitor_.pendingRemovalCount(); }
+  // Registered executors neither being removed nor decommissioning (Spark's removeExecutors
+  // counts executorCount - pendingRemoval - decommissioning).
+  int liveExecutors() const {
+    return monitor_.executorCount() - monitor_.pendingRemovalCount() -
+           monitor_.decommissioningCount();
+  }
+  // Idle executors the policy lets go: decommissioned with decommission.enabled (Spark's
+  // client.decommissionExecutors and executorsDecommissioning), else killed.
+  void release(const std::vector<ExecutorId>& ids, TickResult& result);
+  // The decision that goes with release(), and its first word: "removing" or "decommissioning".
+  Decision::Action releaseAction() const {
+    return config_.decommissionEnabled ? Decision::Action::kDecommission
+                                       : Decision::Action::kRemove;
+  }
+  const char* releaseVerb() const {
+    return config_.decommissionEnabled ? "decommissioning " : "removing ";
+  }
   // The fields both policies report alike (bounds, target, executors, tasks).
   AllocationSnapshot baseSnapshot() const;
 

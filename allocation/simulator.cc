@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -38,6 +39,7 @@ struct SimExecutor {
   TimeMs busySince = -1;             // -1 while no task runs
   std::set<size_t> reportedCache;    // stages whose blocks it was reported to hold
   std::set<size_t> reportedShuffle;  // stages whose shuffle output it was reported to hold
+  bool decommissioning = false;      // chosen with decommission.enabled: no new tasks
 };
 
 struct RunningTask {
@@ -75,6 +77,11 @@ class Simulation {
   void grantExecutors();
   void placeTasks();
   void releaseExecutors(const std::vector<ExecutorId>& ids);
+  // Decommissioning (decommission.enabled): the executors chosen take no more tasks, and at the
+  // next tick hand the data they hold to a peer and leave. The migration's own time is not
+  // modelled, nor re-running outputs left without a peer.
+  void decommissionExecutors(const std::vector<ExecutorId>& ids);
+  void finishDecommissions();
   void reconcileRequests();
 
   void applyTraceEvent(const TraceEvent& event);
@@ -91,7 +98,7 @@ class Simulation {
   }
   void finishTask(uint64_t key, const RunningTask& task);
   void failRunningTasks(size_t executorIndex);
-  void releaseExecutor(size_t executorIndex);
+  void releaseExecutor(size_t executorIndex, ExecutorExit exit = ExecutorExit::kOther);
   void onRunningChanged(SimExecutor& executor, int before);
 
   TimeMs nextInstant();
@@ -129,6 +136,7 @@ class Simulation {
   std::vector<SimExecutor> executors_;  // in grant order; index i is "e<i+1>"
   std::unordered_map<ExecutorId, size_t> executorIndex_;
   std::set<size_t> liveExecutors_;
+  std::vector<size_t> decommissioning_;  // chosen at the last tick, leaving at the next
   std::set<size_t> executorsWithFreeSlots_;
   int busyExecutors_ = 0;
   std::deque<ExecutorRequest> requests_;  // oldest first; cancelled from the back
@@ -173,8 +181,10 @@ SimulationSummary Simulation::run() {
     const bool isTick = t == nextTick_;
     TickResult result;
     if (isTick) {
+      finishDecommissions();
       result = engine_->tick();
       releaseExecutors(result.toRemove);
+      decommissionExecutors(result.toDecommission);
     }
     reconcileRequests();
     if (!isTick) continue;
@@ -264,7 +274,9 @@ void Simulation::submitStage(const TraceEvent& event) {
   pendingTasks_ += event.taskCount;
   // Executors set aside because no earlier task fit their free cores may fit this stage's.
   for (size_t live : liveExecutors_) {
-    if (executors_[live].freeSlots > 0) executorsWithFreeSlots_.insert(live);
+    if (executors_[live].freeSlots > 0 && !executors_[live].decommissioning) {
+      executorsWithFreeSlots_.insert(live);
+    }
   }
   engine_->onStageSubmitted(event.stage, event.taskCount, cpusOf(event));
 }
@@ -331,7 +343,7 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
   const int before = static_cast<int>(executor.running.size());
   executor.running.erase(std::find(executor.running.begin(), executor.running.end(), key));
   executor.freeSlots += task.cpus;
-  if (executor.live) executorsWithFreeSlots_.insert(task.executor);
+  if (executor.live && !executor.decommissioning) executorsWithFreeSlots_.insert(task.executor);
   onRunningChanged(executor, before);
   engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
 
@@ -452,14 +464,54 @@ void Simulation::releaseExecutors(const std::vector<ExecutorId>& ids) {
   }
 }
 
-void Simulation::releaseExecutor(size_t executorIndex) {
+void Simulation::decommissionExecutors(const std::vector<ExecutorId>& ids) {
+  for (const auto& id : ids) {
+    auto it = executorIndex_.find(id);
+    if (it == executorIndex_.end() || !executors_[it->second].live) continue;
+    executors_[it->second].decommissioning = true;
+    executorsWithFreeSlots_.erase(it->second);
+    decommissioning_.push_back(it->second);
+  }
+}
+
+void Simulation::finishDecommissions() {
+  std::vector<size_t> leaving;
+  leaving.swap(decommissioning_);
+  for (size_t index : leaving) {
+    SimExecutor& executor = executors_[index];
+    if (!executor.live) continue;
+    failRunningTasks(index);  // none: only idle executors are chosen, and they get no tasks
+    // Its data goes to the first live peer that is not leaving (the AM spreads it over all).
+    std::optional<size_t> peer;
+    for (size_t live : liveExecutors_) {
+      if (live != index && !executors_[live].decommissioning) {
+        peer = live;
+        break;
+      }
+    }
+    if (peer) {
+      SimExecutor& taker = executors_[*peer];
+      for (size_t stage : executor.reportedShuffle) {
+        if (stages_[stage].shuffleReleased || !taker.reportedShuffle.insert(stage).second) continue;
+        engine_->onShuffleOutput(taker.id, stages_[stage].event->stage);
+      }
+      for (size_t stage : executor.reportedCache) {
+        if (stages_[stage].uncached || !taker.reportedCache.insert(stage).second) continue;
+        engine_->onBlocksCached(taker.id, stages_[stage].event->stage);
+      }
+    }
+    releaseExecutor(index, ExecutorExit::kDecommissionFinished);
+  }
+}
+
+void Simulation::releaseExecutor(size_t executorIndex, ExecutorExit exit) {
   SimExecutor& executor = executors_[executorIndex];
   executor.live = false;
   executorMs_ += now_ - executor.grantedAt;
   liveExecutors_.erase(executorIndex);
   executorsWithFreeSlots_.erase(executorIndex);
   removedSinceLine_.push_back(executor.id);
-  engine_->onExecutorRemoved(executor.id);
+  engine_->onExecutorRemoved(executor.id, exit);
 }
 
 void Simulation::reconcileRequests() {
@@ -520,7 +572,8 @@ bool Simulation::settled(const TickResult& result) const {
   // The requests are reconciled every instant, so with none pending live >= target; more live
   // than the target is steady when what holds them (cached data, min) will not let go.
   if (nextEvent_ < trace_.events.size() || pendingTasks_ > 0 || !runningTasks_.empty() ||
-      !requests_.empty() || result.targetChanged() || !result.toRemove.empty()) {
+      !requests_.empty() || result.targetChanged() || !result.toRemove.empty() ||
+      !result.toDecommission.empty() || !decommissioning_.empty()) {
     return false;
   }
   if (!config_.enabled) return true;  // a fixed executor set: no policy acts on it

@@ -34,6 +34,20 @@ void ApplicationMaster::observeTick(TimeMs now, double tickSeconds) {
   metrics_.executorsIdle.set(std::max(0, a.idle - a.pendingRemoval));
   metrics_.executorsPending.set(pendingExecutors);
   metrics_.executorsPendingRemoval.set(pendingRemoval);
+  metrics_.executorsDecommissioning.set(a.decommissioning);
+  // The policy counts removals as Spark's ExecutorMonitor does; /metrics gets what is new.
+  const allocation::RemovalCounts& removals = allocation_.monitor().removalCounts();
+  const auto catchUp = [](metrics::Counter& counter, int64_t now, int64_t& reported) {
+    counter.inc(static_cast<double>(now - reported));
+    reported = now;
+  };
+  catchUp(metrics_.executorsGracefullyDecommissioned, removals.gracefullyDecommissioned,
+          reportedRemovals_.gracefullyDecommissioned);
+  catchUp(metrics_.executorsDecommissionUnfinished, removals.decommissionUnfinished,
+          reportedRemovals_.decommissionUnfinished);
+  catchUp(metrics_.executorsDriverKilled, removals.driverKilled, reportedRemovals_.driverKilled);
+  catchUp(metrics_.executorsExitedUnexpectedly, removals.exitedUnexpectedly,
+          reportedRemovals_.exitedUnexpectedly);
   metrics_.targetExecutors.set(a.target);
   metrics_.maxNeededExecutors.set(a.maxNeeded);
   metrics_.minExecutors.set(a.bounds.minExecutors);
@@ -135,6 +149,11 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
     e.shuffleStages.assign(tracker->shuffles.begin(), tracker->shuffles.end());
     e.runningTasks = tracker->runningTasks;
     e.pendingRemoval = tracker->pendingRemoval;
+    e.decommissioning = tracker->decommissioning;
+    if (auto progress = decommissioner_.progressOf(tracker->id)) {
+      e.migrationsLeft = progress->outputsLeft;
+      e.blocksMigrated = progress->blocksMigrated;
+    }
     e.idleSince = tracker->idleSince;
     e.holdsCachedData = !tracker->cachedData.empty();
     e.holdsShuffleData = !tracker->shuffles.empty();

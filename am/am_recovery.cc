@@ -185,6 +185,12 @@ std::set<std::string> ApplicationMaster::replayJournal() {
       case JournalRecord::Kind::kUnpersist:
         (void)scheduler_->unpersist(r.stageId);  // refused: it is gone already
         break;
+      case JournalRecord::Kind::kMigrate:
+        // A decommissioned executor's output, taken by a peer: looked for there.
+        if (scheduler_->outputMigrated(r.stageId, r.index, r.executorId, r.toExecutor, r.node)) {
+          holders.insert(r.toExecutor);
+        }
+        break;
       case JournalRecord::Kind::kBounds: {
         std::string warning;
         const Status set =

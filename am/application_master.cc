@@ -77,7 +77,8 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
       metricsListener_(std::make_unique<TaskMetricsListener>(metrics_)),
       scheduler_(std::make_unique<TaskScheduler>(config_.scheduler, clock_,
                                                  static_cast<uint64_t>(startedAt_))),
-      allocator_(config_.containers, clock_) {
+      allocator_(config_.containers, clock_),
+      decommissioner_(config_.decommission, clock_) {
   info_.executorMemoryMb = config_.containers.executorResource.memoryMb;
   // The scheduler's one listener list: the policy first (as Spark's ExecutorAllocationListener),
   // then the metrics, then the job bookkeeping.
@@ -297,7 +298,8 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
   int targetBefore = allocator_.target();
   for (const auto& decision : result.decisions) {
     const std::string action = allocation::actionName(decision.action);
-    if (decision.action == allocation::Decision::Action::kRemove) {
+    if (decision.action == allocation::Decision::Action::kRemove ||
+        decision.action == allocation::Decision::Action::kDecommission) {
       removalWhy[decision.executor] = decision.why;
     }
     // States that hold tick after tick (not adding, keeping) are one record with repeats;
@@ -323,17 +325,20 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
     auto why = removalWhy.find(id);
     releaseExecutor(id, "idle_timeout", why != removalWhy.end() ? why->second : "idle", now);
   }
+  for (const auto& id : result.toDecommission) startDecommission(id, now);
+  releaseDecommissioned(now);
 }
 
 void ApplicationMaster::releaseExecutor(const std::string& executorId, const std::string& reason,
-                                        const std::string& detail, TimeMs now) {
+                                        const std::string& detail, TimeMs now,
+                                        allocation::ExecutorExit exit) {
   allocator_.release(executorId);
   releasedExecutors_.insert(executorId);
   forgetExecutor(executorId, reason, detail, now);
   scheduler_->executorRemoved(executorId);  // its blocks go with it
   // The executor is gone for the policy and the scheduler from now on; it gets no more tasks
   // and is told to shut down at its next sync.
-  allocation_.onExecutorRemoved(executorId);
+  allocation_.onExecutorRemoved(executorId, exit);
   log_.info() << "releasing executor " << executorId << " (" << reason << ")";
   heartbeatRequested_ = true;
   heartbeatWake_.notify_all();
@@ -349,6 +354,8 @@ void ApplicationMaster::forgetExecutor(const std::string& executorId, const std:
   removedExecutors_.add({executorId, it->second.host, it->second.containerId,
                          it->second.registeredAt, now, reason, detail});
   executors_.erase(it);
+  // A leaving executor's decommissioning ends with it; a peer's migrations go elsewhere.
+  decommissioner_.onExecutorGone(executorId, migrationPeers());
 }
 
 void ApplicationMaster::detectSilentExecutors(TimeMs now) {
@@ -690,6 +697,7 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
     }
     bool changed = false;
     bool committedAny = false;
+    if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
     for (const auto& update : sync.updates) {
       std::optional<CommittedTask> committed;
       if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
@@ -757,7 +765,9 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
     reply.shutdown = true;
     return true;
   }
-  if (freeSlots > 0) {
+  reply.migrations = migrationsFor(executorId);
+  // A decommissioning executor takes no more tasks (Spark's isExecutorActive).
+  if (freeSlots > 0 && !executor.decommissioning) {
     // The scheduler counts cpus; an executor counts slots of task.cpus each.
     reply.launches = scheduler_->resourceOffers(
         {{executorId, executor.node, freeSlots * config_.allocation.taskCpus}});
@@ -775,7 +785,8 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
       }
     }
   }
-  return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty();
+  return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty() ||
+         !reply.migrations.empty();
 }
 
 // ------------------------------------------------------------------------------------------

@@ -148,6 +148,9 @@ class ApplicationMaster : public MasterControl {
     std::vector<std::string> blockDrops;  // block prefixes to delete, sent at its next sync
     // Adopted from the previous AM attempt and not yet registered again with this one.
     bool adopted = false;
+    // Chosen for removal with decommission.enabled: gets no tasks, hands its blocks to peers
+    // (decommissioner_), then is released.
+    bool decommissioning = false;
   };
 
   // mu_, taken: for withState, and for the heartbeat loop, whose body holds it in two pieces
@@ -170,9 +173,22 @@ class ApplicationMaster : public MasterControl {
   // holds it (else skipped then, for the next tick).
   void publishStatusSnapshot(TimeMs now, bool wait = true);
   void applyAllocatorActions(AllocatorActions& actions, TimeMs now);
-  // `reason` and `detail` as RemovedExecutor's.
+  // `reason` and `detail` as RemovedExecutor's; `exit` as the policy counts it.
   void releaseExecutor(const std::string& executorId, const std::string& reason,
-                       const std::string& detail, TimeMs now);
+                       const std::string& detail, TimeMs now,
+                       allocation::ExecutorExit exit = allocation::ExecutorExit::kOther);
+  // Graceful decommissioning (am/decommission.cc), under mu_. The policy chose the executor:
+  // it gets no more tasks and its blocks go to peers.
+  void startDecommission(const std::string& executorId, TimeMs now);
+  // Releases the executors whose decommissioning is over (every tick, and after migrations).
+  void releaseDecommissioned(TimeMs now);
+  // A peer's reports of the migrations it was given.
+  void migrationsReported(const std::string& peer,
+                          const std::vector<rest::BlockMigrationResult>& results, TimeMs now);
+  // What `peer` is to take from decommissioning executors, for its sync reply.
+  std::vector<rest::BlockMigration> migrationsFor(const std::string& peer);
+  // Executors that may take blocks: registered, neither decommissioning nor adopted-unseen.
+  std::vector<std::string> migrationPeers() const;
   void forgetExecutor(const std::string& executorId, const std::string& reason,
                       const std::string& detail, TimeMs now);
   void detectSilentExecutors(TimeMs now);
@@ -240,6 +256,7 @@ class ApplicationMaster : public MasterControl {
   std::unique_ptr<TaskMetricsListener> metricsListener_;  // subscribed to scheduler_
   std::unique_ptr<TaskScheduler> scheduler_;
   ContainerAllocator allocator_;
+  Decommissioner decommissioner_;
 
   DecisionLog decisions_;             // its own mutex (taken inside mu_ too, never around it)
   AllocationHistory history_;         // its own mutex: read without mu_
@@ -265,7 +282,8 @@ class ApplicationMaster : public MasterControl {
   int jobsSubmitted_ = 0;
   std::vector<std::string> failedJobMessages_;
   int peakExecutors_ = 0;
-  DurationMs executorMsClosed_ = 0;  // lifetimes of executors already gone
+  allocation::RemovalCounts reportedRemovals_;  // the policy's counters as /metrics has them
+  DurationMs executorMsClosed_ = 0;             // lifetimes of executors already gone
 
   // The HTTP side: set up by start(), then only read. The handlers outlive the servers that
   // call them (declared before them, stopped in the destructor).

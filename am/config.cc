@@ -31,6 +31,7 @@ AmConfig AmConfig::fromProperties(const Properties& props, std::vector<std::stri
   AmConfig config;
   config.allocation = allocation::AllocationConfig::fromProperties(props, warnings);
   config.scheduler = SchedulerConfig::fromProperties(props);
+  config.decommission = DecommissionConfig::fromProperties(props);
   config.host = props.getString("am.host");
   const int64_t port = props.getInt("ui.port");
   if (port < 0 || port > 65535) throw ConfigError(props.describe("ui.port") + ": not a port");

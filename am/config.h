@@ -22,6 +22,9 @@ enum class UiAuth { kWrites, kAll };
 struct AmConfig {
   allocation::AllocationConfig allocation;
   SchedulerConfig scheduler;
+  // storage.decommission.* and executor.decommission.forceKillTimeout (decommission.enabled is
+  // the policy's: allocation.decommissionEnabled).
+  DecommissionConfig decommission;
   ContainerAllocatorConfig containers;
   std::string host = "127.0.0.1";     // am.host
   int uiPort = 4040;                  // ui.port; 0 = ephemeral

@@ -443,6 +443,7 @@ std::string StatusHandlers::statusJson() {
       .field("live", a.live)
       .field("pending", c.outstanding + c.starting)
       .field("pendingRemoval", a.pendingRemoval + c.releasing)
+      .field("decommissioning", a.decommissioning)
       .field("busy", a.busy)
       .field("idle", a.idle)
       .field("min", a.bounds.minExecutors)
@@ -499,7 +500,10 @@ std::string StatusHandlers::executorsJson(size_t removedLimit) {
   JsonWriter w;
   w.startObject().field("nowMs", at - startedAt);
   writeArray(w, "executors", snapshot->executors, [&](JsonWriter& w, const ExecutorStatus& e) {
-    const char* state = e.pendingRemoval ? "PENDING_REMOVAL" : e.runningTasks > 0 ? "BUSY" : "IDLE";
+    const char* state = e.pendingRemoval     ? "PENDING_REMOVAL"
+                        : e.decommissioning  ? "DECOMMISSIONING"
+                        : e.runningTasks > 0 ? "BUSY"
+                                             : "IDLE";
     w.startObject()
         .field("id", e.id)
         .field("host", e.host)
@@ -515,6 +519,13 @@ std::string StatusHandlers::executorsJson(size_t removedLimit) {
         .field("holdsShuffleData", e.holdsShuffleData)
         .field("node", e.node)
         .field("excluded", e.excluded);
+    if (e.decommissioning) {
+      w.key("decommissioning")
+          .startObject()
+          .field("outputsLeft", e.migrationsLeft)
+          .field("blocksMigrated", e.blocksMigrated)
+          .endObject();
+    }
     // Which data it holds, by stage id, for "why is this executor still
     // here?".
     writeStrings(w, "cachedStages", e.cachedStages);

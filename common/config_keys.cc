@@ -144,6 +144,31 @@ std::vector<KeyInfo> schedulingKeys() {
   };
 }
 
+// Graceful decommissioning (Spark's DECOMMISSION_ENABLED and STORAGE_DECOMMISSION_*).
+std::vector<KeyInfo> decommissionKeys() {
+  using K = ValueKind;
+  return {
+      key("decommission.enabled", K::kBool, "false",
+          "Executors the allocation policy lets go are decommissioned: they stop taking tasks, "
+          "migrate their blocks (storage.decommission.*), then exit; with shuffle block "
+          "migration, shuffle data of a running job no longer needs shuffle tracking"),
+      key("storage.decommission.enabled", K::kBool, "false",
+          "A decommissioning executor's blocks are migrated to other executors before it exits"),
+      key("storage.decommission.shuffleBlocks.enabled", K::kBool, "true",
+          "Migrate shuffle output (task outputs a later stage reads) when decommissioning"),
+      key("storage.decommission.rddBlocks.enabled", K::kBool, "true",
+          "Migrate cached (persisted) blocks when decommissioning"),
+      key("storage.decommission.maxReplicationFailuresPerBlock", K::kInt, "3",
+          "Failed migrations of one task output (to different peers) before it is left to "
+          "lineage"),
+      // tide default: Spark's is unset (never forced), and nothing in tide waits forever.
+      key("executor.decommission.forceKillTimeout", K::kDuration, "120s",
+          "Longest a decommissioning executor migrates before it is released anyway (its "
+          "unmigrated outputs are then made again from lineage)",
+          kMs),
+  };
+}
+
 // Application master.
 std::vector<KeyInfo> applicationMasterKeys() {
   using K = ValueKind;
@@ -304,8 +329,8 @@ std::vector<KeyInfo> slurmKeys() {
 std::vector<KeyInfo> buildKeyTable() {
   std::vector<KeyInfo> table;
   for (auto section :
-       {&dynamicAllocationKeys, &executorKeys, &schedulingKeys, &applicationMasterKeys,
-        &resourceManagerKeys, &nodeManagerKeys, &tlsKeys, &slurmKeys}) {
+       {&dynamicAllocationKeys, &executorKeys, &schedulingKeys, &decommissionKeys,
+        &applicationMasterKeys, &resourceManagerKeys, &nodeManagerKeys, &tlsKeys, &slurmKeys}) {
     std::vector<KeyInfo> keys = section();
     table.insert(table.end(), std::make_move_iterator(keys.begin()),
                  std::make_move_iterator(keys.end()));

@@ -94,7 +94,12 @@ std::string renderStatus(const rapidjson::Value& s, const rapidjson::Value& d,
       << where << "\n";
   out << "executors  target " << a["target"].GetInt() << "  live " << a["live"].GetInt()
       << "  busy " << a["busy"].GetInt() << "  idle " << a["idle"].GetInt() << "  pending "
-      << a["pending"].GetInt() << "  removing " << a["pendingRemoval"].GetInt() << "\n";
+      << a["pending"].GetInt() << "  removing " << a["pendingRemoval"].GetInt();
+  // Only while some are (an older AM's or history's document has no such field).
+  if (a.HasMember("decommissioning") && a["decommissioning"].GetInt() > 0) {
+    out << "  decommissioning " << a["decommissioning"].GetInt();
+  }
+  out << "\n";
   out << "bounds     min " << a["min"].GetInt() << "  initial " << a["initial"].GetInt() << "  max "
       << maxText(a["max"].GetInt()) << "  max needed " << a["maxNeeded"].GetInt() << "  next step +"
       << a["numExecutorsToAdd"].GetInt() << (a["initializing"].GetBool() ? "  (initializing)" : "")

@@ -49,6 +49,11 @@ class BlockFetcher {
   std::optional<FetchFailure> fetchAll(const std::vector<rest::BlockInput>& inputs,
                                        const std::filesystem::path& inputDir) const;
 
+  // Places one block at `target`: "" when done, else why not (after the retries above).
+  std::string fetch(const rest::BlockInput& input, const std::filesystem::path& target) const {
+    return fetchOne(input, target);
+  }
+
   // Where an input goes under the input dir.
   static std::filesystem::path inputFile(const std::filesystem::path& inputDir,
                                          const rest::BlockInput& input);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <system_error>
 
 namespace tide::executor {
@@ -108,6 +109,17 @@ std::optional<fs::path> BlockStore::find(std::string_view blockPath) const {
   std::error_code error;
   if (!fs::is_regular_file(file, error)) return std::nullopt;
   return file;
+}
+
+void BlockStore::adopt(std::string_view blockPath, const fs::path& file) {
+  const size_t slash = blockPath.rfind('/');
+  if (!isPlainRelativePath(blockPath) || slash == std::string_view::npos ||
+      !partitionOf(blockPath.substr(slash + 1))) {
+    throw std::invalid_argument("not a block path: '" + std::string(blockPath) + "'");
+  }
+  const fs::path target = root_ / std::string(blockPath);
+  fs::create_directories(target.parent_path());
+  fs::rename(file, target);
 }
 
 bool BlockStore::drop(std::string_view prefix) {

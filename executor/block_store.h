@@ -42,6 +42,11 @@ class BlockStore {
   // Every block held, as block paths "<jobId>/<stageId>/<index>/part-<n>", sorted: what a
   // resumed executor reports to a new attempt of the AM (issue 12).
   std::vector<std::string> heldBlocks() const;
+  // Keeps `file` (on the store's file system) as the block at `blockPath`, moved, not copied;
+  // a block already there is replaced. A block taken from a decommissioning executor keeps the
+  // path it had there. Throws std::invalid_argument for a path that is not a block path and
+  // std::filesystem::filesystem_error on a file system error.
+  void adopt(std::string_view blockPath, const std::filesystem::path& file);
   // Deletes every block under "<jobId>/<stageId>" (or "<jobId>"); false for a prefix that is
   // not a plain relative path.
   bool drop(std::string_view prefix);

@@ -311,7 +311,9 @@ int ExecutorBackend::run() {
       sync.updates.swap(report.updates);
       sync.running.swap(report.running);
       sync.freeSlots = report.freeSlots;
-      const bool idle = sync.updates.empty() && sync.running.empty();
+      sync.migrated.swap(migrated_);
+      migrated_.clear();
+      const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty();
       // Only a sync with nothing to report may be held, and only while no task runs (a
       // running task could end during the hold and its slot would sit idle).
       sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
@@ -320,6 +322,7 @@ int ExecutorBackend::run() {
       inFlight_ = sync.running;
       for (const auto& update : sync.updates) inFlight_.push_back(update.taskId);
       sync.updates.clear();  // keeps the capacity for the next round
+      sync.migrated.clear();
 
       lastSent = std::chrono::steady_clock::now();
       std::optional<rest::HttpResponse> response = postToAm(syncPath_, body, sync.maxWaitMs);
@@ -351,9 +354,15 @@ int ExecutorBackend::run() {
       }
       for (int64_t taskId : reply.kills) runner_.kill(taskId);
       for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
+      // Tasks first, so that they run while this executor fetches a leaving peer's blocks.
+      for (const rest::BlockMigration& migration : reply.migrations) {
+        migrated_.push_back(migrate_ ? migrate_(migration)
+                                     : rest::BlockMigrationResult{migration.id, false,
+                                                                  "this executor cannot migrate"});
+      }
 
-      if (runner_.hasUpdates()) {
-        syncNow = true;  // e.g. noop tasks, already done: report them and fetch more
+      if (runner_.hasUpdates() || !migrated_.empty()) {
+        syncNow = true;  // e.g. noop tasks, already done, or migrations: report them at once
       } else if (runner_.runningCount() > 0) {
         syncNow = false;  // wait for one to end (or the heartbeat)
       } else {

@@ -25,11 +25,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/logging.h"
 #include "executor/block_store.h"
@@ -53,6 +55,12 @@ class ExecutorBackend {
   // Asks run() to leave: kills the running tasks right away and wakes every wait. A sync the
   // AM is holding is waited out (at most the heartbeat interval). Thread-safe.
   void requestStop(const std::string& why);
+
+  // Graceful decommissioning: how this executor takes a task output off a decommissioning
+  // peer when the AM asks (BlockMigrator::migrate). Set before run(); without it a migration
+  // is reported failed.
+  using Migrate = std::function<rest::BlockMigrationResult(const rest::BlockMigration&)>;
+  void setMigrate(Migrate migrate) { migrate_ = std::move(migrate); }
 
   // Why run() returned ("the AM released this executor", ...); empty while it runs.
   std::string exitReason() const;
@@ -84,6 +92,9 @@ class ExecutorBackend {
   ExecutorSettings settings_;
   TaskRunner& runner_;
   BlockStore* blocks_;
+  Migrate migrate_;
+  // Migrations done since the last sync, reported in the next one. The run() thread's.
+  std::vector<rest::BlockMigrationResult> migrated_;
   Logger log_{"executor"};                    // before client_, whose options log through it
   std::unique_ptr<rest::HttpClient> client_;  // the run() thread's
   std::mutex commitMutex_;

@@ -14,6 +14,7 @@
 #include "common/daemon.h"
 #include "common/logging.h"
 #include "executor/block_fetcher.h"
+#include "executor/block_migrator.h"
 #include "executor/block_server.h"
 #include "executor/block_store.h"
 #include "executor/executor_backend.h"
@@ -91,6 +92,10 @@ int main(int argc, char** argv) {
         executor::TaskRunner runner(std::move(runnerOptions));
         executor::ExecutorBackend backend(std::move(settings), runner, &blocks);
         backendForCommits = &backend;
+        executor::BlockMigrator migrator(blocks, fetcher);
+        backend.setMigrate([&migrator](const rest::BlockMigration& migration) {
+          return migrator.migrate(migration);
+        });
         // Declared after the backend, so that it is gone (joined) before the backend is.
         const SignalThread stopOnSignal(stopSignals, SIGUSR1, [&backend](int signal) {
           backend.requestStop(std::string("stopped by ") +

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -24,8 +25,8 @@ namespace {
 using Kind = JournalRecord::Kind;
 
 // Each kind's "t" on the wire, in Kind's order.
-constexpr const char* kKindNames[] = {"attempt", "job",    "executor",  "launch", "commit",
-                                      "stage",   "bounds", "unpersist", "commits"};
+constexpr const char* kKindNames[] = {"attempt", "job",    "executor",  "launch",  "commit",
+                                      "stage",   "bounds", "unpersist", "commits", "migrate"};
 
 const char* kindName(Kind kind) {
   return enumName(kind, kKindNames, "?");
@@ -96,7 +97,80 @@ void readCommits(const rest::JsonObjectReader& in, JournalRecord& r) {
   }
 }
 
+// Reads the launch and commit records exactly as encodeJournalRecord writes them (two a task:
+// nearly all of a journal), without a JSON document; anything else, or anything unusual in them
+// (an escape, blocks, another field order), is left to the JSON reader.
+class ExactTaskRecordReader {
+ public:
+  explicit ExactTaskRecordReader(std::string_view line) : line_(line) {}
+
+  std::optional<JournalRecord> read() {
+    if (line_.find('\\') != std::string_view::npos) return std::nullopt;
+    JournalRecord r;
+    if (literal(R"({"t":"launch",)")) {
+      r.kind = Kind::kLaunch;
+    } else if (literal(R"({"t":"commit",)")) {
+      r.kind = Kind::kCommit;
+    } else {
+      return std::nullopt;
+    }
+    int64_t attempt = 0;
+    if (!(literal(R"("task":)") && number(&r.taskId) && literal(R"(,"job":)") && string(&r.jobId) &&
+          literal(R"(,"stage":)") && string(&r.stageId) && literal(R"(,"index":)") &&
+          number(&r.index) && literal(R"(,"attempt":)") && number(&attempt) &&
+          attempt <= INT32_MAX && literal(R"(,"executor":)") && string(&r.executorId))) {
+      return std::nullopt;
+    }
+    r.attempt = static_cast<int>(attempt);
+    if (r.kind == Kind::kCommit &&
+        !(literal(R"(,"node":)") && string(&r.node) && literal(R"(,"ms":)") &&
+          number(&r.durationMs) && literal(R"(,"blocks":[])"))) {
+      return std::nullopt;
+    }
+    if (!literal("}") || at_ != line_.size()) return std::nullopt;
+    return r;
+  }
+
+ private:
+  bool literal(std::string_view text) {
+    if (line_.substr(at_, text.size()) != text) return false;
+    at_ += text.size();
+    return true;
+  }
+  bool number(int64_t* value) {
+    const size_t start = at_;
+    int64_t v = 0;
+    while (at_ < line_.size() && line_[at_] >= '0' && line_[at_] <= '9') {
+      if (v > (INT64_MAX - 9) / 10) return false;
+      v = v * 10 + (line_[at_++] - '0');
+    }
+    // Digits only, no leading zero: the JSON reader decides anything else.
+    if (at_ == start || (line_[start] == '0' && at_ - start > 1)) return false;
+    *value = v;
+    return true;
+  }
+  bool string(std::string* value) {
+    if (at_ >= line_.size() || line_[at_] != '"') return false;
+    const size_t end = line_.find('"', at_ + 1);
+    if (end == std::string_view::npos) return false;
+    const std::string_view text = line_.substr(at_ + 1, end - at_ - 1);
+    for (const char c : text) {
+      // Control characters are JSON errors, and bytes above 0x7f need the UTF-8 check.
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x80) {
+        return false;
+      }
+    }
+    value->assign(text);
+    at_ = end + 1;
+    return true;
+  }
+
+  std::string_view line_;
+  size_t at_ = 0;
+};
+
 JournalRecord decodeRecord(std::string_view line) {
+  if (std::optional<JournalRecord> task = ExactTaskRecordReader(line).read()) return *task;
   const rapidjson::Document doc = rest::parseJson(line);
   const rest::JsonObjectReader in(doc);
   const std::string type = in.requireString("t");
@@ -150,6 +224,13 @@ JournalRecord decodeRecord(std::string_view line) {
       break;
     case Kind::kCommits:
       readCommits(in, r);
+      break;
+    case Kind::kMigrate:
+      r.stageId = in.requireString("stage");
+      r.index = in.requireInt64("index");
+      r.executorId = in.requireString("executor");
+      r.toExecutor = in.requireString("to");
+      r.node = in.optionalString("node");
       break;
   }
   return r;
@@ -271,6 +352,19 @@ JournalRecord JournalRecord::boundsChanged(int min, int initial, int max) {
   return r;
 }
 
+JournalRecord JournalRecord::outputMigrated(std::string stageId, int64_t index,
+                                            std::string fromExecutor, std::string toExecutor,
+                                            std::string node) {
+  JournalRecord r;
+  r.kind = Kind::kMigrate;
+  r.stageId = std::move(stageId);
+  r.index = index;
+  r.executorId = std::move(fromExecutor);
+  r.toExecutor = std::move(toExecutor);
+  r.node = std::move(node);
+  return r;
+}
+
 JournalRecord JournalRecord::unpersisted(std::string stageId) {
   JournalRecord r;
   r.kind = Kind::kUnpersist;
@@ -369,6 +463,13 @@ std::string encodeJournalRecord(const JournalRecord& r) {
       for (const auto& [ms, count] : r.durations)
         out.startArray().value(ms).value(count).endArray();
       out.endArray();
+      break;
+    case Kind::kMigrate:
+      out.field("stage", r.stageId)
+          .field("index", r.index)
+          .field("executor", r.executorId)
+          .field("to", r.toExecutor)
+          .field("node", r.node);
       break;
   }
   out.endObject();
@@ -472,6 +573,7 @@ void JournalSummarizer::add(const JournalRecord& r) {
       break;
     case Kind::kStageDone:
     case Kind::kUnpersist:
+    case Kind::kMigrate:
       break;
   }
 }
@@ -658,18 +760,24 @@ void RecoveryJournal::completeCompaction() {
     if (!result.ok) throw JournalError(result.error);
     next = ::open(target.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
     if (next < 0) throw JournalError(systemError("cannot open", target));
-    // The records appended while the thread worked, copied behind its fold.
-    std::string tail(fileBytes_ - compactingUpTo_, '\0');
-    if (!tail.empty() &&
-        ::pread(fd_, tail.data(), tail.size(), static_cast<off_t>(compactingUpTo_)) !=
-            static_cast<ssize_t>(tail.size())) {
-      throw JournalError(systemError("cannot read", path_));
-    }
     struct stat folded {};
     if (::fstat(next, &folded) != 0) throw JournalError(systemError("cannot read", target));
-    if (!writeFully(next, tail) || ::fdatasync(next) != 0) {
-      throw JournalError(systemError("cannot write", target));
+    // The records appended while the thread worked, copied behind its fold a piece at a time.
+    std::string piece;
+    for (uint64_t at = compactingUpTo_; at < fileBytes_;) {
+      piece.resize(static_cast<size_t>(std::min<uint64_t>(fileBytes_ - at, 1 << 20)));
+      const ssize_t got = ::pread(fd_, piece.data(), piece.size(), static_cast<off_t>(at));
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        throw JournalError(got < 0 ? systemError("cannot read", path_)
+                                   : "cannot read " + path_ + ": it ends before " +
+                                         std::to_string(fileBytes_) + " bytes");
+      }
+      piece.resize(static_cast<size_t>(got));
+      if (!writeFully(next, piece)) throw JournalError(systemError("cannot write", target));
+      at += static_cast<uint64_t>(got);
     }
+    if (::fdatasync(next) != 0) throw JournalError(systemError("cannot fsync", target));
     struct stat info {};
     if (::fstat(next, &info) != 0) throw JournalError(systemError("cannot read", target));
     if (::rename(target.c_str(), path_.c_str()) != 0) {

@@ -22,6 +22,8 @@
 //                     compaction (am/recovery/journal_compaction.h): the indices as ranges, how
 //                     many of them each executor committed, the durations as (ms, how many),
 //                     the highest task id among them. Version 2; version 1 journals are read.
+//   {"t":"migrate","stage":"job-1/w","index":3,"executor":"e3","to":"e1","node":"n1"}
+//                                 a decommissioning executor's task output a peer took
 // Unknown record types of the same version are an error (a reader cannot know what it skips).
 //
 // Durability: records are written (write(2), O_APPEND) before the AM acts on them, and the file
@@ -83,7 +85,8 @@ struct JournalRecord {
     kStageDone,
     kBounds,
     kUnpersist,
-    kCommits
+    kCommits,
+    kMigrate
   };
   Kind kind = Kind::kAttempt;
   // kAttempt
@@ -109,6 +112,9 @@ struct JournalRecord {
   std::vector<std::pair<int64_t, int64_t>> indexRanges;  // [first, last], ascending, disjoint
   std::vector<CommitShare> shares;                       // in the order executors first committed
   std::vector<std::pair<int64_t, int64_t>> durations;    // (ms, how many), ascending ms
+  // kMigrate: the output of task `index` of stage `stageId` ("<jobId>/<stage>") moved from
+  // `executorId` to `toExecutor` on `node` (graceful decommissioning)
+  std::string toExecutor;
   // kBounds
   int minExecutors = 0;
   int initialExecutors = 0;
@@ -130,6 +136,8 @@ struct JournalRecord {
 
   // kCommits: how many commits it folds (the sum of its shares).
   int64_t foldedCommits() const;
+  static JournalRecord outputMigrated(std::string stageId, int64_t index, std::string fromExecutor,
+                                      std::string toExecutor, std::string node);
 };
 
 // kCommits: each folded commit as the commit record it stands for, ascending index: the first

@@ -146,6 +146,31 @@ std::set<std::string> BlockRegistry::dropStage(const std::string& stageId) {
   return holders;
 }
 
+bool BlockRegistry::moveOutput(const std::string& stageId, int64_t index,
+                               const std::string& fromExecutor, const std::string& toExecutor,
+                               const std::string& toNode) {
+  auto stage = stages_.find(stageId);
+  if (stage == stages_.end()) return false;
+  auto output = stage->second.withBlocks.find(index);
+  if (output == stage->second.withBlocks.end() || output->second.executorId != fromExecutor) {
+    return false;
+  }
+  output->second.executorId = toExecutor;
+  output->second.node = toNode;
+  return true;
+}
+
+std::vector<std::pair<std::string, int64_t>> BlockRegistry::outputsOn(
+    const std::string& executorId) const {
+  std::vector<std::pair<std::string, int64_t>> outputs;
+  for (const auto& [stageId, stage] : stages_) {
+    for (const auto& [index, output] : stage.withBlocks) {
+      if (output.executorId == executorId) outputs.emplace_back(stageId, index);
+    }
+  }
+  return outputs;
+}
+
 std::vector<std::string> BlockRegistry::stagesOn(const std::string& executorId) const {
   std::vector<std::string> stages;
   for (const auto& [stageId, stage] : stages_) {

@@ -66,6 +66,14 @@ class BlockRegistry {
   // Forgets a stage; returns the executors that held any of its outputs.
   std::set<std::string> dropStage(const std::string& stageId);
 
+  // Graceful decommissioning: the output of task `index` now lives on `toExecutor` (a peer took
+  // its blocks from `fromExecutor`). False, and nothing changes, when that output is no longer
+  // the one on `fromExecutor` (lost or made again meanwhile): the copy is then not used.
+  bool moveOutput(const std::string& stageId, int64_t index, const std::string& fromExecutor,
+                  const std::string& toExecutor, const std::string& toNode);
+  // The outputs holding blocks on the executor, by stage and ascending index.
+  std::vector<std::pair<std::string, int64_t>> outputsOn(const std::string& executorId) const;
+
   // Stages with at least one output on the executor, ascending.
   std::vector<std::string> stagesOn(const std::string& executorId) const;
   // Bytes of `partition` over a stage's outputs, per executor and per node.

@@ -1144,6 +1144,55 @@ std::vector<std::string> TaskScheduler::stagesHeldBy(const std::string& executor
   return blocks_.stagesOn(executorId);
 }
 
+std::vector<OutputToMigrate> TaskScheduler::outputsToMigrate(const std::string& executorId) const {
+  std::vector<OutputToMigrate> outputs;
+  for (const auto& [stageId, index] : blocks_.outputsOn(executorId)) {
+    auto found = stagesById_.find(stageId);
+    if (found == stagesById_.end()) continue;
+    const JobRun& job = *found->second.first;
+    const StageRun& stage = job.stages[found->second.second];
+    const bool cached = stage.spec->persist;
+    // Shuffle output matters while a stage of its job still has to read it; a final stage's
+    // outputs are already collected.
+    const bool read = job.state == JobState::kRunning &&
+                      std::any_of(stage.dependents.begin(), stage.dependents.end(), [&](size_t d) {
+                        return job.stages[d].state != StageState::kSucceeded;
+                      });
+    if (!cached && !read) continue;
+    const MapOutput* output = blocks_.output(stageId, index);
+    if (output == nullptr) continue;
+    OutputToMigrate migrate;
+    migrate.stageId = stageId;
+    migrate.index = index;
+    migrate.cached = cached;
+    for (const rest::BlockOutput& block : output->blocks) {
+      migrate.blocks.push_back(stageId + "/" + std::to_string(index) + "/part-" +
+                               std::to_string(block.partition));
+    }
+    outputs.push_back(std::move(migrate));
+  }
+  return outputs;
+}
+
+bool TaskScheduler::outputMigrated(const std::string& stageId, int64_t index,
+                                   const std::string& fromExecutor, const std::string& toExecutor,
+                                   const std::string& toNode) {
+  if (!blocks_.moveOutput(stageId, index, fromExecutor, toExecutor, toNode)) return false;
+  auto found = stagesById_.find(stageId);
+  if (found == stagesById_.end()) return true;
+  JobRun& job = *found->second.first;
+  const StageRun& stage = job.stages[found->second.second];
+  job.executorsUsed.insert(toExecutor);  // the job's end drops its blocks there too
+  // Readers already submitted prefer the new place, not the executor that is leaving.
+  for (size_t dependent : stage.dependents) {
+    const StageRun& reader = job.stages[dependent];
+    if (reader.tasks && reader.state == StageState::kRunning) updatePreferences(job, dependent);
+  }
+  if (!stage.dependents.empty()) listeners_.onShuffleOutput(toExecutor, stageId);
+  if (stage.spec->persist) listeners_.onBlocksCached(toExecutor, stageId);
+  return true;
+}
+
 void TaskScheduler::executorRemoved(const std::string& executorId) {
   executorNodes_.erase(executorId);
   if (health_) health_->handleRemovedExecutor(executorId);

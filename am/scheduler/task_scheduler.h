@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "am/scheduler/block_registry.h"
+#include "am/scheduler/decommissioner.h"
 #include "am/scheduler/exclude_on_failure_config.h"
 #include "am/scheduler/health_tracker.h"
 #include "am/scheduler/job.h"
@@ -248,6 +249,14 @@ class TaskScheduler {
   std::map<std::string, int64_t> containerPlacementHints(int64_t* localityAwareTasks) const;
   // Stage ids ("<jobId>/<stage>") with blocks on the executor.
   std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
+  // Graceful decommissioning. The task outputs on the executor worth handing to a peer: shuffle
+  // output a stage of its running job still has to read, and a persisted stage's blocks.
+  std::vector<OutputToMigrate> outputsToMigrate(const std::string& executorId) const;
+  // A peer took a task output off `fromExecutor`: its readers fetch it from `toExecutor` (on
+  // `toNode`) from now on, and the allocation policy hears that the peer holds the data. False
+  // when the output is no longer the one on `fromExecutor` (lost or made again meanwhile).
+  bool outputMigrated(const std::string& stageId, int64_t index, const std::string& fromExecutor,
+                      const std::string& toExecutor, const std::string& toNode);
   const BlockRegistry& blocks() const { return blocks_; }
 
   // Recovery (issue 12): what an earlier AM attempt journaled, replayed into a fresh scheduler

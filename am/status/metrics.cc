@@ -49,6 +49,13 @@ AmMetrics::AmMetrics()
                                   "Calls to the resource manager by call (register, allocate, "
                                   "launch, unregister) and outcome (ok, error)",
                                   {"call", "outcome"})),
+      executorsRemoved(registry.counter(
+          "tide_allocation_executors_removed_total",
+          "Executors gone, by reason (Spark's SPARK-33763 counters): gracefully_decommissioned "
+          "(after handing over its blocks), decommission_unfinished (gone while decommissioning, "
+          "or forced out), driver_killed (released by the policy without decommissioning), "
+          "exited_unexpectedly (lost, exited, excluded)",
+          {"reason"})),
       rmRequestDuration(registry.histogram("tide_rm_request_duration_seconds",
                                            "Latency of calls to the resource manager",
                                            metrics::exponentialBuckets(0.0005, 2, 14), {"call"})),
@@ -60,6 +67,11 @@ AmMetrics::AmMetrics()
       executorsIdle(executors.labels({"idle"})),
       executorsPending(executors.labels({"pending"})),
       executorsPendingRemoval(executors.labels({"pending_removal"})),
+      executorsDecommissioning(executors.labels({"decommissioning"})),
+      executorsGracefullyDecommissioned(executorsRemoved.labels({"gracefully_decommissioned"})),
+      executorsDecommissionUnfinished(executorsRemoved.labels({"decommission_unfinished"})),
+      executorsDriverKilled(executorsRemoved.labels({"driver_killed"})),
+      executorsExitedUnexpectedly(executorsRemoved.labels({"exited_unexpectedly"})),
       tasksPending(tasks.labels({"pending"})),
       tasksRunning(tasks.labels({"running"})),
       taskDurationSeconds(taskDuration.get()),

@@ -26,11 +26,14 @@ struct AmMetrics {
   metrics::Counter& tasksSucceeded;        // children of tasksCompleted, looked up once:
   metrics::Counter& tasksFailed;           // a task's end costs one atomic add
   metrics::Counter& tasksKilled;
-  metrics::HistogramFamily& taskDuration;       // seconds, per finished task
-  metrics::HistogramFamily& tickDuration;       // seconds, per allocation tick
-  metrics::CounterFamily& decisions;            // action: raise_target, remove, ...
-  metrics::CounterFamily& executorFailures;     // cause: exit, memory, launch, heartbeat, ...
-  metrics::CounterFamily& rmRequests;           // call, outcome: ok, error
+  metrics::HistogramFamily& taskDuration;    // seconds, per finished task
+  metrics::HistogramFamily& tickDuration;    // seconds, per allocation tick
+  metrics::CounterFamily& decisions;         // action: raise_target, remove, ...
+  metrics::CounterFamily& executorFailures;  // cause: exit, memory, launch, heartbeat, ...
+  metrics::CounterFamily& rmRequests;        // call, outcome: ok, error
+  // reason (Spark's SPARK-33763 counters): gracefully_decommissioned, decommission_unfinished,
+  // driver_killed, exited_unexpectedly.
+  metrics::CounterFamily& executorsRemoved;
   metrics::HistogramFamily& rmRequestDuration;  // call
   metrics::Gauge& uptimeSeconds;
 
@@ -40,6 +43,11 @@ struct AmMetrics {
   metrics::Gauge& executorsIdle;
   metrics::Gauge& executorsPending;
   metrics::Gauge& executorsPendingRemoval;
+  metrics::Gauge& executorsDecommissioning;
+  metrics::Counter& executorsGracefullyDecommissioned;
+  metrics::Counter& executorsDecommissionUnfinished;
+  metrics::Counter& executorsDriverKilled;
+  metrics::Counter& executorsExitedUnexpectedly;
   metrics::Gauge& tasksPending;
   metrics::Gauge& tasksRunning;
   metrics::Histogram& taskDurationSeconds;

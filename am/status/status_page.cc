@@ -51,6 +51,7 @@ form.bounds button { padding: 3px 10px; border: 1px solid #1d4ed8; background: v
 .BUSY { background: #ffedd5; color: #9a3412; }
 .IDLE { background: #dcfce7; color: #166534; }
 .PENDING_REMOVAL { background: #fee2e2; color: #991b1b; }
+.DECOMMISSIONING { background: #fef3c7; color: #92400e; }
 .RUNNING { background: #dbeafe; color: #1e40af; }
 .SUCCEEDED { background: #dcfce7; color: #166534; }
 .FAILED { background: #fee2e2; color: #991b1b; }
@@ -96,7 +97,7 @@ form.bounds button { padding: 3px 10px; border: 1px solid #1d4ed8; background: v
 .clamp { display: -webkit-box; -webkit-line-clamp: 3; -webkit-box-orient: vertical;
   overflow: hidden; overflow-wrap: anywhere; }
 .more { color: var(--muted); font-size: 11px; font-style: italic; margin-top: 4px; }
-.pill.idle_timeout { background: #f1f5f9; color: #334155; }
+.pill.idle_timeout, .pill.decommissioned { background: #f1f5f9; color: #334155; }
 .pill.heartbeat_timeout, .pill.memory, .pill.exit, .pill.node_lost, .pill.lost
   { background: #fee2e2; color: #991b1b; }
 .pill.preempted, .pill.killed, .pill.released, .pill.success { background: #fef3c7; color: #92400e; }
@@ -397,7 +398,8 @@ const MAX_BARS = 60, MAX_STAGE_LANES = 4, MAX_JOB_MARKS = 20;
 const REASONS = { idle_timeout: "idle timeout", heartbeat_timeout: "lost (no heartbeat)",
   memory: "killed for memory", exit: "exited with an error", preempted: "preempted",
   node_lost: "node lost", killed: "killed", released: "released", success: "exited",
-  excluded: "excluded for failures" };
+  excluded: "excluded for failures", decommissioned: "decommissioned",
+  decommission_unfinished: "decommission unfinished" };
 function reasonLabel(r) { return REASONS[r] || r; }
 // Documents without a field (an older AM's, an event log's) draw as if it were empty.
 function removedOf(ex) { return ex.removed || []; }

@@ -25,6 +25,9 @@ struct ExecutorStatus {
   int64_t pid = 0;
   int runningTasks = 0;
   bool pendingRemoval = false;
+  bool decommissioning = false;  // handing its blocks to peers before it goes
+  int64_t migrationsLeft = 0;    // task outputs still to hand over, while decommissioning
+  int64_t blocksMigrated = 0;    // blocks peers took so far, while decommissioning
   TimeMs registeredAt = -1;
   TimeMs idleSince = -1;  // -1 while busy
   bool holdsCachedData = false;

@@ -231,11 +231,48 @@ const JsonFields<ExecutorRegistered>& registeredFields() {
   return fields;
 }
 
+// A migration names blocks by relative paths that cannot leave the block store.
+void readMigrationBlocks(const JsonObjectReader& reader, BlockMigration& migration) {
+  migration.blocks = JsonValueCodec<std::vector<std::string>>::optional(reader, "blocks", {});
+  for (size_t i = 0; i < migration.blocks.size(); ++i) {
+    const std::string& path = migration.blocks[i];
+    if (path.empty() || path.find("..") != std::string::npos || path.front() == '/') {
+      throw JsonFieldError(reader.fieldPath("blocks") + "[" + std::to_string(i) + "]",
+                           "expected a relative block path without '..'");
+    }
+  }
+}
+
+const JsonFields<BlockMigration>& blockMigrationFields() {
+  using M = BlockMigration;
+  static const JsonFields<M> fields =
+      JsonFields<M>()
+          .required("id", &M::id, atLeast<int64_t>(1))
+          .required("fromExecutor", &M::fromExecutor, nonEmpty())
+          .optional("url", &M::url, "")
+          .custom("blocks", readMigrationBlocks, [](JsonWriter& out, const M& value) {
+            out.key("blocks");
+            JsonValueCodec<std::vector<std::string>>::write(out, value.blocks);
+          });
+  return fields;
+}
+
+const JsonFields<BlockMigrationResult>& blockMigrationResultFields() {
+  using R = BlockMigrationResult;
+  static const JsonFields<R> fields = JsonFields<R>()
+                                          .required("id", &R::id, atLeast<int64_t>(1))
+                                          .required("ok", &R::ok)
+                                          .optional("reason", &R::reason, "");
+  return fields;
+}
+
 const JsonFields<ExecutorSync>& syncFields() {
   using S = ExecutorSync;
   static const JsonFields<S> fields =
       JsonFields<S>()
           .objects("updates", &S::updates, taskStatusUpdateFields(), /*required=*/false)
+          .objects("migrated", &S::migrated, blockMigrationResultFields(), /*required=*/false)
+          .writeIf([](const S& value) { return !value.migrated.empty(); })
           .custom("running", readIds("running", &S::running), writeIds("running", &S::running))
           .required("freeSlots", &S::freeSlots, atLeast(0))
           .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0));
@@ -250,7 +287,9 @@ const JsonFields<ExecutorSyncReply>& syncReplyFields() {
           .custom("kills", readIds("kills", &R::kills), writeIds("kills", &R::kills))
           .optional("shutdown", &R::shutdown, false)
           .optional("dropBlocks", &R::dropBlocks, {})
-          .writeIf([](const R& value) { return !value.dropBlocks.empty(); });
+          .writeIf([](const R& value) { return !value.dropBlocks.empty(); })
+          .objects("migrations", &R::migrations, blockMigrationFields(), /*required=*/false)
+          .writeIf([](const R& value) { return !value.migrations.empty(); });
   return fields;
 }
 

@@ -104,8 +104,26 @@ struct TaskStatusUpdate {
   BlockInput failedInput;           // FETCH_FAILED
 };
 
+// Graceful decommissioning (decommission.enabled with storage.decommission.enabled): the AM asks
+// a peer to take one task output off an executor that is leaving. The peer fetches `blocks`
+// from `url` (the leaving executor's block server, as a task fetches its inputs), keeps them
+// under the same block paths, and reports how it went in its next sync.
+struct BlockMigration {
+  int64_t id = 0;                   // the AM's, echoed in the result
+  std::string fromExecutor;         // the decommissioning executor
+  std::string url;                  // its block server
+  std::vector<std::string> blocks;  // "<jobId>/<stageId>/<index>/part-<n>", one task's output
+};
+
+struct BlockMigrationResult {
+  int64_t id = 0;
+  bool ok = false;
+  std::string reason;  // why not, when it failed
+};
+
 struct ExecutorSync {
   std::vector<TaskStatusUpdate> updates;
+  std::vector<BlockMigrationResult> migrated;  // migrations done (or failed) since the last one
   std::vector<int64_t> running;  // tasks still running here, so the AM can spot lost ones
   int freeSlots = 0;
   int64_t maxWaitMs = 0;  // how long the AM may hold this request when it has nothing to send
@@ -118,6 +136,8 @@ struct ExecutorSyncReply {
   // Block prefixes "<jobId>/<stageId>" whose files the executor deletes (shuffle data of an
   // ended job, unpersisted stages).
   std::vector<std::string> dropBlocks;
+  // Outputs of a decommissioning executor this executor is to take (BlockMigration).
+  std::vector<BlockMigration> migrations;
 };
 
 // The output commit protocol (Spark's OutputCommitCoordinator): a command task that exited 0

@@ -114,6 +114,23 @@ TEST(AllocationConfigTest, DynamicAllocationWithoutShuffleTrackingIsRefused) {
       nullptr));
 }
 
+// Spark's third way (ExecutorAllocationManager.validateSettings): decommissioning with shuffle
+// block migration keeps shuffle data without tracking; without the migration it is refused.
+TEST(AllocationConfigTest, DecommissioningWithShuffleBlockMigrationStandsInForShuffleTracking) {
+  const AllocationConfig config = AllocationConfig::fromProperties(
+      fromFile({{"dynamicAllocation.shuffleTracking.enabled", "false"},
+                {"decommission.enabled", "true"}}),
+      nullptr);
+  EXPECT_TRUE(config.decommissionEnabled);
+  EXPECT_FALSE(config.shuffleTrackingEnabled);
+  EXPECT_THAT(errorOf(fromFile({{"dynamicAllocation.shuffleTracking.enabled", "false"},
+                                {"decommission.enabled", "true"},
+                                {"storage.decommission.shuffleBlocks.enabled", "false"}})),
+              HasSubstr("decommission.enabled=true"));
+  EXPECT_FALSE(AllocationConfig::fromProperties(fromFile({}), nullptr).decommissionEnabled)
+      << "off by default, as in Spark";
+}
+
 TEST(AllocationConfigTest, InitialBelowMinWarnsAndUsesMin) {
   const Adjusted initial = adjustedInitial(fromFile(
       {{"dynamicAllocation.minExecutors", "3"}, {"dynamicAllocation.initialExecutors", "1"}}));

@@ -209,6 +209,37 @@ TEST_F(AllocationTest, ShuffleTrackingTimeoutAppliesOnlyAfterTheJobEnds) {
   EXPECT_EQ(tickAt(3600100).toRemove, (std::vector<ExecutorId>{"e1"}));
 }
 
+// decommission.enabled: an idle executor the policy lets go is decommissioned, not killed, and
+// the decision says so; while it decommissions it is neither timed out again nor counted among
+// the executors that can go (Spark's removeExecutors with decommissioning).
+TEST_F(AllocationTest, DecommissionedRatherThanKilledWithDecommissioning) {
+  config.decommissionEnabled = true;
+  config.bounds.minExecutors = 1;
+  addExecutors(1, 3);
+  const TickResult result = tickAt(60000);
+  EXPECT_TRUE(result.toRemove.empty());
+  EXPECT_EQ(result.toDecommission, (std::vector<ExecutorId>{"e1", "e2"})) << "min 1 keeps e3";
+  expectDecision(result, 1, Decision::Action::kDecommission, "decommissioning e1: idle for 60.0s");
+  EXPECT_EQ(manager().snapshot().decommissioning, 2);
+  EXPECT_EQ(manager().monitor().expiryOf(*manager().monitor().find("e1")).why, "decommissioning");
+  EXPECT_TRUE(tickAt(120000).toDecommission.empty()) << "e3 is the last one not decommissioning";
+  manager().onExecutorAdded("e4");
+  EXPECT_EQ(tickAt(180000).toDecommission, (std::vector<ExecutorId>{"e3"}));
+}
+
+// Without shuffle tracking (allowed with decommissioning and shuffle block migration, as in
+// Spark), shuffle data of a running job no longer holds an idle executor: it goes at
+// executorIdleTimeout, to be decommissioned and its blocks migrated.
+TEST_F(AllocationTest, WithoutShuffleTrackingShuffleDataOfARunningJobDoesNotHoldAnExecutor) {
+  config.decommissionEnabled = true;
+  config.shuffleTrackingEnabled = false;
+  addExecutors(1, 1);
+  manager().onShuffleOutput("e1", "job-1/map");
+  EXPECT_EQ(manager().monitor().expiryOf(*manager().monitor().find("e1")).why,
+            "idle (executorIdleTimeout=1min)");
+  EXPECT_EQ(tickAt(60000).toDecommission, (std::vector<ExecutorId>{"e1"}));
+}
+
 // Spark's ExecutorAllocationManager: with several tasks per executor, one executor needed and
 // a speculative copy pending, one more executor (the copy may not run beside its original).
 TEST_F(AllocationTest, SpeculativeCopyNeedsASecondExecutorWhenOneHoldsEveryTask) {

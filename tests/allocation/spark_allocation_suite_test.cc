@@ -61,9 +61,12 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
  protected:
   SparkSuite() { createConf(); }
 
-  // Spark's createConf(minExecutors = 1, maxExecutors = 5, initialExecutors = 1).
-  void createConf(int minExecutors = 1, int maxExecutors = 5, int initialExecutors = 1) {
+  // Spark's createConf(minExecutors = 1, maxExecutors = 5, initialExecutors = 1,
+  // decommissioningEnabled = false).
+  void createConf(int minExecutors = 1, int maxExecutors = 5, int initialExecutors = 1,
+                  bool decommissioningEnabled = false) {
     config.bounds = {minExecutors, initialExecutors, maxExecutors};
+    config.decommissionEnabled = decommissioningEnabled;
     config.schedulerBacklogTimeout = kSchedulerBacklogTimeout;
     config.sustainedSchedulerBacklogTimeout = kSustainedSchedulerBacklogTimeout;
     config.executorIdleTimeout = kExecutorIdleTimeout;
@@ -93,12 +96,25 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
     return ids;
   }
 
+  std::set<ExecutorId> executorsDecommissioning() {
+    std::set<ExecutorId> ids;
+    for (const ExecutorTracker* tracker : manager().monitor().all()) {
+      if (tracker->decommissioning) ids.insert(tracker->id);
+    }
+    return ids;
+  }
+  // Spark's executorAllocationManagerSource counters (SPARK-33763).
+  const RemovalCounts& removals() { return manager().monitor().removalCounts(); }
+
   // Executors past their idle deadline and not being removed (Spark's
   // executorMonitor.timedOutExecutors()).
   size_t timedOutExecutorCount() {
     size_t n = 0;
     for (const ExecutorTracker* tracker : manager().monitor().all()) {
-      if (!tracker->pendingRemoval && tracker->timeoutAt <= clock.nowMs()) ++n;
+      if (!tracker->pendingRemoval && !tracker->decommissioning &&
+          tracker->timeoutAt <= clock.nowMs()) {
+        ++n;
+      }
     }
     return n;
   }
@@ -107,7 +123,11 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
     manager().onExecutorAdded(id);
     if (pinned_) manager().onBlocksCached(id, pin(id));
   }
-  void onExecutorRemoved(const ExecutorId& id) { manager().onExecutorRemoved(id); }
+  // Spark's onExecutorRemoved(manager, id, reason): the one reason the counters tell apart is
+  // ExecutorLossMessage.decommissionFinished.
+  void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther) {
+    manager().onExecutorRemoved(id, exit);
+  }
 
   // Spark's onExecutorBusy/onExecutorIdle: a task of stage 1 attempt 1, never submitted, starts
   // or ends on the executor.
@@ -129,17 +149,19 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
   std::vector<ExecutorId> removeExecutors(const std::vector<ExecutorId>& ids) {
     for (const ExecutorId& id : ids) manager().onBlocksUncached(pin(id));
     const TickResult result = manager().tick();
+    // Killed or, with decommissioning, decommissioned: Spark's call returns both alike.
+    std::vector<ExecutorId> released = result.toRemove;
+    released.insert(released.end(), result.toDecommission.begin(), result.toDecommission.end());
     std::vector<ExecutorId> removed;
     for (const ExecutorId& id : ids) {
-      const bool released =
-          std::find(result.toRemove.begin(), result.toRemove.end(), id) != result.toRemove.end();
-      if (released) {
+      const bool wasReleased = std::find(released.begin(), released.end(), id) != released.end();
+      if (wasReleased) {
         removed.push_back(id);
       } else if (manager().monitor().find(id) != nullptr) {
         manager().onBlocksCached(id, pin(id));
       }
     }
-    EXPECT_EQ(removed.size(), result.toRemove.size()) << "released an executor not asked for";
+    EXPECT_EQ(removed.size(), released.size()) << "released an executor not asked for";
     return removed;
   }
   bool removeExecutor(const ExecutorId& id) {
@@ -797,6 +819,57 @@ TEST_F(SparkSuite, RemoveExecutors) {
   EXPECT_TRUE(executorsPendingToRemove().empty());
 }
 
+// Spark: "SPARK-33763: metrics to track dynamic allocation (decommissionEnabled=false)"
+TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionDisabled) {
+  createConf(3, 5, 3);
+  directCalls();
+  addExecutors(1, 5);
+
+  EXPECT_TRUE(executorsPendingToRemove().empty());
+  EXPECT_EQ(removeExecutors({"1", "2"}), (Ids{"1", "2"}));
+  EXPECT_EQ(executorsPendingToRemove().count("1"), 1u);
+  EXPECT_EQ(executorsPendingToRemove().count("2"), 1u);
+
+  onExecutorRemoved("1");  // "driver requested exit"
+  EXPECT_EQ(removals().driverKilled, 1);
+  EXPECT_EQ(removals().exitedUnexpectedly, 0);
+
+  onExecutorRemoved("2");  // "another driver requested exit"
+  EXPECT_EQ(removals().driverKilled, 2);
+  EXPECT_EQ(removals().exitedUnexpectedly, 0);
+
+  onExecutorRemoved("3");  // "this will be an unexpected exit"
+  EXPECT_EQ(removals().driverKilled, 2);
+  EXPECT_EQ(removals().exitedUnexpectedly, 1);
+}
+
+// Spark: "SPARK-33763: metrics to track dynamic allocation (decommissionEnabled = true)"
+TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionEnabled) {
+  createConf(3, 5, 3, /*decommissioningEnabled=*/true);
+  directCalls();
+  addExecutors(1, 5);
+
+  EXPECT_TRUE(executorsPendingToRemove().empty());
+  EXPECT_EQ(removeExecutors({"1", "2"}), (Ids{"1", "2"}));
+  EXPECT_EQ(executorsDecommissioning().count("1"), 1u);
+  EXPECT_EQ(executorsDecommissioning().count("2"), 1u);
+
+  onExecutorRemoved("1", ExecutorExit::kDecommissionFinished);
+  EXPECT_EQ(removals().gracefullyDecommissioned, 1);
+  EXPECT_EQ(removals().decommissionUnfinished, 0);
+  EXPECT_EQ(removals().exitedUnexpectedly, 0);
+
+  onExecutorRemoved("2");  // "stopped before gracefully finished"
+  EXPECT_EQ(removals().gracefullyDecommissioned, 1);
+  EXPECT_EQ(removals().decommissionUnfinished, 1);
+  EXPECT_EQ(removals().exitedUnexpectedly, 0);
+
+  onExecutorRemoved("3");  // "this will be an unexpected exit"
+  EXPECT_EQ(removals().gracefullyDecommissioned, 1);
+  EXPECT_EQ(removals().decommissionUnfinished, 1);
+  EXPECT_EQ(removals().exitedUnexpectedly, 1);
+}
+
 // Spark: "remove multiple executors"
 TEST_F(SparkSuite, RemoveMultipleExecutors) {
   createConf(5, 10, 5);
@@ -1092,6 +1165,69 @@ TEST_F(SparkSuite, MockPollingLoopRemoveBehavior) {
   clock.advance(kExecutorIdleTimeout);
   schedule();
   EXPECT_EQ(executorsPendingToRemove().size(), 6u);  // limit reached (1 executor remaining)
+}
+
+// Spark: "mock polling loop remove with decommissioning"
+TEST_F(SparkSuite, MockPollingLoopRemoveWithDecommissioning) {
+  clock.set(2020);
+  createConf(1, 20, 1, /*decommissioningEnabled=*/true);
+
+  // Remove idle executors on timeout
+  onExecutorAdded("executor-1");
+  onExecutorAdded("executor-2");
+  onExecutorAdded("executor-3");
+  EXPECT_TRUE(executorsDecommissioning().empty());
+  EXPECT_TRUE(executorsPendingToRemove().empty());
+
+  // idle threshold not reached yet
+  clock.advance(kExecutorIdleTimeout / 2);
+  schedule();
+  EXPECT_EQ(timedOutExecutorCount(), 0u);
+  EXPECT_TRUE(executorsPendingToRemove().empty());
+  EXPECT_TRUE(executorsDecommissioning().empty());
+
+  // idle threshold exceeded
+  clock.advance(kExecutorIdleTimeout);
+  EXPECT_EQ(timedOutExecutorCount(), 3u);
+  schedule();
+  EXPECT_TRUE(executorsPendingToRemove().empty());   // limit reached (1 executor remaining)
+  EXPECT_EQ(executorsDecommissioning().size(), 2u);  // limit reached (1 executor remaining)
+
+  // Mark a subset as busy - only idle executors should be removed
+  onExecutorAdded("executor-4");
+  onExecutorAdded("executor-5");
+  onExecutorAdded("executor-6");
+  onExecutorAdded("executor-7");
+  EXPECT_EQ(executorCount(), 7);
+  EXPECT_TRUE(executorsPendingToRemove().empty());   // no pending to be removed
+  EXPECT_EQ(executorsDecommissioning().size(), 2u);  // 2 decommissioning
+  onExecutorBusy("executor-4");
+  onExecutorBusy("executor-5");
+  onExecutorBusy("executor-6");  // 3 busy and 2 idle (of the 5 active ones)
+
+  // after scheduling, the previously timed out executor should be removed, since there are new
+  // active ones.
+  schedule();
+  EXPECT_EQ(executorsDecommissioning().size(), 3u);
+
+  // advance the clock so that idle executors should time out and move to the pending list
+  clock.advance(kExecutorIdleTimeout);
+  schedule();
+  EXPECT_EQ(executorsPendingToRemove().size(), 0u);
+  EXPECT_EQ(executorsDecommissioning().size(), 4u);
+  EXPECT_EQ(executorsDecommissioning().count("executor-4"), 0u);
+  EXPECT_EQ(executorsDecommissioning().count("executor-5"), 0u);
+  EXPECT_EQ(executorsDecommissioning().count("executor-6"), 0u);
+
+  // Busy executors are now idle and should be removed
+  onExecutorIdle("executor-4");
+  onExecutorIdle("executor-5");
+  onExecutorIdle("executor-6");
+  schedule();
+  EXPECT_EQ(executorsDecommissioning().size(), 4u);
+  clock.advance(kExecutorIdleTimeout);
+  schedule();
+  EXPECT_EQ(executorsDecommissioning().size(), 6u);  // limit reached (1 executor remaining)
 }
 
 // Spark: "listeners trigger add executors correctly"

@@ -34,6 +34,29 @@ TEST(BlockRegistryTest, RegistersOutputsAndReportsWhatIsMissing) {
   EXPECT_EQ(registry.numTasks("job-1/map"), 3);
 }
 
+// Graceful decommissioning: a migrated output is read from the peer, and leaving the
+// decommissioned executor no longer loses it; a copy of an output that was lost or made again
+// elsewhere meanwhile is not used.
+TEST(BlockRegistryTest, AMigratedOutputMovesToItsPeerAndSurvivesItsFormerHolder) {
+  BlockRegistry registry;
+  registry.registerOutput("job-1/map", 3, 0, output("e3", "n2", {{0, 5}}));
+  registry.registerOutput("job-1/map", 3, 1, output("e3", "n2", {{0, 6}}));
+  registry.registerOutput("job-1/map", 3, 2, output("e1", "n1", {{0, 7}}));
+  EXPECT_THAT(registry.outputsOn("e3"),
+              ElementsAre(std::pair<std::string, int64_t>{"job-1/map", 0},
+                          std::pair<std::string, int64_t>{"job-1/map", 1}));
+  EXPECT_TRUE(registry.moveOutput("job-1/map", 0, "e3", "e1", "n1"));
+  EXPECT_EQ(registry.output("job-1/map", 0)->executorId, "e1");
+  EXPECT_EQ(registry.output("job-1/map", 0)->node, "n1");
+  EXPECT_EQ(registry.output("job-1/map", 0)->partitionSize(0), 5) << "the sizes go with it";
+  EXPECT_FALSE(registry.moveOutput("job-1/map", 2, "e3", "e1", "n1")) << "not on e3";
+  EXPECT_FALSE(registry.moveOutput("job-1/other", 0, "e3", "e1", "n1"));
+  // e3 leaves with what it still holds: only the output not migrated is lost.
+  EXPECT_THAT(registry.removeExecutor("e3")["job-1/map"], ElementsAre(1));
+  EXPECT_THAT(registry.missingOutputs("job-1/map"), ElementsAre(1));
+  EXPECT_FALSE(registry.moveOutput("job-1/map", 1, "e3", "e1", "n1")) << "lost meanwhile";
+}
+
 TEST(BlockRegistryTest, ALostExecutorTakesItsOutputsOfEveryStage) {
   BlockRegistry registry;
   registry.registerOutput("job-1/a", 2, 0, output("e1", "n1", {{0, 1}}));

@@ -33,7 +33,8 @@ std::vector<JournalRecord> sampleRecords() {
       JournalRecord::taskCommitted(1, "job-1", "map", 0, 0, "e1", "n1", 120, {{0, 512}, {1, 80}}),
       JournalRecord::stageDone("job-1", "map"),
       JournalRecord::boundsChanged(0, 1, 2),
-      JournalRecord::unpersisted("job-1/map")};
+      JournalRecord::unpersisted("job-1/map"),
+      JournalRecord::outputMigrated("job-1/map", 0, "e1", "e2", "n2")};
 }
 
 std::string encodeAll(const std::vector<JournalRecord>& records) {
@@ -59,6 +60,12 @@ TEST(RecoveryJournalTest, EveryRecordSurvivesEncodingAndDecoding) {
   ASSERT_EQ(commit.blocks.size(), 2u);
   EXPECT_EQ(commit.blocks[0].size, 512);
   EXPECT_EQ(decoded.records[3].url, "http://h:1");
+  const JournalRecord& migrated = decoded.records[10];
+  EXPECT_EQ(migrated.kind, Kind::kMigrate);
+  EXPECT_EQ(migrated.stageId, "job-1/map");
+  EXPECT_EQ(migrated.executorId, "e1");
+  EXPECT_EQ(migrated.toExecutor, "e2");
+  EXPECT_EQ(migrated.node, "n2");
   EXPECT_EQ(encodeJournalHeader(), "tide-am-journal 2\n");
 }
 
@@ -84,6 +91,38 @@ TEST(RecoveryJournalTest, AFutureVersionIsAClearErrorNotAFreshStart) {
   } catch (const JournalError& e) {
     EXPECT_THAT(e.what(), HasSubstr("/s/am-journal:1: journal version 3"));
     EXPECT_THAT(e.what(), HasSubstr("reads version 2"));
+  }
+}
+
+// Launches and commits (nearly every record) are read without a JSON document when written as
+// the AM writes them; whatever else they hold is read by the JSON reader, with the same result.
+TEST(RecoveryJournalTest, TaskRecordsReadTheSameWhateverTheirStrings) {
+  for (const std::string& id :
+       {std::string("plain"), std::string("quo\"te"), std::string("back\\slash"),
+        std::string("\xc3\xa9t\xc3\xa9"), std::string("")}) {
+    SCOPED_TRACE(id);
+    const std::vector<JournalRecord> records = {
+        JournalRecord::taskLaunched(123456789012, "job-" + id, id, 42, 3, "e" + id),
+        JournalRecord::taskCommitted(7, "job-1", id, 0, 0, "e1", id, 9, {}),
+        JournalRecord::taskCommitted(8, "job-1", id, 1, 2, "e1", "n1", 0, {{0, 5}, {3, 1}})};
+    for (const JournalRecord& r : records) {
+      std::string line = encodeJournalRecord(r);
+      line.pop_back();
+      EXPECT_EQ(encodeJournalRecord(decodeJournalRecord(line)), line + "\n");
+    }
+  }
+  const std::string launch =
+      R"({"t":"launch","task":1,"job":"j","stage":"s","index":2,"attempt":0,"executor":"e1"})";
+  EXPECT_EQ(decodeJournalRecord(launch).index, 2);
+  // What is not JSON stays refused, read either way.
+  for (const std::string& bad :
+       {launch + "x",
+        std::string(R"({"t":"launch","task":01,"job":"j","stage":"s","index":2,)"
+                    R"("attempt":0,"executor":"e1"})"),
+        launch.substr(0, launch.size() - 1) + R"(,"task":2})",
+        std::string(R"({"t":"launch","task":1,"job":"j)") + '\x01' +
+            R"(","stage":"s","index":2,"attempt":0,"executor":"e1"})"}) {
+    EXPECT_THROW(decodeJournalRecord(bad), std::exception) << bad;
   }
 }
 
@@ -208,6 +247,23 @@ TEST(SchedulerRecoveryTest, CommittedTasksAreNotOfferedAgainAndNumbersContinue) 
   ASSERT_EQ(reduce.size(), 1u);
   ASSERT_EQ(reduce[0].inputs.size(), 1u);  // only map[0] wrote a block
   EXPECT_EQ(reduce[0].inputs[0].executorId, "e1");
+}
+
+// Graceful decommissioning before the restart: an output committed on e1 and then migrated to e2
+// is looked for on e2, which still holds it when it registers again; nothing runs again.
+TEST(SchedulerRecoveryTest, AMigratedOutputIsKeptWhereItWasMigratedTo) {
+  ManualClock clock{1000};
+  TaskScheduler scheduler(SchedulerConfig{}, clock, 1);
+  scheduler.submitJob(parseJob(R"({"name":"j","stages":[{"id":"map","tasks":1,"command":["x"]},)"
+                               R"({"id":"red","depends_on":["map"],"tasks":1,"command":["y"]}]})"));
+  EXPECT_EQ(scheduler.restoreCommitted("job-1", "map", 0, 0, "e1", "n1", 10, {{0, 5}}), "");
+  EXPECT_TRUE(scheduler.outputMigrated("job-1/map", 0, "e1", "e2", "n2"));
+  EXPECT_EQ(scheduler.keepOnlyHeldOutputs("e2", {"job-1/map/0/part-0"}, "e2 came back"), 0);
+  const auto reduce = scheduler.resourceOffers({WorkerOffer{"e2", "n2", 1}});
+  ASSERT_EQ(reduce.size(), 1u);
+  EXPECT_EQ(reduce[0].stageId, "red") << "the map output was not made again";
+  ASSERT_EQ(reduce[0].inputs.size(), 1u);
+  EXPECT_EQ(reduce[0].inputs[0].executorId, "e2");
 }
 
 TEST(SchedulerRecoveryTest, AStageWhollyCommittedCompletesAndTheJobEndsOnReplay) {

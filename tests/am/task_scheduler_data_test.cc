@@ -172,6 +172,36 @@ TEST_F(SchedulerDataTest, FinalStagesCollectIntoTheOutputAndShuffleIsReleasedAtJ
       JobError);
 }
 
+// Graceful decommissioning: e1's map output is worth migrating while the reduce has to read it;
+// once a peer took it, the reduce reads it there and e1's removal re-runs nothing.
+TEST_F(SchedulerDataTest, AMigratedOutputIsReadFromItsPeerAndNothingRunsAgain) {
+  config.localityWaits = {0, 0, 0};
+  scheduler().submitJob(parseJob(kMapReduce));
+  runMaps();
+  const std::vector<OutputToMigrate> outputs = scheduler().outputsToMigrate("e1");
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].stageId, "job-1/map");
+  EXPECT_EQ(outputs[0].index, 0);
+  EXPECT_FALSE(outputs[0].cached);
+  EXPECT_THAT(outputs[0].blocks,
+              ElementsAre("job-1/map/0/part-0", "job-1/map/0/part-1", "job-1/map/0/part-2"));
+  listener.events.clear();
+  EXPECT_TRUE(scheduler().outputMigrated("job-1/map", 0, "e1", "e2", "node-e2"));
+  EXPECT_THAT(listener.events, ElementsAre("shuffle e2 job-1/map"));
+  EXPECT_FALSE(scheduler().outputMigrated("job-1/map", 0, "e1", "e2", "node-e2")) << "moved";
+  scheduler().executorRemoved("e1");
+  EXPECT_EQ(stageReruns("job-1", "map"), 0);
+  auto reduces = offer("e3", 3);
+  ASSERT_EQ(reduces.size(), 3u);
+  for (const auto& launch : reduces) {
+    for (const auto& input : launch.inputs) EXPECT_EQ(input.executorId, "e2") << input.path;
+  }
+  EXPECT_EQ(scheduler().outputsToMigrate("e2").size(), 2u)
+      << "both map outputs are on e2 now, read until the reduce stage succeeds";
+  for (const auto& launch : reduces) scheduler().statusUpdate(finished(launch.taskId), "e3");
+  EXPECT_TRUE(scheduler().outputsToMigrate("e2").empty()) << "nobody reads them any more";
+}
+
 TEST_F(SchedulerDataTest, ALostExecutorsOutputsAreMadeAgainBeforeTheReduceGoesOn) {
   config.localityWaits = {0, 0, 0};
   scheduler().submitJob(parseJob(kMapReduce));

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "executor/block_fetcher.h"
+#include "executor/block_migrator.h"
 #include "executor/block_server.h"
 #include "executor/block_store.h"
 #include "tests/support/files.h"
@@ -185,6 +186,37 @@ TEST_F(BlockTransferTest, TheServerListensOnlyOnItsConfiguredHost) {
   EXPECT_EQ(error, ECONNREFUSED);
   auto fetched = fetcher().fetchAll({input("holder", 0)}, dir_.path() / "in");
   EXPECT_FALSE(fetched) << "still served on 127.0.0.1";
+}
+
+// Graceful decommissioning: a peer takes a leaving executor's task output, which it then holds
+// under the same block path (and serves and reports as its own); a migration that cannot fetch
+// every block keeps none of them.
+TEST_F(BlockTransferTest, AMigrationKeepsTheLeavingExecutorsBlocksUnderTheirPaths) {
+  const BlockFetcher reader = fetcher();
+  BlockMigrator migrator(readerStore_, reader);
+  rest::BlockMigration migration;
+  migration.id = 7;
+  migration.fromExecutor = "holder";
+  migration.url = "http://127.0.0.1:" + std::to_string(port_);
+  migration.blocks = {"job-1/map/0/part-1"};
+  const rest::BlockMigrationResult done = migrator.migrate(migration);
+  EXPECT_EQ(done.id, 7);
+  EXPECT_TRUE(done.ok) << done.reason;
+  ASSERT_TRUE(readerStore_.find("job-1/map/0/part-1"));
+  EXPECT_EQ(readFile(*readerStore_.find("job-1/map/0/part-1")), "remote bytes");
+  EXPECT_THAT(readerStore_.heldBlocks(), ::testing::Contains("job-1/map/0/part-1"));
+
+  migration.id = 8;
+  migration.blocks = {"job-1/map/0/part-1", "job-1/map/5/part-0"};
+  const rest::BlockMigrationResult failed = migrator.migrate(migration);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_THAT(failed.reason, HasSubstr("404"));
+  EXPECT_FALSE(readerStore_.find("job-1/map/5/part-0"));
+  for (const auto& entry : fs::directory_iterator(readerStore_.root())) {
+    EXPECT_EQ(entry.path().filename().string().rfind(".migrating", 0), std::string::npos)
+        << "scratch left behind: " << entry.path();
+  }
+  EXPECT_THROW(readerStore_.adopt("../escape/part-0", dir_.path() / "x"), std::invalid_argument);
 }
 
 TEST_F(BlockTransferTest, AHolderWithoutAnAddressIsAFailure) {

@@ -182,6 +182,32 @@ TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
   EXPECT_TRUE(back.shutdown);
 }
 
+// Graceful decommissioning: the AM's migrations for a peer and the peer's results.
+TEST(ExecutorMessagesTest, MigrationsAndTheirResultsRoundTrip) {
+  ExecutorSyncReply reply;
+  reply.migrations = {{3, "e3", "http://127.0.0.1:4000", {"job-1/map/0/part-0"}}};
+  const ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
+  ASSERT_EQ(back.migrations.size(), 1u);
+  EXPECT_EQ(back.migrations[0].id, 3);
+  EXPECT_EQ(back.migrations[0].fromExecutor, "e3");
+  EXPECT_EQ(back.migrations[0].url, "http://127.0.0.1:4000");
+  EXPECT_EQ(back.migrations[0].blocks, std::vector<std::string>{"job-1/map/0/part-0"});
+  EXPECT_EQ(toJson(ExecutorSyncReply{}).find("migrations"), std::string::npos)
+      << "left out when there are none";
+
+  ExecutorSync sync;
+  sync.migrated = {{3, true, ""}, {4, false, "HTTP 404"}};
+  const ExecutorSync reported = executorSyncFromJson(parseJson(toJson(sync)));
+  ASSERT_EQ(reported.migrated.size(), 2u);
+  EXPECT_TRUE(reported.migrated[0].ok);
+  EXPECT_FALSE(reported.migrated[1].ok);
+  EXPECT_EQ(reported.migrated[1].reason, "HTTP 404");
+
+  const auto decodeReply = [](const rapidjson::Value& json) { executorSyncReplyFromJson(json); };
+  expectFieldError(R"({"migrations":[{"id":1,"fromExecutor":"e3","blocks":["../x/part-0"]}]})",
+                   decodeReply, "migrations[0].blocks[0]");
+}
+
 TEST(ExecutorMessagesTest, OptionalFieldsTakeDefaults) {
   TaskLaunch launch = taskLaunchFromJson(parseJson(R"({"taskId":5,"kind":"noop"})"));
   EXPECT_EQ(launch.taskId, 5);

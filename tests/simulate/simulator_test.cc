@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -277,6 +278,42 @@ TEST(SimulatorTest, ShuffleOutputHoldsAnExecutorUntilItsJobEnds) {
 {"t": 12000, "type": "job_end", "job": "j1"})",
       config);
   EXPECT_EQ(untracked.removals(), (Events{{4100, "e2"}, {5100, "e1"}}));
+}
+
+// decommission.enabled (with shuffle tracking off, as Spark allows): the executors the policy
+// lets go take no more tasks, hand their data to a peer and leave at the next tick, while the
+// job still runs; counted as gracefully decommissioned.
+TEST(SimulatorTest, DecommissionedExecutorsLeaveAtTheNextTickWhileTheirJobRuns) {
+  AllocationConfig config = fastConfig();
+  config.executorIdleTimeout = 2000;
+  config.shuffleTrackingEnabled = false;
+  config.decommissionEnabled = true;
+  const SimRun run = simulateTrace(
+      R"({"t": 0, "type": "stage", "stage": "map", "tasks": 2, "task_ms": 1000, "shuffle": true, "job": "j1"}
+{"t": 12000, "type": "job_end", "job": "j1"})",
+      config);
+  EXPECT_EQ(run.removals(), (Events{{4200, "e2"}, {5200, "e1"}}));
+  ASSERT_NE(run.exactly(4100), nullptr);
+  EXPECT_EQ(run.exactly(4100)->why, "decommissioning e2: idle for 2.0s");
+  EXPECT_EQ(run.exactly(4100)->live, 2) << "still there while it hands over its data";
+
+  // The example trace: map output of a running job no longer holds 7 executors through the
+  // 12 s "slow" stage, as shuffle tracking does.
+  std::ifstream in(std::string(TIDE_SOURCE_DIR) + "/examples/traces/decommission.jsonl");
+  std::stringstream text;
+  text << in.rdbuf();
+  AllocationConfig demo = fastConfig();
+  demo.bounds.maxExecutors = 8;
+  demo.executorCores = 2;
+  demo.executorIdleTimeout = 5000;
+  const SimRun tracked = simulateTrace(text.str(), demo);
+  demo.shuffleTrackingEnabled = false;
+  demo.decommissionEnabled = true;
+  const SimRun decommissioned = simulateTrace(text.str(), demo);
+  EXPECT_EQ(tracked.summary.tasks, decommissioned.summary.tasks);
+  EXPECT_LT(decommissioned.summary.executorMs * 10, tracked.summary.executorMs * 6)
+      << "less than 60% of the executor time";
+  EXPECT_LT(decommissioned.at(12000).live, tracked.at(12000).live);
 }
 
 TEST(SimulatorTest, LostExecutorsTasksRunAgainFirstAndTheExecutorIsReplaced) {

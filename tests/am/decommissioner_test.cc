@@ -1,0 +1,194 @@
+// Graceful decommissioning's bookkeeping: which peer takes which task output, what a failed
+// migration does (another peer, then lineage), a peer or the leaving executor dying, and the
+// forceKillTimeout bound. Time only moves when a test moves it.
+
+#include "am/scheduler/decommissioner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "tests/support/properties.h"
+
+namespace tide::am {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+OutputToMigrate shuffleOutput(int64_t index, int partitions = 1) {
+  OutputToMigrate output;
+  output.stageId = "job-1/map";
+  output.index = index;
+  for (int p = 0; p < partitions; ++p) {
+    output.blocks.push_back("job-1/map/" + std::to_string(index) + "/part-" + std::to_string(p));
+  }
+  return output;
+}
+
+class DecommissionerTest : public ::testing::Test {
+ protected:
+  DecommissionerTest() {
+    config.storageEnabled = true;
+    config.forceKillTimeout = 60000;
+  }
+  Decommissioner& decommissioner() {
+    if (!decommissioner_) decommissioner_ = std::make_unique<Decommissioner>(config, clock);
+    return *decommissioner_;
+  }
+  rest::BlockMigrationResult ok(int64_t id) { return {id, true, ""}; }
+  rest::BlockMigrationResult failed(int64_t id) { return {id, false, "HTTP 404"}; }
+
+  DecommissionConfig config;
+  ManualClock clock{0};
+
+ private:
+  std::unique_ptr<Decommissioner> decommissioner_;
+};
+
+TEST_F(DecommissionerTest, MigratesEveryOutputToAPeerAndFinishes) {
+  const std::string why =
+      decommissioner().start("e3", {shuffleOutput(0, 6), shuffleOutput(1, 6)}, {"e1"});
+  EXPECT_EQ(why, "e3 decommissioning: migrating 12 shuffle blocks to e1");
+  EXPECT_TRUE(decommissioner().isDecommissioning("e3"));
+  EXPECT_TRUE(decommissioner().hasWorkFor("e1"));
+  const auto assignments = decommissioner().takeFor("e1");
+  ASSERT_THAT(assignments, SizeIs(2));
+  EXPECT_EQ(assignments[0].fromExecutor, "e3");
+  EXPECT_FALSE(decommissioner().hasWorkFor("e1")) << "in flight, not handed out twice";
+  EXPECT_THAT(decommissioner().takeFor("e1"), IsEmpty());
+
+  const auto first = decommissioner().onResult("e1", ok(assignments[0].id), {"e1"});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->output.index, 0);
+  EXPECT_THAT(decommissioner().takeFinished(), IsEmpty()) << "one output still in flight";
+  EXPECT_EQ(decommissioner().progressOf("e3")->blocksMigrated, 6);
+  ASSERT_TRUE(decommissioner().onResult("e1", ok(assignments[1].id), {"e1"}));
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_TRUE(finished[0].finished);
+  EXPECT_EQ(finished[0].why, "e3 decommissioned: 12 shuffle blocks migrated to e1");
+  EXPECT_FALSE(decommissioner().isDecommissioning("e3"));
+}
+
+TEST_F(DecommissionerTest, SpreadsOutputsOverPeersRoundRobin) {
+  decommissioner().start("e3", {shuffleOutput(0), shuffleOutput(1), shuffleOutput(2)},
+                         {"e1", "e2"});
+  EXPECT_EQ(decommissioner().takeFor("e1").size() + decommissioner().takeFor("e2").size(), 3u);
+  EXPECT_TRUE(decommissioner().takeFor("e1").empty());
+}
+
+TEST_F(DecommissionerTest, NothingToMigrateFinishesAtOnce) {
+  EXPECT_EQ(decommissioner().start("e3", {}, {"e1"}), "e3 decommissioning: no blocks to migrate");
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_TRUE(finished[0].finished);
+}
+
+// storage.decommission.enabled=false (Spark's default): the executor leaves at once, finished,
+// and its outputs are made again from lineage where still needed.
+TEST_F(DecommissionerTest, WithoutStorageDecommissioningNothingIsMigrated) {
+  config.storageEnabled = false;
+  EXPECT_EQ(decommissioner().start("e3", {shuffleOutput(0, 2)}, {"e1"}),
+            "e3 decommissioning: 2 blocks not migrated (storage.decommission.enabled=false), made "
+            "again from lineage where still needed");
+  EXPECT_FALSE(decommissioner().hasWorkFor("e1"));
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_TRUE(finished[0].finished);
+}
+
+TEST_F(DecommissionerTest, ShuffleBlocksStayWhenOnlyCachedBlocksMigrate) {
+  config.shuffleBlocks = false;
+  OutputToMigrate cached = shuffleOutput(1);
+  cached.cached = true;
+  EXPECT_THAT(decommissioner().start("e3", {shuffleOutput(0), cached}, {"e1"}),
+              HasSubstr("migrating 1 cached block to e1; 1 block not migrated "
+                        "(storage.decommission.shuffleBlocks.enabled=false)"));
+  EXPECT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
+}
+
+TEST_F(DecommissionerTest, NoPeerLeavesItUnfinishedAtOnce) {
+  EXPECT_THAT(decommissioner().start("e3", {shuffleOutput(0)}, {}),
+              HasSubstr("1 block not migrated (no other executor to take them)"));
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+}
+
+TEST_F(DecommissionerTest, AFailedMigrationGoesToAnotherPeerThenToLineage) {
+  config.maxFailuresPerOutput = 2;
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
+  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
+  std::string firstPeer = "e1";
+  if (first.empty()) {
+    first = decommissioner().takeFor("e2");
+    firstPeer = "e2";
+  }
+  ASSERT_THAT(first, SizeIs(1));
+  const std::string otherPeer = firstPeer == "e1" ? "e2" : "e1";
+  EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));
+  const auto second = decommissioner().takeFor(otherPeer);
+  ASSERT_THAT(second, SizeIs(1)) << "retried on the peer it has not failed on";
+  EXPECT_FALSE(decommissioner().onResult(otherPeer, failed(second[0].id), {"e1", "e2"}));
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(finished[0].why, HasSubstr("1 task output not migrated (peer " + otherPeer +
+                                         ": HTTP 404), made again from lineage"));
+}
+
+TEST_F(DecommissionerTest, APeerThatDiesFailsItsMigrations) {
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
+  ASSERT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
+  decommissioner().onExecutorGone("e1", {});
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(finished[0].why, HasSubstr("peer e1 is gone"));
+}
+
+TEST_F(DecommissionerTest, TheLeavingExecutorKilledMidMigrationEndsItUnfinished) {
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
+  const auto assignments = decommissioner().takeFor("e1");
+  decommissioner().onExecutorGone("e3", {"e1"});
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  // The peer's late report changes nothing: the output went with e3.
+  EXPECT_FALSE(decommissioner().onResult("e1", ok(assignments[0].id), {"e1"}));
+}
+
+TEST_F(DecommissionerTest, ForceKillTimeoutEndsAMigrationThatHangs) {
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
+  ASSERT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
+  clock.set(59999);
+  EXPECT_THAT(decommissioner().takeFinished(), IsEmpty());
+  clock.set(60000);
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(finished[0].why,
+              HasSubstr("forced out after 1min (executor.decommission.forceKillTimeout) with 1 "
+                        "task output still migrating"));
+}
+
+TEST_F(DecommissionerTest, ReadsItsKeys) {
+  const DecommissionConfig read = DecommissionConfig::fromProperties(
+      testing_support::propertiesOf({{"storage.decommission.enabled", "true"},
+                                     {"storage.decommission.rddBlocks.enabled", "false"},
+                                     {"executor.decommission.forceKillTimeout", "30s"}}));
+  EXPECT_TRUE(read.storageEnabled);
+  EXPECT_TRUE(read.shuffleBlocks);
+  EXPECT_FALSE(read.cachedBlocks);
+  EXPECT_EQ(read.maxFailuresPerOutput, 3);
+  EXPECT_EQ(read.forceKillTimeout, 30000);
+  EXPECT_THROW(DecommissionConfig::fromProperties(testing_support::propertiesOf(
+                   {{"storage.decommission.maxReplicationFailuresPerBlock", "0"}})),
+               ConfigError);
+}
+
+}  // namespace
+}  // namespace tide::am

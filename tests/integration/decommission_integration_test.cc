@@ -1,0 +1,154 @@
+// Graceful decommissioning end to end (issue 13): real tide-rm, tide-nm, tide-am and
+// tide-executor processes on 127.0.0.1. An idle executor holding shuffle output of a running
+// job is decommissioned (shuffle tracking off, as Spark allows with shuffle block migration):
+// its blocks go to the other executor, the reduce stage reads them there and no map task runs
+// again; and without storage decommissioning the map output is made again from lineage and the
+// job still succeeds. Every wait is bounded polling.
+
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "am_cluster_test.h"
+
+namespace tide::deploy {
+namespace {
+
+using namespace std::chrono_literals;
+using testing_support::eventually;
+namespace fs = std::filesystem;
+
+// Two map tasks (one per executor: each sleeps long enough for both executors to have started)
+// write their index; "slow" keeps one executor busy while the other idles with its map output;
+// only then does "reduce" read the map output, into the job's output.
+std::string decommissionJob(const std::string& output) {
+  return R"({"name": "decommission", "output": ")" + output + R"(", "stages": [
+      {"id": "map", "tasks": 2,
+       "command": ["sh", "-c", "sleep 1.5; echo $TIDE_TASK_INDEX > $TIDE_OUTPUT_DIR/part-0"]},
+      {"id": "slow", "depends_on": ["map"], "tasks": 1, "command": ["sh", "-c", "sleep 6"]},
+      {"id": "reduce", "depends_on": ["map", "slow"], "tasks": 1,
+       "command": ["sh", "-c", "cat $TIDE_INPUT_DIR/map/* | sort > $TIDE_OUTPUT_DIR/part-0"]}]})";
+}
+
+class DecommissionIntegrationTest : public testing_support::AmClusterTest {
+ protected:
+  // Starts the job (see runJob) without waiting for it.
+  void startJob(bool storageDecommission) {
+    startCluster();
+    output = dir.path() / "out";
+    submit(decommissionJob(output.string()),
+           {{"dynamicAllocation.maxExecutors", "2"},
+            {"dynamicAllocation.initialExecutors", "2"},
+            {"dynamicAllocation.minExecutors", "0"},
+            {"dynamicAllocation.executorIdleTimeout", "1s"},
+            {"dynamicAllocation.shuffleTracking.enabled", "false"},
+            {"decommission.enabled", "true"},
+            {"storage.decommission.enabled", storageDecommission ? "true" : "false"}},
+           /*session=*/true);
+  }
+
+  // Runs the job with 2 executors that idle out after 1 s, shuffle tracking off and
+  // decommissioning on; storage decommissioning as given. The job must succeed.
+  void runJob(bool storageDecommission) {
+    startJob(storageDecommission);
+    ASSERT_TRUE(jobEnds("job-1", 90s));
+    ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+  }
+
+  // The decision log's sentences, newest first.
+  std::vector<std::string> decisions() {
+    std::vector<std::string> whys;
+    const rapidjson::Document doc = am->getJson("api/v1/allocation/decisions?limit=1000");
+    for (const auto& d : doc["decisions"].GetArray()) whys.push_back(d["why"].GetString());
+    return whys;
+  }
+  bool decided(const std::string& start, const std::string& part = "") {
+    for (const std::string& why : decisions()) {
+      if (why.rfind(start, 0) == 0 && why.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+  // The removed executors' reasons.
+  std::vector<std::string> removalReasons() {
+    std::vector<std::string> reasons;
+    const rapidjson::Document doc = executors();
+    for (const auto& e : doc["removed"].GetArray()) reasons.push_back(e["reason"].GetString());
+    return reasons;
+  }
+  // tide_allocation_executors_removed_total{reason=...} in /metrics; -1 when absent.
+  double removedTotal(const std::string& reason) {
+    const std::string body = am->request("GET", "/metrics").body;
+    const std::string series =
+        "tide_allocation_executors_removed_total{reason=\"" + reason + "\"} ";
+    const size_t at = body.find(series);
+    return at == std::string::npos ? -1 : std::stod(body.substr(at + series.size()));
+  }
+
+  fs::path output;
+};
+
+TEST_F(DecommissionIntegrationTest,
+       AnIdleExecutorsShuffleBlocksMoveToItsPeerAndNoMapTaskRunsAgain) {
+  runJob(/*storageDecommission=*/true);
+  // The reduce read both map outputs, one of them from the executor that took it.
+  EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n");
+  const rapidjson::Document done = job("job-1");
+  const rapidjson::Value* map = stage(done, "map");
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
+  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
+  EXPECT_EQ((*map)["succeeded"].GetInt64(), 2);
+  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
+  // Why, in the decision log: the policy's choice, the migration and its end.
+  EXPECT_TRUE(decided("decommissioning e", ": idle for "));
+  EXPECT_TRUE(decided("e", " decommissioning: migrating 1 shuffle block to e"));
+  EXPECT_TRUE(decided("e", " decommissioned: 1 shuffle block migrated to e"));
+  EXPECT_THAT(removalReasons(), ::testing::Contains("decommissioned"));
+  // The executor that left during the job (the other may follow once it is over).
+  EXPECT_GE(removedTotal("gracefully_decommissioned"), 1);
+  EXPECT_EQ(removedTotal("driver_killed"), 0) << "decommissioned, never killed";
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+TEST_F(DecommissionIntegrationTest, WithoutStorageDecommissioningTheMapOutputIsMadeAgain) {
+  runJob(/*storageDecommission=*/false);
+  EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n") << "nothing lost";
+  const rapidjson::Document done = job("job-1");
+  const rapidjson::Value* map = stage(done, "map");
+  ASSERT_NE(map, nullptr);
+  // Made again from lineage: once, or more when the executor that re-made it idled out too
+  // while "slow" still ran (each time decommissioned without migration, as configured).
+  EXPECT_GE((*map)["reruns"].GetInt(), 1) << "the lost map output was made again (lineage)";
+  EXPECT_TRUE(decided("e", "not migrated (storage.decommission.enabled=false)"));
+  EXPECT_GE(removedTotal("gracefully_decommissioned"), 1) << "it had nothing it was to move";
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+// The only peer dies (SIGKILL) while it takes the leaving executor's blocks, or just after:
+// whatever it and the leaving executor held is made again from lineage, and the job succeeds.
+TEST_F(DecommissionIntegrationTest, WhenTheOnlyPeerDiesTheBlocksAreMadeAgainFromLineage) {
+  startJob(/*storageDecommission=*/true);
+  ASSERT_TRUE(
+      eventually([&] { return decided("e", " decommissioning: migrating 1 shuffle block"); }, 30s))
+      << "no executor was decommissioned with its map output";
+  const std::optional<Executor> peer = waitForBusyExecutor(5s);  // the one running "slow"
+  ASSERT_TRUE(peer);
+  ASSERT_EQ(::kill(peer->pid, SIGKILL), 0);
+  ASSERT_TRUE(jobEnds("job-1", 90s));
+  ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+  EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n") << "nothing lost";
+  const rapidjson::Document done = job("job-1");
+  EXPECT_GE((*stage(done, "map"))["reruns"].GetInt(), 1) << "made again from lineage";
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+}  // namespace
+}  // namespace tide::deploy
