@@ -1,5 +1,6 @@
 #include "am/recovery/journal_compaction.h"
 
+#include <climits>
 #include <iterator>
 #include <map>
 #include <unordered_map>
@@ -78,8 +79,12 @@ std::string stageKey(const JournalRecord& r) {
 // The first pass: what each stage's commits fold into, each executor's merged record, the
 // launches that never committed.
 struct Plan {
+  // What the second pass does with each record, by its place: the second pass does not decode.
+  enum Action : uint8_t { kVerbatim, kSkip, kFoldHere, kExecutorHere, kLaunch };
+  std::vector<uint8_t> actions;  // one byte a record: a hundredth of the text at most
+  std::unordered_map<size_t, std::string> foldAt;      // kFoldHere -> the stage's key
+  std::unordered_map<size_t, std::string> executorAt;  // kExecutorHere -> the executor
   std::map<std::string, Fold> folds;
-  std::unordered_set<size_t> keptWhole;  // foldable records that could not be folded
   std::unordered_map<std::string, std::pair<size_t, JournalRecord>> executors;
   std::unordered_set<int64_t> unfinishedLaunches;
   size_t records = 0;
@@ -87,17 +92,26 @@ struct Plan {
 
   void add(const JournalRecord& r) {
     const size_t at = records++;
+    actions.push_back(decide(r, at));
+  }
+
+  uint8_t decide(const JournalRecord& r, size_t at) {
+    if (r.kind == Kind::kLaunch) return kLaunch;
     if (r.kind == Kind::kExecutor) {
       auto [it, added] = executors.emplace(r.executorId, std::make_pair(at, r));
-      if (!added) {
+      if (added) {
+        executorAt.emplace(at, r.executorId);
+        return kExecutorHere;
+      }
+      {
         JournalRecord& known = it->second.second;
         known.containerId = r.containerId;
         if (!r.node.empty()) known.node = r.node;
         if (!r.url.empty()) known.url = r.url;
       }
-      return;
+      return kSkip;
     }
-    if (!foldable(r)) return;
+    if (!foldable(r)) return kVerbatim;
     auto [it, added] = folds.try_emplace(stageKey(r));
     Fold& fold = it->second;
     if (added) {
@@ -112,9 +126,8 @@ struct Plan {
     // An index committed twice (never so in a journal tide wrote) keeps its record as it is.
     for (const auto& [first, last] : ranges) {
       if (fold.indices.overlaps(first, last)) {
-        keptWhole.insert(at);
         if (added) folds.erase(it);
-        return;
+        return kVerbatim;
       }
     }
     for (const auto& [first, last] : ranges) fold.indices.insert(first, last);
@@ -129,8 +142,28 @@ struct Plan {
       ++fold.durations[r.durationMs];
       ++commitsFolded;
     }
+    if (!added) return kSkip;
+    foldAt.emplace(at, it->first);
+    return kFoldHere;
   }
 };
+
+// A launch record's task id: the AM writes `{"t":"launch","task":N,...`; any other spelling is
+// decoded.
+int64_t launchedTaskId(std::string_view line) {
+  constexpr std::string_view kPrefix = R"({"t":"launch","task":)";
+  if (line.substr(0, kPrefix.size()) == kPrefix) {
+    int64_t id = 0;
+    size_t i = kPrefix.size();
+    bool digits = false;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9' && id < (INT64_MAX - 9) / 10) {
+      id = id * 10 + (line[i++] - '0');
+      digits = true;
+    }
+    if (digits && i < line.size() && line[i] == ',') return id;
+  }
+  return decodeJournalRecord(line).taskId;
+}
 
 }  // namespace
 
@@ -152,27 +185,36 @@ JournalCompaction compactJournal(std::string_view text, const std::string& sourc
   result.recordsBefore = plan.records;
   result.commitsFolded = plan.commitsFolded;
   write(encodeJournalHeader());
-  size_t at = 0;
   auto emit = [&](std::string_view line) {
     write(line);
     ++result.recordsAfter;
   };
-  decodeJournalLines(text, source, [&](std::string_view line, JournalRecord&& r) {
+  // The second pass splits the lines the first one read (whole records after the header).
+  size_t start = text.find('\n') + 1;
+  for (size_t at = 0; at < plan.records; ++at) {
+    const size_t end = text.find('\n', start);
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
     if (readLine) readLine(line);
-    const size_t here = at++;
-    if (r.kind == Kind::kExecutor) {
-      const auto& [first, merged] = plan.executors.at(r.executorId);
-      if (first == here) emit(encodeJournalRecord(merged));
-      return;
+    switch (plan.actions[at]) {
+      case Plan::kVerbatim:
+        emit(text.substr(line.data() - text.data(), line.size() + 1));
+        break;
+      case Plan::kSkip:
+        break;
+      case Plan::kFoldHere:
+        emit(encodeJournalRecord(plan.folds.at(plan.foldAt.at(at)).finished()));
+        break;
+      case Plan::kExecutorHere:
+        emit(encodeJournalRecord(plan.executors.at(plan.executorAt.at(at)).second));
+        break;
+      case Plan::kLaunch:
+        if (plan.unfinishedLaunches.count(launchedTaskId(line)) != 0) {
+          emit(text.substr(line.data() - text.data(), line.size() + 1));
+        }
+        break;
     }
-    if (r.kind == Kind::kLaunch && plan.unfinishedLaunches.count(r.taskId) == 0) return;
-    if (foldable(r) && plan.keptWhole.count(here) == 0) {
-      const Fold& fold = plan.folds.at(stageKey(r));
-      if (fold.firstRecord == here) emit(encodeJournalRecord(fold.finished()));
-      return;
-    }
-    emit(std::string(line) + "\n");
-  });
+  }
   return result;
 }
 
