@@ -132,11 +132,11 @@ void ExecutorAllocationManager::onStageSubmitted(const std::string& stageId, int
     profile.target = config_.enabled ? startTarget(config_) : 0;
     sumTargets();
     if (profile.target > 0) {
-      addDecisionForNextTick(
-          {Decision::Action::kRaiseTarget, target_, "",
-           profilePrefix(profileId) + "initial target " + std::to_string(profile.target) +
-               " for its first stage " + stageId + " (initialExecutors)",
-           profileId});
+      addDecisionForNextTick({Decision::Action::kRaiseTarget, target_, "",
+                              profilePrefix(profileId) + "initial target " +
+                                  std::to_string(profile.target) + " for its first stage " +
+                                  stageId + " (initialExecutors)",
+                              profileId});
     }
   }
 }
@@ -245,8 +245,8 @@ void ExecutorAllocationManager::lowerTarget(int profileId, ProfileTarget& profil
   why << profilePrefix(profileId) << "lowered target " << before << " -> " << profile.target;
   if (profileId != kDefaultProfileId) why << " (total " << totalBefore << " -> " << target_ << ")";
   why << ": " << plural(maxNeeded, "executor", "executors") << " needed for "
-      << plural(tasks.pending + tasks.pendingSpeculative, "pending task", "pending tasks") << " and "
-      << plural(tasks.running, "running task", "running tasks");
+      << plural(tasks.pending + tasks.pendingSpeculative, "pending task", "pending tasks")
+      << " and " << plural(tasks.running, "running task", "running tasks");
   if (profile.target > maxNeeded) why << " (minExecutors=" << config_.bounds.minExecutors << ")";
   result.decisions.push_back({Decision::Action::kLowerTarget, target_, "", why.str(), profileId});
 }

@@ -72,7 +72,9 @@ class ExecutorMonitor {
   int executorCount() const { return static_cast<int>(executors_.size()); }
   int pendingRemovalCount() const { return pendingRemoval_; }
   // Spark's executorCountWithResourceProfile and pendingRemovalCountPerResourceProfileId.
-  int executorCountWithProfile(int profileId) const { return countOf(executorsByProfile_, profileId); }
+  int executorCountWithProfile(int profileId) const {
+    return countOf(executorsByProfile_, profileId);
+  }
   int pendingRemovalCountWithProfile(int profileId) const {
     return countOf(pendingRemovalByProfile_, profileId);
   }

@@ -64,7 +64,9 @@ class PolicyBase : public AllocationPolicy {
   // The target of each resource profile, as a tick reports it (here all is the default's).
   virtual std::map<int, int> targetsByProfile() const { return {{kDefaultProfileId, target_}}; }
   // A decision made between ticks, handed over with the next tick.
-  void addDecisionForNextTick(Decision decision) { pendingDecisions_.push_back(std::move(decision)); }
+  void addDecisionForNextTick(Decision decision) {
+    pendingDecisions_.push_back(std::move(decision));
+  }
   // The executor cores of a profile (the default profile's for one never added).
   const ResourceProfile& profileOf(int profileId) const;
 

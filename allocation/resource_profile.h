@@ -46,7 +46,7 @@ class ResourceProfiles {
 
   // The profile of this shape, added when new. `added` says whether it was.
   const ResourceProfile& profileOfShape(int executorCores, int64_t executorMemoryMb,
-                                   bool* added = nullptr) {
+                                        bool* added = nullptr) {
     ResourceProfile wanted;
     wanted.executorCores = executorCores;
     wanted.executorMemoryMb = executorMemoryMb;

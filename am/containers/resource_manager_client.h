@@ -24,6 +24,16 @@ struct AmEndpoint {
   std::string trackingUrl;
 };
 
+// The containers wanted of one resource profile's executor shape other than the default's
+// (stage-level executor shapes, Spark's ResourceProfile): always "anywhere", at its own
+// priority. A profile with none outstanding is still listed (0 withdraws its earlier ask).
+struct ProfileAsk {
+  int profileId = 0;
+  rest::Resource resource;
+  int priority = 1;
+  int outstanding = 0;
+};
+
 // What the AM asks for in one heartbeat.
 struct ContainerAsk {
   rest::Resource resource;  // per executor container
@@ -37,6 +47,9 @@ struct ContainerAsk {
   // tasks whose data is there (Spark's locality-preferred container placement); the rest may
   // go anywhere. Backends without host asks ask for all of `outstanding` anywhere.
   std::vector<std::pair<std::string, int>> hostAsks;
+  // The asks of the other resource profiles, by profile id (`resource` above is the default
+  // profile's: executor.cores and executor.memory).
+  std::vector<ProfileAsk> profileAsks;
 };
 
 // How many executors of this application's size the cluster could hold, as its backend says:
