@@ -28,9 +28,10 @@ struct ResourceProfile {
   }
   // "profile 1 (8 cores, 4096 MB)": how decisions and logs name a profile.
   std::string describe() const {
+    // Memory unknown (0: the simulator models cores only) is left out.
     return "profile " + std::to_string(id) + " (" + std::to_string(executorCores) +
-           (executorCores == 1 ? " core, " : " cores, ") + std::to_string(executorMemoryMb) +
-           " MB)";
+           (executorCores == 1 ? " core" : " cores") +
+           (executorMemoryMb > 0 ? ", " + std::to_string(executorMemoryMb) + " MB)" : ")");
   }
 };
 

@@ -80,6 +80,19 @@ struct ExecutorTemplate {
   std::vector<std::pair<std::string, std::string>> environment;
 };
 
+// The template's command for an executor of `cores` cores (a resource profile's shape): its
+// `--conf 'executor.cores=N'` says `cores` instead. Backends that start executors themselves
+// (Slurm) start each with the cores of the container it was asked for.
+inline std::string withExecutorCores(const std::string& command, int cores) {
+  const std::string key = "--conf 'executor.cores=";
+  const size_t at = command.find(key);
+  if (at == std::string::npos) return command;
+  const size_t value = at + key.size();
+  const size_t end = command.find('\'', value);
+  if (end == std::string::npos) return command;
+  return command.substr(0, value) + std::to_string(cores) + command.substr(end);
+}
+
 // The resource manager refused the application's request for good (e.g. Slurm rejected the
 // executor job: no such partition or account); asking again cannot help, so the application
 // fails with this message.
