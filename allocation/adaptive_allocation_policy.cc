@@ -132,7 +132,9 @@ AdaptiveAllocationPolicy::Estimate AdaptiveAllocationPolicy::estimate() const {
 }
 
 void AdaptiveAllocationPolicy::onStageSubmitted(const std::string& stageId, int64_t numTasks,
-                                                int taskCpus) {
+                                                int taskCpus, int /*profileId*/) {
+  // One target for all: the AM refuses stages with their own executor shape under this policy
+  // (application_master.cc), so every stage here is of the default profile.
   initializing_ = false;
   const TimeMs now = clock_.nowMs();
   tasks_.onStageSubmitted(stageId, numTasks, taskCpus);
@@ -197,8 +199,8 @@ void AdaptiveAllocationPolicy::onSpeculativeTaskSubmitted(const std::string& sta
   tasks_.onSpeculativeTaskSubmitted(stageId);
 }
 
-void AdaptiveAllocationPolicy::onExecutorAdded(const ExecutorId& id) {
-  PolicyBase::onExecutorAdded(id);
+void AdaptiveAllocationPolicy::onExecutorAdded(const ExecutorId& id, int profileId) {
+  PolicyBase::onExecutorAdded(id, profileId);
   if (!requestedAt_.empty()) {
     startLatencyMs_ =
         smooth(startLatencyMs_, static_cast<double>(clock_.nowMs() - requestedAt_.front()));

@@ -47,7 +47,8 @@ class AdaptiveAllocationPolicy final : public PolicyBase {
   const char* name() const override { return "adaptive"; }
   int initialTarget() const override { return initialTarget_; }
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) override;
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0,
+                        int profileId = kDefaultProfileId) override;
   void onStageCompleted(const std::string& stageId) override;
   void onTaskStart(const std::string& stageId, const ExecutorId& executor,
                    bool speculative = false) override;
@@ -55,7 +56,7 @@ class AdaptiveAllocationPolicy final : public PolicyBase {
                  bool speculative = false) override;
   void onSpeculativeTaskSubmitted(const std::string& stageId) override;
   // Also measures the start latency: a registration ends the oldest outstanding request.
-  void onExecutorAdded(const ExecutorId& id) override;
+  void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) override;
   AllocationSnapshot snapshot() const override;
 
   // What the policy estimates now (for tests and the status page).

@@ -8,12 +8,14 @@
 // no threads or sockets, time from the injected Clock.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "allocation/allocation_config.h"
 #include "allocation/executor_monitor.h"
+#include "allocation/resource_profile.h"
 #include "common/clock.h"
 #include "common/status.h"
 
@@ -33,23 +35,39 @@ struct Decision {
                      // taking tasks, migrates its blocks, then exits
   };
   Action action;
-  int target = 0;       // the target after this decision
+  int target = 0;       // the target after this decision (over all profiles)
   ExecutorId executor;  // for kRemove / kKeep / kDecommission
   std::string why;
+  int profileId = kDefaultProfileId;  // the resource profile whose target or executor it is
 };
 
 const char* actionName(Decision::Action action);
 
-// What a tick asks of the world: the total to hold and the executors to release: killed
-// (toRemove), or decommissioned (toDecommission, with decommission.enabled: each stops taking
-// tasks, hands its blocks to peers, and only then exits).
+// What a tick asks of the world: the total to hold (and how many of each resource profile) and
+// the executors to release: killed (toRemove), or decommissioned (toDecommission, with
+// decommission.enabled: each stops taking tasks, hands its blocks to peers, and only then exits).
 struct TickResult {
   int previousTarget = 0;
-  int target = 0;
+  int target = 0;  // the sum of `targets`
+  std::map<int, int> previousTargets;
+  std::map<int, int> targets;  // resource profile id -> executors of that profile to hold
   std::vector<ExecutorId> toRemove;
   std::vector<ExecutorId> toDecommission;
   std::vector<Decision> decisions;
-  bool targetChanged() const { return target != previousTarget; }
+  bool targetChanged() const { return target != previousTarget || targets != previousTargets; }
+};
+
+// One resource profile's part of the policy's state (Spark keeps a target, a step and a
+// maxNeeded per profile).
+struct ProfileSnapshot {
+  ResourceProfile profile;
+  int target = 0;
+  int maxNeeded = 0;
+  int numExecutorsToAdd = 1;
+  int live = 0;  // registered executors of the profile (including those being removed)
+  int pendingRemoval = 0;
+  int64_t pendingTasks = 0;  // with pending speculative copies
+  int64_t runningTasks = 0;
 };
 
 // The policy's state at a glance (for the status API and the simulator).
@@ -68,6 +86,9 @@ struct AllocationSnapshot {
   int64_t pendingTasks = 0;
   int64_t pendingSpeculativeTasks = 0;
   int64_t runningTasks = 0;
+  // Per resource profile, by id; the default profile always. `target`, `maxNeeded` and the
+  // executor counts above are the sums; `numExecutorsToAdd` is the default profile's.
+  std::vector<ProfileSnapshot> profiles;
 };
 
 // How a task attempt ended, as the policy counts it.
@@ -84,10 +105,17 @@ class AllocationPolicy {
   // when dynamic allocation is off).
   virtual int initialTarget() const = 0;
 
+  // A resource profile stages may use (Spark's ResourceProfileManager.addResourceProfile): its
+  // executor shape. The default profile (id 0) is the application's executor.cores; adding a
+  // profile again changes nothing.
+  virtual void addResourceProfile(const ResourceProfile& profile) = 0;
+
   // Scheduler events. Stage ids are unique over the application's life. `taskCpus` is the cpus
-  // each of the stage's tasks takes (0: task.cpus); the stage's tasks are packed at
-  // executor.cores / taskCpus per executor when sizing the executor set.
-  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) = 0;
+  // each of the stage's tasks takes (0: task.cpus); the stage's tasks are packed at its
+  // profile's executor cores / taskCpus per executor when sizing that profile's executors.
+  // `profileId` is the stage's resource profile (added before).
+  virtual void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0,
+                                int profileId = kDefaultProfileId) = 0;
   // The stage finished or was aborted: its pending and speculative tasks no longer count.
   virtual void onStageCompleted(const std::string& stageId) = 0;
   virtual void onTaskStart(const std::string& stageId, const ExecutorId& executor,
@@ -106,9 +134,10 @@ class AllocationPolicy {
   virtual void onUnschedulableTaskSetRemoved(const std::string& /*stageId*/) {}
 
   // Executor events. When an executor is lost with tasks running, report those tasks with
-  // onTaskEnd(kFailed) first. `exit` says whether it went having finished its decommissioning
-  // (the removal counters, SPARK-33763).
-  virtual void onExecutorAdded(const ExecutorId& id) = 0;
+  // onTaskEnd(kFailed) first. `profileId`: the resource profile the executor was started for.
+  // `exit` says whether it went having finished its decommissioning (the removal counters,
+  // SPARK-33763).
+  virtual void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) = 0;
   virtual void onExecutorRemoved(const ExecutorId& id,
                                  ExecutorExit exit = ExecutorExit::kOther) = 0;
 

@@ -30,8 +30,10 @@ class ExecutorAllocationManager final : public PolicyBase {
   // when dynamic allocation is off).
   int initialTarget() const override { return target_; }
 
-  // Scheduler events. Stage ids are unique over the application's life.
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0) override;
+  // Scheduler events. Stage ids are unique over the application's life. The first stage of a
+  // resource profile gives that profile a target of initialExecutors (Spark).
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0,
+                        int profileId = kDefaultProfileId) override;
   // The stage finished or was aborted: its pending and speculative tasks no longer count.
   void onStageCompleted(const std::string& stageId) override;
   void onTaskStart(const std::string& stageId, const ExecutorId& executor,
@@ -60,18 +62,32 @@ class ExecutorAllocationManager final : public PolicyBase {
   Status setBounds(Bounds bounds, std::string* warning = nullptr) override;
 
   AllocationSnapshot snapshot() const override;
-  int maxNumExecutorsNeeded() const;
+  // Spark's maxNumExecutorsNeededPerResourceProfile.
+  int maxNumExecutorsNeeded(int profileId = kDefaultProfileId) const;
 
  private:
+  // Spark's numExecutorsTargetPerResourceProfileId and numExecutorsToAddPerResourceProfileId.
+  struct ProfileTarget {
+    int target = 0;
+    int numExecutorsToAdd = 1;
+  };
+
   // One step of the policy (Spark's schedule()).
   void step(TimeMs now, TickResult& result) override;
+  void clampTargets(const Bounds& bounds) override;
+  std::map<int, int> targetsByProfile() const override;
   void updateTarget(TimeMs now, TickResult& result);
-  int addExecutors(int maxNeeded, TickResult& result);
+  void lowerTarget(int profileId, ProfileTarget& profile, int maxNeeded, TickResult& result);
+  int addExecutors(int profileId, ProfileTarget& profile, int maxNeeded, TickResult& result);
   void removeExecutors(const std::vector<ExecutorId>& timedOut, TickResult& result);
   void onSchedulerBacklogged();
   void onSchedulerQueueEmpty();
+  void sumTargets();
+  int targetOf(int profileId) const;
+  // "" for the default profile, else "profile 1 (8 cores, 4096 MB): ", to start a reason with.
+  std::string profilePrefix(int profileId) const;
 
-  int numExecutorsToAdd_ = 1;
+  std::map<int, ProfileTarget> targets_;  // the default profile's from the start
   TimeMs addTime_ = -1;
   TimeMs backlogSince_ = -1;             // when the current backlog began, for the reasons
   std::set<std::string> unschedulable_;  // stages with unschedulable tasks (SPARK-31418)

@@ -24,10 +24,12 @@ const ExecutorTracker* ExecutorMonitor::find(const ExecutorId& id) const {
   return it == executors_.end() ? nullptr : &it->second;
 }
 
-void ExecutorMonitor::onExecutorAdded(const ExecutorId& id) {
+void ExecutorMonitor::onExecutorAdded(const ExecutorId& id, int profileId) {
   if (executors_.count(id) != 0) return;  // a repeated registration changes nothing
   ExecutorTracker& tracker = executors_[id];
   tracker.id = id;
+  tracker.profileId = profileId;
+  count(executorsByProfile_, profileId, 1);
   tracker.order = nextOrder_++;
   tracker.idleSince = clock_.nowMs();  // idle from registration until its first task
   updateTimeout(tracker);
@@ -48,8 +50,15 @@ void ExecutorMonitor::onExecutorRemoved(const ExecutorId& id, ExecutorExit exit)
   } else {
     ++removals_.exitedUnexpectedly;
   }
-  if (tracker.pendingRemoval) --pendingRemoval_;
-  if (tracker.decommissioning) --decommissioning_;
+  count(executorsByProfile_, tracker.profileId, -1);
+  if (tracker.pendingRemoval) {
+    --pendingRemoval_;
+    count(pendingRemovalByProfile_, tracker.profileId, -1);
+  }
+  if (tracker.decommissioning) {
+    --decommissioning_;
+    count(decommissioningByProfile_, tracker.profileId, -1);
+  }
   if (tracker.runningTasks > 0) --busy_;
   for (const auto& data : tracker.cachedData) cacheHolders_[data].erase(id);
   for (const auto& shuffle : tracker.shuffles) {
@@ -148,6 +157,7 @@ void ExecutorMonitor::markPendingRemoval(const std::vector<ExecutorId>& ids) {
     if (tracker == nullptr || tracker->pendingRemoval) continue;
     tracker->pendingRemoval = true;
     ++pendingRemoval_;
+    count(pendingRemovalByProfile_, tracker->profileId, 1);
   }
   if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
 }
@@ -158,6 +168,7 @@ void ExecutorMonitor::markDecommissioning(const std::vector<ExecutorId>& ids) {
     if (tracker == nullptr || tracker->decommissioning) continue;
     tracker->decommissioning = true;
     ++decommissioning_;
+    count(decommissioningByProfile_, tracker->profileId, 1);
   }
   if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -24,6 +25,7 @@ struct ExpiryInfo {
 // What the monitor knows of one executor.
 struct ExecutorTracker {
   ExecutorId id;
+  int profileId = 0;   // the resource profile it was started for
   uint64_t order = 0;  // registration order (status pages list executors in it)
   int runningTasks = 0;
   TimeMs idleSince = -1;             // -1 while busy; registration or the end of the last task
@@ -65,7 +67,7 @@ class ExecutorMonitor {
  public:
   ExecutorMonitor(const AllocationConfig& config, const Clock& clock);
 
-  void onExecutorAdded(const ExecutorId& id);
+  void onExecutorAdded(const ExecutorId& id, int profileId = 0);
   void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther);
   void onTaskStart(const ExecutorId& id);
   void onTaskEnd(const ExecutorId& id);
@@ -91,6 +93,18 @@ class ExecutorMonitor {
   int pendingRemovalCount() const { return pendingRemoval_; }
   int decommissioningCount() const { return decommissioning_; }
   const RemovalCounts& removalCounts() const { return removals_; }
+  // Spark's executorCountWithResourceProfile and pendingRemovalCountPerResourceProfileId.
+  int executorCountWithProfile(int profileId) const {
+    return countOf(executorsByProfile_, profileId);
+  }
+  int pendingRemovalCountWithProfile(int profileId) const {
+    return countOf(pendingRemovalByProfile_, profileId);
+  }
+  int decommissioningCountWithProfile(int profileId) const {
+    return countOf(decommissioningByProfile_, profileId);
+  }
+  // The profiles that have executors, with how many each has.
+  const std::map<int, int>& executorsByProfile() const { return executorsByProfile_; }
   int busyCount() const { return busy_; }
   // How many full scans timedOutExecutors() has made: ticks with no deadline due make none.
   uint64_t scanCount() const { return scans_; }
@@ -100,6 +114,13 @@ class ExecutorMonitor {
   std::vector<const ExecutorTracker*> all() const;
 
  private:
+  static int countOf(const std::map<int, int>& counts, int profileId) {
+    auto it = counts.find(profileId);
+    return it == counts.end() ? 0 : it->second;
+  }
+  static void count(std::map<int, int>& counts, int profileId, int delta) {
+    if ((counts[profileId] += delta) == 0) counts.erase(profileId);
+  }
   ExecutorTracker* lookup(const ExecutorId& id);
   void updateTimeout(ExecutorTracker& tracker);
   DurationMs idleTimeoutFor(const ExecutorTracker& tracker) const;
@@ -116,6 +137,9 @@ class ExecutorMonitor {
   int decommissioning_ = 0;
   int busy_ = 0;
   RemovalCounts removals_;
+  std::map<int, int> executorsByProfile_;
+  std::map<int, int> pendingRemovalByProfile_;
+  std::map<int, int> decommissioningByProfile_;
   // Earliest deadline among the executors not yet timed out; kInfiniteMs when none, and
   // a value <= now forces a rescan (after something invalidated the cached list).
   TimeMs nextTimeout_ = kInfiniteMs;

@@ -15,6 +15,24 @@ PolicyBase::PolicyBase(const AllocationConfig& config, const Clock& clock)
     : config_(config), clock_(clock), monitor_(config_, clock) {
   target_ = startTarget(config_);
   reportedTarget_ = target_;
+  reportedTargets_ = {{kDefaultProfileId, target_}};
+  ResourceProfile defaultProfile;
+  defaultProfile.executorCores = config_.executorCores;
+  profiles_.emplace(kDefaultProfileId, defaultProfile);
+}
+
+void PolicyBase::addResourceProfile(const ResourceProfile& profile) {
+  if (profile.id == kDefaultProfileId) return;  // the application's executor.cores
+  profiles_.emplace(profile.id, profile);
+}
+
+const ResourceProfile& PolicyBase::profileOf(int profileId) const {
+  auto it = profiles_.find(profileId);
+  return it == profiles_.end() ? profiles_.at(kDefaultProfileId) : it->second;
+}
+
+void PolicyBase::clampTargets(const Bounds& bounds) {
+  target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
 }
 
 Status PolicyBase::setBounds(Bounds bounds, std::string* warning) {
@@ -23,7 +41,7 @@ Status PolicyBase::setBounds(Bounds bounds, std::string* warning) {
   const Bounds old = config_.bounds;
   config_.bounds = bounds;
   const int before = target_;
-  if (config_.enabled) target_ = std::clamp(target_, bounds.minExecutors, bounds.maxExecutors);
+  if (config_.enabled) clampTargets(bounds);
   std::ostringstream why;
   why << "bounds changed from [" << old.minExecutors << ", " << old.maxExecutors << "] to ["
       << bounds.minExecutors << ", " << bounds.maxExecutors << "]";
@@ -41,7 +59,10 @@ TickResult PolicyBase::tick() {
   beforeStep(now);
   if (config_.enabled) step(now, result);
   result.target = target_;
+  result.previousTargets = reportedTargets_;
+  result.targets = targetsByProfile();
   reportedTarget_ = target_;
+  reportedTargets_ = result.targets;
   return result;
 }
 
@@ -68,6 +89,14 @@ AllocationSnapshot PolicyBase::baseSnapshot() const {
   s.pendingTasks = tasks_.pending();
   s.pendingSpeculativeTasks = tasks_.pendingSpeculative();
   s.runningTasks = tasks_.running();
+  ProfileSnapshot defaultProfile;
+  defaultProfile.profile = profiles_.at(kDefaultProfileId);
+  defaultProfile.target = target_;
+  defaultProfile.live = s.live;
+  defaultProfile.pendingRemoval = s.pendingRemoval;
+  defaultProfile.pendingTasks = s.pendingTasks + s.pendingSpeculativeTasks;
+  defaultProfile.runningTasks = s.runningTasks;
+  s.profiles.push_back(defaultProfile);
   return s;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocation/allocation_config.h"
@@ -19,7 +21,10 @@ namespace tide::allocation {
 // scheduler's events and one step of the policy per tick.
 class PolicyBase : public AllocationPolicy {
  public:
-  void onExecutorAdded(const ExecutorId& id) override { monitor_.onExecutorAdded(id); }
+  void addResourceProfile(const ResourceProfile& profile) override;
+  void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) override {
+    monitor_.onExecutorAdded(id, profileId);
+  }
   void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther) override {
     monitor_.onExecutorRemoved(id, exit);
   }
@@ -56,6 +61,16 @@ class PolicyBase : public AllocationPolicy {
   // ticks). Called only when dynamic allocation is on; `beforeStep` always.
   virtual void step(TimeMs now, TickResult& result) = 0;
   virtual void beforeStep(TimeMs /*now*/) {}
+  // Clips the target(s) into new bounds (one target here; a target per profile in Spark's).
+  virtual void clampTargets(const Bounds& bounds);
+  // The target of each resource profile, as a tick reports it (here all is the default's).
+  virtual std::map<int, int> targetsByProfile() const { return {{kDefaultProfileId, target_}}; }
+  // A decision made between ticks, handed over with the next tick.
+  void addDecisionForNextTick(Decision decision) {
+    pendingDecisions_.push_back(std::move(decision));
+  }
+  // The executor cores of a profile (the default profile's for one never added).
+  const ResourceProfile& profileOf(int profileId) const;
 
   // Registered executors neither being removed nor decommissioning (Spark's removeExecutors
   // counts executorCount - pendingRemoval - decommissioning).
@@ -83,9 +98,11 @@ class PolicyBase : public AllocationPolicy {
   StageTaskCounts tasks_;
   int target_ = 0;
   bool initializing_ = true;  // until the first stage is submitted or an executor idles out
+  std::map<int, ResourceProfile> profiles_;  // by id; the default profile always
 
  private:
   int reportedTarget_ = 0;                  // the target the last tick reported
+  std::map<int, int> reportedTargets_;      // and of each profile
   std::vector<Decision> pendingDecisions_;  // made between ticks (bounds changes)
 };
 

@@ -19,11 +19,12 @@ namespace {
 // are an index into the stage's durations and only failed tasks are queued one by one.
 struct SimStage {
   const TraceEvent* event = nullptr;
-  int64_t nextFresh = 0;           // the next task never started
-  std::deque<DurationMs> retries;  // failed tasks, run before the fresh ones
-  int64_t unfinished = 0;          // tasks not yet succeeded
-  bool uncached = false;           // its cached blocks were dropped: report no new ones
-  bool shuffleReleased = false;    // its job ended: report no new shuffle output
+  int profileId = kDefaultProfileId;  // its executors' shape (the trace's executor_cores)
+  int64_t nextFresh = 0;              // the next task never started
+  std::deque<DurationMs> retries;     // failed tasks, run before the fresh ones
+  int64_t unfinished = 0;             // tasks not yet succeeded
+  bool uncached = false;              // its cached blocks were dropped: report no new ones
+  bool shuffleReleased = false;       // its job ended: report no new shuffle output
 
   int64_t pendingCount() const {
     return static_cast<int64_t>(retries.size()) + event->taskCount - nextFresh;
@@ -32,6 +33,7 @@ struct SimStage {
 
 struct SimExecutor {
   ExecutorId id;
+  int profileId = kDefaultProfileId;  // runs only tasks of stages of this profile
   TimeMs grantedAt = 0;
   bool live = true;
   int freeSlots = 0;                 // free cores (a task takes its stage's cpus)
@@ -52,6 +54,7 @@ struct RunningTask {
 struct ExecutorRequest {
   TimeMs requestedAt = 0;
   TimeMs dueAt = 0;
+  int profileId = kDefaultProfileId;
 };
 
 bool isNonAction(Decision::Action action) {
@@ -66,7 +69,8 @@ class Simulation {
         trace_(trace),
         options_(options),
         observer_(observer),
-        engine_(makeAllocationPolicy(config, clock_)) {}
+        engine_(makeAllocationPolicy(config, clock_)),
+        profiles_(ResourceProfile{kDefaultProfileId, config.executorCores, 0}) {}
 
   SimulationSummary run();
 
@@ -114,6 +118,7 @@ class Simulation {
   const SimulationObserver& observer_;
   ManualClock clock_;
   std::unique_ptr<AllocationPolicy> engine_;
+  ResourceProfiles profiles_;  // one per executor_cores of the trace's stages
   TimeMs now_ = 0;
 
   size_t nextEvent_ = 0;
@@ -266,6 +271,12 @@ void Simulation::submitStage(const TraceEvent& event) {
   SimStage stage;
   stage.event = &event;
   stage.unfinished = event.taskCount;
+  if (event.executorCores > 0) {
+    const ResourceProfile& profile = profiles_.profileOfShape(event.executorCores, 0);
+    stage.profileId = profile.id;
+    engine_->addResourceProfile(profile);
+  }
+  const int profileId = stage.profileId;
   stages_.push_back(std::move(stage));
   stageTimings_.push_back({event.stage, now_, event.taskCount == 0 ? now_ : -1});
   stageIndex_.emplace(event.stage, index);
@@ -278,7 +289,7 @@ void Simulation::submitStage(const TraceEvent& event) {
       executorsWithFreeSlots_.insert(live);
     }
   }
-  engine_->onStageSubmitted(event.stage, event.taskCount, cpusOf(event));
+  engine_->onStageSubmitted(event.stage, event.taskCount, cpusOf(event), profileId);
 }
 
 void Simulation::endJob(const TraceEvent& event) {
@@ -392,19 +403,21 @@ void Simulation::onRunningChanged(SimExecutor& executor, int before) {
 void Simulation::grantExecutors() {
   while (!requests_.empty() && requests_.front().dueAt <= now_ &&
          requests_.front().requestedAt < now_) {
+    const int profileId = requests_.front().profileId;
     requests_.pop_front();
     const size_t index = executors_.size();
     SimExecutor executor;
     executor.id = "e" + std::to_string(index + 1);
+    executor.profileId = profileId;
     executor.grantedAt = now_;
-    executor.freeSlots = config_.executorCores;
+    executor.freeSlots = profiles_.find(profileId)->executorCores;
     executorIndex_.emplace(executor.id, index);
     executors_.push_back(std::move(executor));
     liveExecutors_.insert(index);
     executorsWithFreeSlots_.insert(index);
     peakLive_ = std::max(peakLive_, static_cast<int>(liveExecutors_.size()));
     addedSinceLine_.push_back(executors_[index].id);
-    engine_->onExecutorAdded(executors_[index].id);
+    engine_->onExecutorAdded(executors_[index].id, profileId);
   }
 }
 
@@ -425,7 +438,9 @@ void Simulation::placeTasks() {
 bool Simulation::startTask(size_t executorIndex) {
   SimExecutor& executor = executors_[executorIndex];
   auto next = stagesWithPending_.begin();
-  while (next != stagesWithPending_.end() && cpusOf(*stages_[*next].event) > executor.freeSlots) {
+  // Only stages of its resource profile run on it (Spark's rule).
+  while (next != stagesWithPending_.end() && (stages_[*next].profileId != executor.profileId ||
+                                              cpusOf(*stages_[*next].event) > executor.freeSlots)) {
     ++next;
   }
   if (next == stagesWithPending_.end()) return false;
@@ -515,15 +530,39 @@ void Simulation::releaseExecutor(size_t executorIndex, ExecutorExit exit) {
 }
 
 void Simulation::reconcileRequests() {
-  const int64_t target = engine_->snapshot().target;
-  const int64_t outstanding =
-      static_cast<int64_t>(liveExecutors_.size()) + static_cast<int64_t>(requests_.size());
-  if (target > outstanding) {
-    const TimeMs due = addSaturating(now_, options_.grantDelay);
-    for (int64_t i = outstanding; i < target; ++i) requests_.push_back({now_, due});
-  } else {
+  if (profiles_.all().size() == 1) {
+    // One profile (no stage has executor_cores): the total, without a walk over executors.
+    const int64_t target = engine_->snapshot().target;
+    const int64_t outstanding =
+        static_cast<int64_t>(liveExecutors_.size()) + static_cast<int64_t>(requests_.size());
+    if (target > outstanding) {
+      const TimeMs due = addSaturating(now_, options_.grantDelay);
+      for (int64_t i = outstanding; i < target; ++i) requests_.push_back({now_, due});
+    } else {
+      // Lowering the target only withdraws requests not yet granted, newest first.
+      for (int64_t i = target; i < outstanding && !requests_.empty(); ++i) requests_.pop_back();
+    }
+    return;
+  }
+  // Each resource profile's target against its live executors and requests.
+  for (const ProfileSnapshot& profile : engine_->snapshot().profiles) {
+    const int id = profile.profile.id;
+    int64_t outstanding = 0;
+    for (size_t live : liveExecutors_) outstanding += executors_[live].profileId == id ? 1 : 0;
+    for (const ExecutorRequest& request : requests_) outstanding += request.profileId == id ? 1 : 0;
+    const int64_t target = profile.target;
+    if (target > outstanding) {
+      const TimeMs due = addSaturating(now_, options_.grantDelay);
+      for (int64_t i = outstanding; i < target; ++i) requests_.push_back({now_, due, id});
+      continue;
+    }
     // Lowering the target only withdraws requests not yet granted, newest first.
-    for (int64_t i = target; i < outstanding && !requests_.empty(); ++i) requests_.pop_back();
+    for (int64_t i = target; i < outstanding; ++i) {
+      auto newest = std::find_if(requests_.rbegin(), requests_.rend(),
+                                 [&](const ExecutorRequest& r) { return r.profileId == id; });
+      if (newest == requests_.rend()) break;
+      requests_.erase(std::next(newest).base());
+    }
   }
 }
 
@@ -637,11 +676,20 @@ void writeIdList(rest::JsonWriter& out, const std::vector<std::string>& ids) {
 
 void checkTraceFits(const AllocationConfig& config, const Trace& trace) {
   for (const TraceEvent& event : trace.events) {
+    if (event.type == TraceEvent::Type::kStage && event.executorCores > 0 &&
+        (!config.enabled || config.policy != PolicyKind::kSpark)) {
+      // As the AM refuses such a job: only Spark's policy keeps a target per profile.
+      throw TraceError(trace.source + ":" + std::to_string(event.line) +
+                       ": field 'executor_cores': a stage with executors of its own needs "
+                       "dynamicAllocation.enabled=true and dynamicAllocation.policy=spark");
+    }
     const int cpus = event.cpus > 0 ? event.cpus : config.taskCpus;
-    if (event.type == TraceEvent::Type::kStage && cpus > config.executorCores) {
-      throw TraceError(trace.source + ":" + std::to_string(event.line) + ": field 'cpus': " +
-                       std::to_string(cpus) + " cores per task is more than executor.cores (" +
-                       std::to_string(config.executorCores) + ")");
+    const int cores = event.executorCores > 0 ? event.executorCores : config.executorCores;
+    if (event.type == TraceEvent::Type::kStage && cpus > cores) {
+      throw TraceError(trace.source + ":" + std::to_string(event.line) +
+                       ": field 'cpus': " + std::to_string(cpus) + " cores per task is more than " +
+                       (event.executorCores > 0 ? "its executor_cores (" : "executor.cores (") +
+                       std::to_string(cores) + ")");
     }
   }
 }

@@ -9,10 +9,12 @@ int StageTaskCounts::tasksPerExecutor(int executorCores, int taskCpus) {
   return std::max(1, executorCores / std::max(1, taskCpus));
 }
 
-double StageTaskCounts::executorsFilled(int executorCores, int defaultTaskCpus) const {
+double StageTaskCounts::executorsFilled(int executorCores, int defaultTaskCpus,
+                                        int profileId) const {
   // Tasks by tasks per executor: a width's tasks share executors (as one Spark profile's do).
   std::map<int, int64_t> tasksByWidth;
   for (const auto& [id, stage] : stages_) {
+    if (stage.profileId != profileId) continue;
     const int64_t tasks = stage.pending + stage.pendingSpeculative + stage.running;
     if (tasks <= 0) continue;
     const int cpus = stage.taskCpus > 0 ? stage.taskCpus : defaultTaskCpus;
@@ -25,18 +27,32 @@ double StageTaskCounts::executorsFilled(int executorCores, int defaultTaskCpus) 
   return filled;
 }
 
-bool StageTaskCounts::speculativePendingOnSharedExecutor(int executorCores,
-                                                         int defaultTaskCpus) const {
+bool StageTaskCounts::speculativePendingOnSharedExecutor(int executorCores, int defaultTaskCpus,
+                                                         int profileId) const {
   for (const auto& [id, stage] : stages_) {
+    if (stage.profileId != profileId) continue;
     const int cpus = stage.taskCpus > 0 ? stage.taskCpus : defaultTaskCpus;
     if (stage.pendingSpeculative > 0 && tasksPerExecutor(executorCores, cpus) > 1) return true;
   }
   return false;
 }
 
-void StageTaskCounts::onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) {
+StageTaskCounts::ProfileTasks StageTaskCounts::ofProfile(int profileId) const {
+  ProfileTasks tasks;
+  for (const auto& [id, stage] : stages_) {
+    if (stage.profileId != profileId) continue;
+    tasks.pending += stage.pending;
+    tasks.pendingSpeculative += stage.pendingSpeculative;
+    tasks.running += stage.running;
+  }
+  return tasks;
+}
+
+void StageTaskCounts::onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus,
+                                       int profileId) {
   Stage& stage = stages_[stageId];
   stage.active = true;
+  stage.profileId = profileId;
   if (taskCpus > 0) stage.taskCpus = taskCpus;
   stage.pending += numTasks;
   pending_ += numTasks;

@@ -18,6 +18,15 @@ class StageTaskCounts {
     int64_t running = 0;
     bool active = true;  // submitted and not yet completed
     int taskCpus = 0;    // the cpus each of its tasks takes; 0: task.cpus
+    int profileId = 0;   // its resource profile (the executors its tasks run on)
+  };
+
+  // One resource profile's tasks, summed over its stages.
+  struct ProfileTasks {
+    int64_t pending = 0;
+    int64_t pendingSpeculative = 0;
+    int64_t running = 0;
+    int64_t total() const { return pending + pendingSpeculative + running; }
   };
 
   // What an event did to its stage.
@@ -27,8 +36,10 @@ class StageTaskCounts {
     kForgotten      // counted, and the stage is done: forgotten
   };
 
-  // `taskCpus` is the cpus each of the stage's tasks takes (0: task.cpus, the default).
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0);
+  // `taskCpus` is the cpus each of the stage's tasks takes (0: task.cpus, the default);
+  // `profileId` its resource profile.
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus = 0,
+                        int profileId = 0);
   // The stage finished or was aborted: its pending and speculative tasks no longer count; tasks
   // still running (a losing speculative copy, say) are counted until they end.
   Change onStageCompleted(const std::string& stageId);
@@ -48,6 +59,8 @@ class StageTaskCounts {
   int64_t total() const { return pending_ + pendingSpeculative_ + running_; }
 
   const std::unordered_map<std::string, Stage>& stages() const { return stages_; }
+  // The tasks of the stages of one resource profile (O(stages)).
+  ProfileTasks ofProfile(int profileId) const;
 
   // Tasks of `taskCpus` cpus that fit on an executor of `executorCores` cores (at least 1, as
   // the scheduler never admits a task wider than an executor): Spark's maxTasksPerExecutor.
@@ -57,10 +70,13 @@ class StageTaskCounts {
   // tasks / tasksPerExecutor, stages of equal width summed first (so that one width gives
   // exactly Spark's numRunningOrPendingTasks / tasksPerExecutor). `defaultTaskCpus` (task.cpus)
   // stands for a stage that did not say. Not rounded: the caller applies the ratio, then ceil.
-  double executorsFilled(int executorCores, int defaultTaskCpus) const;
-  // Whether a stage with a pending speculative copy packs more than one task per executor (the
-  // copy may not run beside its original: Spark's speculation locality offset).
-  bool speculativePendingOnSharedExecutor(int executorCores, int defaultTaskCpus) const;
+  // Only the stages of resource profile `profileId` count (whose executors have
+  // `executorCores`).
+  double executorsFilled(int executorCores, int defaultTaskCpus, int profileId = 0) const;
+  // Whether a stage of the profile with a pending speculative copy packs more than one task per
+  // executor (the copy may not run beside its original: Spark's speculation locality offset).
+  bool speculativePendingOnSharedExecutor(int executorCores, int defaultTaskCpus,
+                                          int profileId = 0) const;
 
  private:
   std::unordered_map<std::string, Stage> stages_;

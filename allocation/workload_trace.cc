@@ -104,8 +104,8 @@ class LineParser {
 };
 
 void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
-  p.rejectUnknownFields(event.type,
-                        {"stage", "tasks", "task_ms", "cache", "shuffle", "job", "cpus"});
+  p.rejectUnknownFields(event.type, {"stage", "tasks", "task_ms", "cache", "shuffle", "job", "cpus",
+                                     "executor_cores"});
   event.stage = p.requireName("stage");
   auto earlier = history.stageLines.find(event.stage);
   if (earlier != history.stageLines.end()) {
@@ -136,6 +136,10 @@ void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
   if (auto cpus = p.optionalCount("cpus")) {
     if (*cpus == 0) p.failField("cpus", "expected a positive number of cores per task");
     event.cpus = *cpus;
+  }
+  if (auto cores = p.optionalCount("executor_cores")) {
+    if (*cores == 0) p.failField("executor_cores", "expected a positive number of cores");
+    event.executorCores = *cores;
   }
   event.cache = p.optionalBool("cache").value_or(false);
   event.shuffle = p.optionalBool("shuffle").value_or(false);

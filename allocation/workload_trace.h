@@ -48,6 +48,9 @@ struct TraceEvent {
   bool cache = false;                     // its tasks leave cached blocks on their executor
   bool shuffle = false;                   // its tasks leave shuffle output (held until job_end)
   int cpus = 0;                           // cores each task takes; 0: task.cpus
+  // Cores of the executors its tasks run on (a stage-level executor shape, a resource profile
+  // of its own); 0: executor.cores, the default profile.
+  int executorCores = 0;
 
   // kSetBounds: the fields given; the others keep their current value.
   std::optional<int> minExecutors;

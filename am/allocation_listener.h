@@ -14,8 +14,10 @@ class AllocationListener : public SchedulerListener {
  public:
   explicit AllocationListener(allocation::AllocationPolicy& manager) : manager_(manager) {}
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) override {
-    manager_.onStageSubmitted(stageId, numTasks, taskCpus);
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus,
+                        const allocation::ResourceProfile& profile) override {
+    manager_.addResourceProfile(profile);
+    manager_.onStageSubmitted(stageId, numTasks, taskCpus, profile.id);
   }
   void onStageCompleted(const std::string& stageId) override { manager_.onStageCompleted(stageId); }
   void onTaskStart(const std::string& stageId, const std::string& executorId) override {

@@ -159,6 +159,12 @@ void ApplicationMaster::publishStatusSnapshot(TimeMs now, bool wait) {
     e.holdsShuffleData = !tracker->shuffles.empty();
     e.expiry = monitor.expiryOf(*tracker);
     e.excluded = scheduler_->isExecutorExcluded(tracker->id);
+    if (const allocation::ResourceProfile* profile =
+            scheduler_->profiles().find(tracker->profileId)) {
+      e.profile = *profile;
+    } else {
+      e.profile.id = tracker->profileId;
+    }
     snapshot->executors.push_back(std::move(e));
   }
   if (wait) {

@@ -109,9 +109,11 @@ std::set<std::string> ApplicationMaster::adoptExecutors(
       JournalRecord& known = executorByContainer[r.containerId];
       const std::string url = r.url.empty() ? known.url : r.url;
       const std::string node = r.node.empty() ? known.node : r.node;
+      const JournalRecord profile = r.profileId != 0 ? r : known;
       known = r;
       known.url = url;
       known.node = node;
+      known.withProfile(profile.profileId, profile.profileCores, profile.profileMemoryMb);
     }
   });
   std::set<std::string> adopted;
@@ -124,7 +126,14 @@ std::set<std::string> ApplicationMaster::adoptExecutors(
       continue;
     }
     const std::string& id = known->second.executorId;
-    allocator_.adopt(container, id);
+    // It keeps the resource profile it was started for: its stages' tasks are its to run.
+    const int profileId = known->second.profileId;
+    if (profileId != allocation::kDefaultProfileId) {
+      scheduler_->restoreProfile(
+          {profileId, known->second.profileCores, known->second.profileMemoryMb});
+      allocator_.addProfile(profileId, {known->second.profileMemoryMb, known->second.profileCores});
+    }
+    allocator_.adopt(container, id, profileId);
     {
       std::lock_guard<std::mutex> containersLock(executorContainersMutex_);
       executorContainers_[id] = container;
@@ -135,11 +144,15 @@ std::set<std::string> ApplicationMaster::adoptExecutors(
     executor.host = container.nodeHttpAddress.substr(0, container.nodeHttpAddress.rfind(':'));
     executor.node = known->second.node.empty() ? container.nodeId : known->second.node;
     executor.blockUrl = known->second.url;
-    executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
+    executor.profileId = profileId;
+    executor.slots = slotsOf(profileId);
     executor.registeredAt = now;
     executor.lastSeen = now;  // it has network.timeout to register again
     executor.adopted = true;
-    allocation_.onExecutorAdded(id);
+    if (const allocation::ResourceProfile* profile = scheduler_->profiles().find(profileId)) {
+      allocation_.addResourceProfile(*profile);
+    }
+    allocation_.onExecutorAdded(id, profileId);
     adopted.insert(id);
   }
   peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));

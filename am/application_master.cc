@@ -145,6 +145,7 @@ int ApplicationMaster::start() {
 
   rm_->setExecutorTemplate(executorTemplate());
   const auto registration = rm_->registerAm({config_.host, port_, trackingUrl()});
+  withState([&] { maximumCapability_ = registration.maximumResourceCapability; });
   if (auto tooLarge = executorAboveMaximum(config_.containers.executorResource,
                                            registration.maximumResourceCapability)) {
     log_.error() << *tooLarge;
@@ -172,6 +173,7 @@ std::string ApplicationMaster::submitJob(Job job) {
   return withState([&] {
     const std::string name = job.name;
     const std::string json = journal_ ? jobToJson(job) : "";
+    checkStageShapes(job);
     std::string jobId = scheduler_->submitJob(std::move(job));
     journal(JournalRecord::jobAccepted(jobId, json), /*sync=*/true);
     ++jobsSubmitted_;
@@ -179,6 +181,51 @@ std::string ApplicationMaster::submitJob(Job job) {
     workAvailable_.notify_all();
     return jobId;
   });
+}
+
+void ApplicationMaster::checkStageShapes(const Job& job) const {
+  for (size_t i = 0; i < job.stages.size(); ++i) {
+    const StageSpec& stage = job.stages[i];
+    if (!stage.executor) continue;
+    const std::string path = "stages[" + std::to_string(i) + "].executor";
+    // As Spark on YARN: ResourceProfiles need dynamic allocation, whose policy keeps a target
+    // per profile.
+    if (!config_.allocation.enabled) {
+      throw JobError(path + ": stage " + ("'" + stage.id + "'") +
+                     " asks for its own executor shape, which needs "
+                     "dynamicAllocation.enabled=true (executors are sized per resource profile)");
+    }
+    if (config_.allocation.policy != allocation::PolicyKind::kSpark) {
+      throw JobError(path + ": stage " + ("'" + stage.id + "'") +
+                     " asks for its own executor shape, which needs "
+                     "dynamicAllocation.policy=spark (the adaptive policy keeps one target)");
+    }
+    // Fail fast, as for the default shape at registration: a container no node can hold would
+    // be waited for forever.
+    const rest::Resource resource{
+        stage.executor->memoryMb.value_or(config_.containers.executorResource.memoryMb),
+        stage.executor->cores.value_or(config_.allocation.executorCores)};
+    if (auto tooLarge =
+            executorAboveMaximum(resource, maximumCapability_, path + ".memory", path + ".cores")) {
+      throw JobError(*tooLarge + " for stage " + ("'" + stage.id + "'"));
+    }
+  }
+}
+
+void ApplicationMaster::applyTargets(const std::map<int, int>& targets) {
+  for (const auto& [profileId, target] : targets) {
+    if (profileId == allocation::kDefaultProfileId) continue;
+    if (const allocation::ResourceProfile* profile = scheduler_->profiles().find(profileId)) {
+      allocator_.addProfile(profileId, {profile->executorMemoryMb, profile->executorCores});
+    }
+  }
+  allocator_.setTargets(targets);
+}
+
+int ApplicationMaster::slotsOf(int profileId) const {
+  const allocation::ResourceProfile* profile = scheduler_->profiles().find(profileId);
+  const int cores = profile != nullptr ? profile->executorCores : config_.allocation.executorCores;
+  return std::max(1, cores / std::max(1, config_.allocation.taskCpus));
 }
 
 void ApplicationMaster::requestStop(const std::string& finalStatus,
@@ -307,8 +354,11 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
     const bool repeating = decision.action == allocation::Decision::Action::kNotAdding ||
                            decision.action == allocation::Decision::Action::kKeep;
     // The target each event started from: a run of them shows "137 → 27".
+    const std::string profile = decision.profileId == allocation::kDefaultProfileId
+                                    ? ""
+                                    : "/profile-" + std::to_string(decision.profileId);
     recordDecision("allocation", action, decision.target, decision.why,
-                   repeating ? action + "/" + decision.executor : "", targetBefore);
+                   repeating ? action + "/" + decision.executor + profile : "", targetBefore);
     targetBefore = decision.target;
     metrics_.decisionCounter(action).inc();
     if (decision.action != allocation::Decision::Action::kNotAdding &&
@@ -317,7 +367,7 @@ void ApplicationMaster::applyTick(const allocation::TickResult& result, TimeMs n
     }
   }
   if (result.targetChanged()) {
-    allocator_.setTarget(result.target);
+    applyTargets(result.targets);
     heartbeatRequested_ = true;
     heartbeatWake_.notify_all();
   }
@@ -495,11 +545,14 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
   }
 }
 
-ExecutorTemplate ApplicationMaster::executorTemplate() const {
+ExecutorTemplate ApplicationMaster::executorTemplate(int cores) const {
   ExecutorTemplate common;
   std::string command = "exec '" + identity_.executorBinary + "'";
-  for (const auto& [key, value] : config_.executorConf)
-    command += " --conf '" + key + "=" + value + "'";
+  for (const auto& [key, value] : config_.executorConf) {
+    // An executor of another resource profile has that profile's cores.
+    const std::string given = key == "executor.cores" && cores > 0 ? std::to_string(cores) : value;
+    command += " --conf '" + key + "=" + given + "'";
+  }
   common.command = command;
   common.environment = {
       {"TIDE_AM_ADDRESS", config_.tls.urlOf(config_.host + ":" + std::to_string(executorPort_))},
@@ -513,7 +566,9 @@ ExecutorTemplate ApplicationMaster::executorTemplate() const {
 
 ExecutorLaunch ApplicationMaster::executorLaunchFor(const std::string& executorId,
                                                     const std::string& containerId) {
-  ExecutorTemplate common = executorTemplate();
+  const allocation::ResourceProfile* profile =
+      scheduler_->profiles().find(allocator_.profileOf(executorId));
+  ExecutorTemplate common = executorTemplate(profile != nullptr ? profile->executorCores : 0);
   ExecutorLaunch launch;
   launch.executorId = executorId;
   launch.command = std::move(common.command);
@@ -553,7 +608,15 @@ void ApplicationMaster::launchLoop() {
       launch.environment.emplace_back(
           "TIDE_NODE_HOST",
           next.first.nodeHttpAddress.substr(0, next.first.nodeHttpAddress.rfind(':')));
-      journal(JournalRecord::executorStarted(next.second, next.first.id));
+      {
+        JournalRecord started = JournalRecord::executorStarted(next.second, next.first.id);
+        const int profileId = allocator_.profileOf(next.second);
+        if (const allocation::ResourceProfile* profile = scheduler_->profiles().find(profileId);
+            profile != nullptr && profileId != allocation::kDefaultProfileId) {
+          started.withProfile(profileId, profile->executorCores, profile->executorMemoryMb);
+        }
+        journal(started);
+      }
       {
         std::lock_guard<std::mutex> containersLock(executorContainersMutex_);
         executorContainers_[next.second] = next.first;
@@ -621,7 +684,8 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     executor.host = registration.host;
     executor.containerId = registration.containerId;
     executor.pid = registration.pid;
-    executor.slots = std::max(1, config_.allocation.tasksPerExecutor());
+    executor.profileId = allocator_.profileOf(executor.id);
+    executor.slots = slotsOf(executor.profileId);
     executor.registeredAt = now;
     executor.lastSeen = now;
     executor.node = registration.node.empty() ? registration.host : registration.node;
@@ -632,7 +696,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       if (host.find(':') != std::string::npos) host = "[" + host + "]";
       executor.blockUrl = config_.tls.urlOf(host + ":" + std::to_string(registration.port));
     }
-    allocation_.onExecutorAdded(executor.id);
+    allocation_.onExecutorAdded(executor.id, executor.profileId);
     if (eventLog_) {
       eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
                                 executor.pid, now - startedAt_, -1, ""});
@@ -770,7 +834,7 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
   if (freeSlots > 0 && !executor.decommissioning) {
     // The scheduler counts cpus; an executor counts slots of task.cpus each.
     reply.launches = scheduler_->resourceOffers(
-        {{executorId, executor.node, freeSlots * config_.allocation.taskCpus}});
+        {{executorId, executor.node, freeSlots * config_.allocation.taskCpus, executor.profileId}});
     // Journaled before the executor hears of them: the next attempt knows every task id and
     // attempt number given out.
     for (const rest::TaskLaunch& launch : reply.launches) {

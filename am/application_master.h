@@ -151,6 +151,7 @@ class ApplicationMaster : public MasterControl {
     // Chosen for removal with decommission.enabled: gets no tasks, hands its blocks to peers
     // (decommissioner_), then is released.
     bool decommissioning = false;
+    int profileId = 0;  // the resource profile it was started for; runs only its stages' tasks
   };
 
   // mu_, taken: for withState, and for the heartbeat loop, whose body holds it in two pieces
@@ -223,7 +224,15 @@ class ApplicationMaster : public MasterControl {
   // `fromTarget`: what the target was before this decision (-1: unchanged), as DecisionLog.
   void recordDecision(const std::string& source, const std::string& action, int target,
                       const std::string& why, const std::string& key, int fromTarget = -1);
-  ExecutorTemplate executorTemplate() const;
+  // `cores`: executor.cores of the executor (its resource profile's); 0: the default's.
+  ExecutorTemplate executorTemplate(int cores = 0) const;
+  // Refuses (JobError naming the stage) a job whose stage asks for an executor shape no node
+  // can hold, or that needs a target per profile the policy does not keep.
+  void checkStageShapes(const Job& job) const;
+  // The policy's targets per profile into the allocator, each profile's shape first.
+  void applyTargets(const std::map<int, int>& targets);
+  // Task slots of an executor of the profile: its cores / task.cpus (at least 1).
+  int slotsOf(int profileId) const;
   ExecutorLaunch executorLaunchFor(const std::string& executorId, const std::string& containerId);
 
   // The task scheduler's subscribers (besides the allocation policy's AllocationListener).
@@ -268,6 +277,7 @@ class ApplicationMaster : public MasterControl {
   std::map<std::string, Executor> executors_;  // registered and not released
   RemovedExecutors removedExecutors_;          // those that were, and why they went
   ClusterCapacity clusterCapacity_;            // the last heartbeat's
+  rest::Resource maximumCapability_;           // the largest node's, from registration
   std::set<std::string> releasedExecutors_;    // told to shut down at their next sync
   std::set<std::string> startingExecutors_;    // started by the backend, not yet granted
   std::deque<std::pair<rest::Container, std::string>> launchQueue_;

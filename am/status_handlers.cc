@@ -454,8 +454,31 @@ std::string StatusHandlers::statusJson() {
       .field("initializing", a.initializing)
       .field("backlogTimerInMs", a.addTime >= 0 ? std::max<int64_t>(0, a.addTime - at) : -1)
       .field("launched", c.launched)
-      .field("peak", snapshot->peakExecutors)
-      .endObject();
+      .field("peak", snapshot->peakExecutors);
+  // Spark's per-ResourceProfile state: a target, maxNeeded and step for each executor shape.
+  writeArray(w, "profiles", a.profiles, [&](JsonWriter& out, const allocation::ProfileSnapshot& p) {
+    auto held = c.profiles.find(p.profile.id);
+    const ProfileContainers containers =
+        held == c.profiles.end() ? ProfileContainers{} : held->second;
+    out.startObject()
+        .field("id", p.profile.id)
+        .field("cores", p.profile.id == allocation::kDefaultProfileId ? info.executorCores
+                                                                      : p.profile.executorCores)
+        .field("memoryMb", p.profile.id == allocation::kDefaultProfileId
+                               ? info.executorMemoryMb
+                               : p.profile.executorMemoryMb)
+        .field("target", p.target)
+        .field("maxNeeded", p.maxNeeded)
+        .field("numExecutorsToAdd", p.numExecutorsToAdd)
+        .field("live", p.live)
+        .field("pendingRemoval", p.pendingRemoval)
+        .field("requested", containers.outstanding)
+        .field("starting", containers.starting)
+        .field("pendingTasks", p.pendingTasks)
+        .field("runningTasks", p.runningTasks)
+        .endObject();
+  });
+  w.endObject();
   w.key("containers")
       .startObject()
       .field("requested", c.outstanding)
@@ -510,7 +533,10 @@ std::string StatusHandlers::executorsJson(size_t removedLimit) {
         .field("container", e.container)
         .field("pid", e.pid)
         .field("state", state)
-        .field("cores", cores)
+        .field("cores", e.profile.executorCores > 0 ? e.profile.executorCores : cores)
+        .field("resourceProfileId", e.profile.id)
+        .field("memoryMb", e.profile.executorMemoryMb > 0 ? e.profile.executorMemoryMb
+                                                          : master_.info().executorMemoryMb)
         .field("runningTasks", e.runningTasks)
         .field("registeredAtMs", uptimeOf(e.registeredAt, startedAt))
         .field("idleSinceMs", uptimeOf(e.idleSince, startedAt))

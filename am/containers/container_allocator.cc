@@ -34,15 +34,17 @@ ExitClassification classifyExit(int exitStatus, const std::string& diagnostics) 
 }
 
 std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
-                                                const rest::Resource& maximum) {
+                                                const rest::Resource& maximum,
+                                                const std::string& memoryKey,
+                                                const std::string& coresKey) {
   if (maximum.memoryMb <= 0 || maximum.vCores <= 0) return std::nullopt;
   if (executor.memoryMb > maximum.memoryMb) {
-    return "executor.memory: each executor container asks for " +
-           std::to_string(executor.memoryMb) + " MB, above the largest node's " +
-           std::to_string(maximum.memoryMb) + " MB (the resource manager's maximum allocation)";
+    return memoryKey + ": each executor container asks for " + std::to_string(executor.memoryMb) +
+           " MB, above the largest node's " + std::to_string(maximum.memoryMb) +
+           " MB (the resource manager's maximum allocation)";
   }
   if (executor.vCores > maximum.vCores) {
-    return "executor.cores: each executor container asks for " + std::to_string(executor.vCores) +
+    return coresKey + ": each executor container asks for " + std::to_string(executor.vCores) +
            " vCores, above the largest node's " + std::to_string(maximum.vCores) +
            " vCores (the resource manager's maximum allocation)";
   }
@@ -50,50 +52,107 @@ std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
 }
 
 ContainerAllocator::ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock)
-    : config_(std::move(config)), clock_(clock) {}
+    : config_(std::move(config)), clock_(clock) {
+  ProfileContainers& defaultProfile = profiles_[0];
+  defaultProfile.resource = config_.executorResource;
+  defaultProfile.priority = config_.priority;
+}
+
+void ContainerAllocator::addProfile(int profileId, const rest::Resource& resource) {
+  if (profiles_.count(profileId) != 0) return;
+  ProfileContainers& profile = profiles_[profileId];
+  profile.resource = resource;
+  profile.priority = config_.priority + profileId;
+}
+
+void ContainerAllocator::setTargets(const std::map<int, int>& targets) {
+  for (const auto& [profileId, target] : targets) {
+    auto it = profiles_.find(profileId);
+    if (it != profiles_.end()) it->second.target = target;
+  }
+}
+
+int ContainerAllocator::target() const {
+  int total = 0;
+  for (const auto& [id, profile] : profiles_) total += profile.target;
+  return total;
+}
+
+int ContainerAllocator::outstandingTotal() const {
+  int total = 0;
+  for (const auto& [id, profile] : profiles_) total += profile.outstanding;
+  return total;
+}
+
+int ContainerAllocator::startingTotal() const {
+  int total = 0;
+  for (const auto& [id, profile] : profiles_) total += profile.starting;
+  return total;
+}
 
 ContainerAsk ContainerAllocator::nextAsk(std::optional<AskChange>* change) {
-  const int running = static_cast<int>(held_.size()) - starting_;
-  const int missing = target_ - outstanding_ - starting_ - running;
-  const int before = outstanding_;
-  if (missing > 0) {
-    outstanding_ += missing;
-  } else if (missing < 0) {
-    outstanding_ = std::max(0, outstanding_ + missing);  // only pending requests go
-  }
-  if (outstanding_ > 0 && before == 0) outstandingSince_ = clock_.nowMs();
-  if (outstanding_ == 0) outstandingSince_ = -1;
-  if (change != nullptr && outstanding_ != before) {
-    const std::string counts = " (target " + std::to_string(target_) + ", " +
-                               std::to_string(running) + " running, " + std::to_string(starting_) +
-                               " starting)";
-    if (outstanding_ > before) {
-      *change = AskChange{false, "requesting " + std::to_string(outstanding_ - before) +
-                                     " more containers, " + std::to_string(outstanding_) +
-                                     " pending" + counts};
+  const int totalBefore = outstandingTotal();
+  std::string requested, cancelled;
+  for (auto& [profileId, profile] : profiles_) {
+    const int running = profile.held - profile.starting;
+    const int missing = profile.target - profile.outstanding - profile.starting - running;
+    const int before = profile.outstanding;
+    if (missing > 0) {
+      profile.outstanding += missing;
+    } else if (missing < 0) {
+      profile.outstanding = std::max(0, profile.outstanding + missing);  // only pending go
+    }
+    if (profile.outstanding == before) continue;
+    std::string counts = " (target " + std::to_string(profile.target) + ", " +
+                         std::to_string(running) + " running, " + std::to_string(profile.starting) +
+                         " starting)";
+    if (profileId != 0) {
+      counts += " of profile " + std::to_string(profileId) + " (" +
+                std::to_string(profile.resource.vCores) + " vCores, " +
+                std::to_string(profile.resource.memoryMb) + " MB)";
+    }
+    if (profile.outstanding > before) {
+      requested += std::string(requested.empty() ? "" : "; ") + "requesting " +
+                   std::to_string(profile.outstanding - before) + " more containers, " +
+                   std::to_string(profile.outstanding) + " pending" + counts;
     } else {
-      *change = AskChange{true, "cancelling " + std::to_string(before - outstanding_) +
-                                    " pending container requests, " + std::to_string(outstanding_) +
-                                    " still pending" + counts};
+      cancelled += std::string(cancelled.empty() ? "" : "; ") + "cancelling " +
+                   std::to_string(before - profile.outstanding) + " pending container requests, " +
+                   std::to_string(profile.outstanding) + " still pending" + counts;
     }
   }
+  const int outstanding = outstandingTotal();
+  if (outstanding > 0 && totalBefore == 0) outstandingSince_ = clock_.nowMs();
+  if (outstanding == 0) outstandingSince_ = -1;
+  if (change != nullptr && (!requested.empty() || !cancelled.empty())) {
+    // One change per heartbeat: more asked when any profile asks more.
+    *change = requested.empty()
+                  ? AskChange{true, cancelled}
+                  : AskChange{false, cancelled.empty() ? requested : requested + "; " + cancelled};
+  }
+  const ProfileContainers& defaultProfile = profiles_.at(0);
   ContainerAsk ask;
-  ask.resource = config_.executorResource;
-  ask.priority = config_.priority;
-  ask.outstanding = outstanding_;
-  // Locality-preferred placement (Spark's LocalityPreferredContainerPlacementStrategy). Every
-  // heartbeat states all the requests still wanted (they replace the previous ones), so all of
-  // `outstanding` is placed afresh and no earlier request counts as pending on a node; the
-  // executors already on each node (granted, started or not) are subtracted.
-  if (outstanding_ > 0 && !localityHints_.empty()) {
+  ask.resource = defaultProfile.resource;
+  ask.priority = defaultProfile.priority;
+  ask.outstanding = defaultProfile.outstanding;
+  // Locality-preferred placement (Spark's LocalityPreferredContainerPlacementStrategy) of the
+  // default profile's requests. Every heartbeat states all the requests still wanted (they
+  // replace the previous ones), so all of `outstanding` is placed afresh and no earlier request
+  // counts as pending on a node; the executors already on each node (granted, started or not)
+  // are subtracted.
+  if (ask.outstanding > 0 && !localityHints_.empty()) {
     PlacementInput placement;
-    placement.containers = outstanding_;
+    placement.containers = ask.outstanding;
     placement.localityAwareTasks = localityAwareTasks_;
     placement.tasksPerExecutor = slotsPerExecutor_;
     placement.tasksByHost = localityHints_;
     for (const auto& [containerId, held] : held_)
-      ++placement.executorsByHost[held.container.nodeId];
+      if (held.profileId == 0) ++placement.executorsByHost[held.container.nodeId];
     ask.hostAsks = hostAsksFor(localityOfRequestedContainers(placement));
+  }
+  for (const auto& [profileId, profile] : profiles_) {
+    if (profileId == 0) continue;
+    ask.profileAsks.push_back({profileId, profile.resource, profile.priority, profile.outstanding});
   }
   ask.releases = std::move(toRelease_);
   toRelease_.clear();
@@ -110,30 +169,67 @@ void ContainerAllocator::onHeartbeatFailed(const ContainerAsk& ask) {
   toRelease_.insert(toRelease_.begin(), again.begin(), again.end());
 }
 
+int ContainerAllocator::profileForGrant(const rest::Resource& resource) const {
+  std::optional<int> sameSize;
+  for (const auto& [profileId, profile] : profiles_) {
+    if (profile.resource.memoryMb != resource.memoryMb ||
+        profile.resource.vCores != resource.vCores) {
+      continue;
+    }
+    if (profile.outstanding > 0) return profileId;
+    if (!sameSize) sameSize = profileId;
+  }
+  return sameSize.value_or(0);
+}
+
+std::optional<int> ContainerAllocator::profileOfResource(const rest::Resource& resource) const {
+  for (const auto& [profileId, profile] : profiles_) {
+    if (profile.resource.memoryMb == resource.memoryMb &&
+        profile.resource.vCores == resource.vCores) {
+      return profileId;
+    }
+  }
+  return std::nullopt;
+}
+
+void ContainerAllocator::dropHeld(std::map<std::string, Held>::iterator it) {
+  ProfileContainers& profile = profiles_[it->second.profileId];
+  --profile.held;
+  if (!it->second.registered) --profile.starting;
+  containerByExecutor_.erase(it->second.executorId);
+  held_.erase(it);
+}
+
 AllocatorActions ContainerAllocator::onHeartbeat(const HeartbeatResult& result) {
   AllocatorActions actions;
   for (const auto& container : result.granted) {
-    outstanding_ = std::max(0, outstanding_ - 1);
-    if (static_cast<int>(held_.size()) >= target_) {
+    // A grant answers a request of its size: Spark's YarnAllocator matches a container to the
+    // ResourceProfile of its priority and resource.
+    const int profileId = profileForGrant(container.resource);
+    ProfileContainers& profile = profiles_[profileId];
+    profile.outstanding = std::max(0, profile.outstanding - 1);
+    if (profile.held >= profile.target) {
       // Granted after the target dropped (or twice): give it straight back.
       releasing_.insert(container.id);
       toRelease_.push_back(container.id);
-      actions.decisions.push_back("releasing surplus container " + container.id + " on " +
-                                  container.nodeId + " (target " + std::to_string(target_) +
-                                  " already held)");
+      std::string why = "releasing surplus container " + container.id + " on " + container.nodeId +
+                        " (target " + std::to_string(profile.target) + " already held";
+      if (profileId != 0) why += " for profile " + std::to_string(profileId);
+      actions.decisions.push_back(why + ")");
       continue;
     }
     const int number = nextExecutorNumber_++;
     auto named = result.executorIds.find(container.id);  // started by the backend itself
     const std::string executorId =
         named != result.executorIds.end() ? named->second : "e" + std::to_string(number);
-    held_[container.id] = Held{executorId, container, false};
+    held_[container.id] = Held{executorId, container, false, profileId};
     containerByExecutor_[executorId] = container.id;
-    ++starting_;
+    ++profile.held;
+    ++profile.starting;
     actions.launches.emplace_back(container, executorId);
   }
   // "Waiting since" counts from the last time the RM gave us anything.
-  if (!result.granted.empty()) outstandingSince_ = outstanding_ > 0 ? clock_.nowMs() : -1;
+  if (!result.granted.empty()) outstandingSince_ = outstandingTotal() > 0 ? clock_.nowMs() : -1;
 
   for (const auto& completed : result.completed) {
     if (releasing_.erase(completed.containerId) != 0) continue;  // ours to give back
@@ -146,9 +242,7 @@ AllocatorActions ContainerAllocator::onHeartbeat(const HeartbeatResult& result) 
     lost.exit = classifyExit(completed.exitStatus, completed.diagnostics);
     lost.reason = "executor " + lost.executorId + " (container " + completed.containerId + " on " +
                   it->second.container.nodeId + ") " + lost.exit.explanation;
-    if (!it->second.registered) --starting_;
-    containerByExecutor_.erase(it->second.executorId);
-    held_.erase(it);
+    dropHeld(it);
     if (lost.exit.executorFailure) {
       if (auto failure = recordFailure(lost.reason)) actions.failApplication = failure;
     }
@@ -181,7 +275,7 @@ bool ContainerAllocator::onExecutorRegistered(const std::string& executorId) {
   Held& held = held_.at(c->second);
   if (!held.registered) {
     held.registered = true;
-    --starting_;
+    --profiles_[held.profileId].starting;
   }
   return true;
 }
@@ -206,9 +300,7 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   lost.exit = {false, "launch", "could not be started: " + reason};
   lost.reason = "executor " + executorId + " (container " + containerId + " on " +
                 held.container.nodeId + ") " + lost.exit.explanation;
-  if (!held.registered) --starting_;
-  held_.erase(containerId);
-  containerByExecutor_.erase(c);
+  dropHeld(held_.find(containerId));
   releasing_.insert(containerId);
   toRelease_.push_back(containerId);
   actions.decisions.push_back(lost.reason);
@@ -216,11 +308,15 @@ AllocatorActions ContainerAllocator::onLaunchFailed(const std::string& executorI
   return actions;
 }
 
-void ContainerAllocator::adopt(const rest::Container& container, const std::string& executorId) {
+void ContainerAllocator::adopt(const rest::Container& container, const std::string& executorId,
+                               int profileId) {
   if (held_.count(container.id) != 0) return;
-  held_[container.id] = Held{executorId, container, false};
+  if (profiles_.count(profileId) == 0) addProfile(profileId, container.resource);
+  held_[container.id] = Held{executorId, container, false, profileId};
   containerByExecutor_[executorId] = container.id;
-  ++starting_;
+  ProfileContainers& profile = profiles_[profileId];
+  ++profile.held;
+  ++profile.starting;
 }
 
 void ContainerAllocator::releaseContainer(const std::string& containerId) {
@@ -232,9 +328,7 @@ bool ContainerAllocator::release(const std::string& executorId) {
   auto c = containerByExecutor_.find(executorId);
   if (c == containerByExecutor_.end()) return false;
   const std::string containerId = c->second;
-  if (!held_.at(containerId).registered) --starting_;
-  held_.erase(containerId);
-  containerByExecutor_.erase(c);
+  dropHeld(held_.find(containerId));
   releasing_.insert(containerId);
   toRelease_.push_back(containerId);
   return true;
@@ -248,9 +342,12 @@ std::vector<std::string> ContainerAllocator::releaseAll() {
   }
   held_.clear();
   containerByExecutor_.clear();
-  starting_ = 0;
-  target_ = 0;
-  outstanding_ = 0;
+  for (auto& [id, profile] : profiles_) {
+    profile.held = 0;
+    profile.starting = 0;
+    profile.target = 0;
+    profile.outstanding = 0;
+  }
   toRelease_.insert(toRelease_.end(), all.begin(), all.end());
   return all;
 }
@@ -261,12 +358,18 @@ std::optional<std::string> ContainerAllocator::containerOf(const std::string& ex
   return c->second;
 }
 
+int ContainerAllocator::profileOf(const std::string& executorId) const {
+  auto c = containerByExecutor_.find(executorId);
+  return c == containerByExecutor_.end() ? 0 : held_.at(c->second).profileId;
+}
+
 AllocatorSnapshot ContainerAllocator::snapshot() const {
   AllocatorSnapshot s;
-  s.target = target_;
-  s.outstanding = outstanding_;
-  s.starting = starting_;
-  s.running = static_cast<int>(held_.size()) - starting_;
+  s.target = target();
+  s.outstanding = outstandingTotal();
+  s.starting = startingTotal();
+  s.running = static_cast<int>(held_.size()) - s.starting;
+  s.profiles = profiles_;
   s.releasing = static_cast<int>(releasing_.size());
   s.recentFailures = static_cast<int>(failureTimes_.size());
   s.outstandingSince = outstandingSince_;

@@ -43,8 +43,11 @@ ExitClassification classifyExit(int exitStatus, const std::string& diagnostics);
 // executor container of `executor` can never be granted by a resource manager whose largest
 // node is `maximum` (from registration), naming the key, the value asked and the largest
 // available; nullopt when it fits or the maximum is unknown (zero).
+// `memoryKey` and `coresKey` name what asked for them (a stage's "executor" shape says its own).
 std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
-                                                const rest::Resource& maximum);
+                                                const rest::Resource& maximum,
+                                                const std::string& memoryKey = "executor.memory",
+                                                const std::string& coresKey = "executor.cores");
 
 // An executor that went away with its container.
 struct LostExecutor {
@@ -68,6 +71,17 @@ struct AskChange {
   std::string why;
 };
 
+// One resource profile's containers (the default profile is id 0: executor.cores and
+// executor.memory).
+struct ProfileContainers {
+  rest::Resource resource;  // of each of its containers
+  int priority = 1;         // of its asks: the allocator's priority + the profile id
+  int target = 0;
+  int outstanding = 0;  // requested, not yet granted
+  int starting = 0;     // granted, executor not yet registered
+  int held = 0;         // granted and kept (starting or running)
+};
+
 struct AllocatorSnapshot {
   int target = 0;
   int outstanding = 0;  // requested, not yet granted
@@ -75,15 +89,22 @@ struct AllocatorSnapshot {
   int running = 0;      // registered executors
   int releasing = 0;
   int recentFailures = 0;
-  TimeMs outstandingSince = -1;  // when the oldest unanswered request was made
-  int launched = 0;              // executors started over the application's life
+  TimeMs outstandingSince = -1;               // when the oldest unanswered request was made
+  int launched = 0;                           // executors started over the application's life
+  std::map<int, ProfileContainers> profiles;  // the totals above, per resource profile
 };
 
 class ContainerAllocator {
  public:
   ContainerAllocator(ContainerAllocatorConfig config, const Clock& clock);
 
-  void setTarget(int target) { target_ = target; }
+  // The default profile's target (the only one when no stage asks for its own shape).
+  void setTarget(int target) { profiles_[0].target = target; }
+  // A resource profile's executor shape, before its first target (stage-level executor shapes).
+  // Its containers are asked at priority + profile id; adding it again changes nothing.
+  void addProfile(int profileId, const rest::Resource& resource);
+  // Every profile's target, by profile id (as the allocation policy's tick reports them).
+  void setTargets(const std::map<int, int>& targets);
   // Tasks of the submitted stages by the node they prefer (their input's; a task preferring two
   // nodes counts on both) and how many prefer some node: nextAsk places the containers still
   // wanted with Spark's locality-preferred strategy (container_placement.h), less the executors
@@ -94,7 +115,8 @@ class ContainerAllocator {
     localityAwareTasks_ = localityAwareTasks;
     slotsPerExecutor_ = std::max(1, slotsPerExecutor);
   }
-  int target() const { return target_; }
+  // The targets of all profiles, summed.
+  int target() const;
 
   // The ask for the next heartbeat: missing = target - outstanding - starting - running; more
   // are requested when positive, pending requests cancelled when negative (never an executor).
@@ -118,7 +140,8 @@ class ContainerAllocator {
 
   // Recovery: a container of the previous AM attempt whose executor survived (it registers
   // again with this attempt; until then it counts as starting).
-  void adopt(const rest::Container& container, const std::string& executorId);
+  // It keeps the resource profile it was started for.
+  void adopt(const rest::Container& container, const std::string& executorId, int profileId = 0);
   // Recovery: a container of the previous attempt with no known executor, given back.
   void releaseContainer(const std::string& containerId);
   // Recovery: executor numbers continue above the previous attempts' ("e<N>").
@@ -127,6 +150,11 @@ class ContainerAllocator {
   }
 
   std::optional<std::string> containerOf(const std::string& executorId) const;
+  // The resource profile the executor's container was asked for (0 when unknown).
+  int profileOf(const std::string& executorId) const;
+  // The resource profile a container of this size was asked for, if any (recovery: a
+  // previous attempt's container).
+  std::optional<int> profileOfResource(const rest::Resource& resource) const;
   AllocatorSnapshot snapshot() const;
 
  private:
@@ -134,13 +162,20 @@ class ContainerAllocator {
     std::string executorId;
     rest::Container container;
     bool registered = false;
+    int profileId = 0;
   };
   std::optional<std::string> recordFailure(const std::string& what);
+  // The profile a granted container is for: the one of its size with requests outstanding,
+  // else any of its size, else the default.
+  int profileForGrant(const rest::Resource& resource) const;
+  // Forgets a held container (lost, released, failed to launch).
+  void dropHeld(std::map<std::string, Held>::iterator it);
+  int outstandingTotal() const;
+  int startingTotal() const;
 
   ContainerAllocatorConfig config_;
   const Clock& clock_;
-  int target_ = 0;
-  int outstanding_ = 0;
+  std::map<int, ProfileContainers> profiles_;  // by resource profile id; 0 always
   TimeMs outstandingSince_ = -1;
   std::map<std::string, Held> held_;  // container id -> executor
   std::map<std::string, std::string> containerByExecutor_;
@@ -151,7 +186,6 @@ class ContainerAllocator {
   std::map<std::string, int64_t> localityHints_;
   int64_t localityAwareTasks_ = 0;
   int slotsPerExecutor_ = 1;
-  int starting_ = 0;
 };
 
 }  // namespace tide::am

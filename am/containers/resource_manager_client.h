@@ -24,6 +24,16 @@ struct AmEndpoint {
   std::string trackingUrl;
 };
 
+// The containers wanted of one resource profile's executor shape other than the default's
+// (stage-level executor shapes, Spark's ResourceProfile): always "anywhere", at its own
+// priority. A profile with none outstanding is still listed (0 withdraws its earlier ask).
+struct ProfileAsk {
+  int profileId = 0;
+  rest::Resource resource;
+  int priority = 1;
+  int outstanding = 0;
+};
+
 // What the AM asks for in one heartbeat.
 struct ContainerAsk {
   rest::Resource resource;  // per executor container
@@ -37,6 +47,9 @@ struct ContainerAsk {
   // tasks whose data is there (Spark's locality-preferred container placement); the rest may
   // go anywhere. Backends without host asks ask for all of `outstanding` anywhere.
   std::vector<std::pair<std::string, int>> hostAsks;
+  // The asks of the other resource profiles, by profile id (`resource` above is the default
+  // profile's: executor.cores and executor.memory).
+  std::vector<ProfileAsk> profileAsks;
 };
 
 // How many executors of this application's size the cluster could hold, as its backend says:
@@ -66,6 +79,19 @@ struct ExecutorTemplate {
   std::string command;  // a shell command line that execs tide-executor
   std::vector<std::pair<std::string, std::string>> environment;
 };
+
+// The template's command for an executor of `cores` cores (a resource profile's shape): its
+// `--conf 'executor.cores=N'` says `cores` instead. Backends that start executors themselves
+// (Slurm) start each with the cores of the container it was asked for.
+inline std::string withExecutorCores(const std::string& command, int cores) {
+  const std::string key = "--conf 'executor.cores=";
+  const size_t at = command.find(key);
+  if (at == std::string::npos) return command;
+  const size_t value = at + key.size();
+  const size_t end = command.find('\'', value);
+  if (end == std::string::npos) return command;
+  return command.substr(0, value) + std::to_string(cores) + command.substr(end);
+}
 
 // The resource manager refused the application's request for good (e.g. Slurm rejected the
 // executor job: no such partition or account); asking again cannot help, so the application

@@ -97,6 +97,16 @@ rest::AllocateRequest TideRmClient::allocateRequest(const ContainerAsk& ask) {
     request.asks.push_back(withdrawn);
   }
   askedHosts_ = std::move(asked);
+  // The other resource profiles' shapes, each at its own priority (Spark's YarnAllocator asks
+  // each ResourceProfile at a priority of its own). Before the default's "*" ask: tide-rm
+  // counts the containers that fit of the last "*" size it was asked, which stays the default.
+  for (const ProfileAsk& profile : ask.profileAsks) {
+    rest::ResourceRequest other;
+    other.priority = profile.priority;
+    other.resource = profile.resource;
+    other.numContainers = std::max(0, profile.outstanding);
+    request.asks.push_back(other);
+  }
   any.numContainers = std::max(0, ask.outstanding - onHosts);
   request.asks.push_back(any);
   request.releases = ask.releases;

@@ -192,6 +192,9 @@ JournalRecord decodeRecord(std::string_view line) {
       r.containerId = in.requireString("container");
       r.node = in.optionalString("node");
       r.url = in.optionalString("url");
+      r.profileId = static_cast<int>(in.optionalInt64("profile", 0));
+      r.profileCores = static_cast<int>(in.optionalInt64("cores", 0));
+      r.profileMemoryMb = in.optionalInt64("memory_mb", 0);
       break;
     case Kind::kLaunch:
       readTask(in, r);
@@ -427,6 +430,11 @@ std::string encodeJournalRecord(const JournalRecord& r) {
       out.field("id", r.executorId).field("container", r.containerId);
       if (!r.node.empty()) out.field("node", r.node);
       if (!r.url.empty()) out.field("url", r.url);
+      if (r.profileId != 0) {
+        out.field("profile", r.profileId)
+            .field("cores", r.profileCores)
+            .field("memory_mb", r.profileMemoryMb);
+      }
       break;
     case Kind::kLaunch:
       writeTask(out, r);

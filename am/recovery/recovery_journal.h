@@ -99,6 +99,11 @@ struct JournalRecord {
   std::string executorId;
   std::string containerId;  // kExecutor
   std::string url;          // kExecutor, once registered: where it serves its blocks
+  // kExecutor: the resource profile it was started for (0: the default, whose shape is the
+  // configuration's), with its shape, so that an adopted executor keeps it.
+  int profileId = 0;
+  int profileCores = 0;
+  int64_t profileMemoryMb = 0;
   // kLaunch, kCommit (stageId: the job's own stage id; kUnpersist: "<jobId>/<stage>")
   int64_t taskId = 0;
   std::string stageId;
@@ -124,6 +129,13 @@ struct JournalRecord {
   static JournalRecord jobAccepted(std::string jobId, std::string jobJson);
   static JournalRecord executorStarted(std::string executorId, std::string containerId,
                                        std::string node = "", std::string url = "");
+  // An executor started for a resource profile other than the default.
+  JournalRecord& withProfile(int id, int cores, int64_t memoryMb) {
+    profileId = id;
+    profileCores = cores;
+    profileMemoryMb = memoryMb;
+    return *this;
+  }
   static JournalRecord taskLaunched(int64_t taskId, std::string jobId, std::string stageId,
                                     int64_t index, int attempt, std::string executorId);
   static JournalRecord taskCommitted(int64_t taskId, std::string jobId, std::string stageId,

@@ -25,8 +25,8 @@ const std::vector<std::string>& jobFields() {
 
 const std::vector<std::string>& stageFields() {
   static const std::vector<std::string> fields = {
-      "id",  "depends_on", "tasks", "command", "builtin", "sleep_ms",
-      "env", "cwd",        "cpus",  "timeout", "persist", "preferred_hosts"};
+      "id",  "depends_on", "tasks",   "command", "builtin",         "sleep_ms", "env",
+      "cwd", "cpus",       "timeout", "persist", "preferred_hosts", "executor"};
   return fields;
 }
 
@@ -81,6 +81,49 @@ const rapidjson::Value* findMember(const rapidjson::Value& object, std::string_v
   auto it = object.FindMember(rapidjson::Value(
       rapidjson::StringRef(key.data(), static_cast<rapidjson::SizeType>(key.size()))));
   return it == object.MemberEnd() ? nullptr : &it->value;
+}
+
+// "executor": {"cores": 8, "memory": "4g"}: cores a positive integer, memory a size as
+// executor.memory takes it (a bare number is MiB).
+ExecutorShape readExecutorShape(const rapidjson::Value& value, const std::string& path) {
+  if (!value.IsObject()) {
+    fail(path, "expected an object such as {\"cores\": 8, \"memory\": \"4g\"}, got " +
+                   rest::describeJsonType(value));
+  }
+  rejectUnknownFields(value, path, {"cores", "memory"});
+  ExecutorShape shape;
+  if (const rapidjson::Value* cores = findMember(value, "cores")) {
+    if (!cores->IsInt() || cores->GetInt() < 1) {
+      fail(memberPath(path, "cores"),
+           "expected a positive integer, got " +
+               (cores->IsNumber() ? rest::toJsonString(*cores) : rest::describeJsonType(*cores)));
+    }
+    shape.cores = cores->GetInt();
+  }
+  if (const rapidjson::Value* memory = findMember(value, "memory")) {
+    const std::string memoryPath = memberPath(path, "memory");
+    int64_t bytes = 0;
+    if (memory->IsInt64()) {
+      if (memory->GetInt64() < 1) fail(memoryPath, "at least 1m");
+      shape.memoryMb = memory->GetInt64();  // MiB, as a bare executor.memory
+      bytes = -1;
+    } else if (memory->IsString()) {
+      try {
+        bytes = parseSize(memory->GetString(), 1024 * 1024);
+      } catch (const std::invalid_argument& e) {
+        fail(memoryPath, "expected a size such as \"4g\" or \"512m\": " + std::string(e.what()));
+      }
+    } else {
+      fail(memoryPath,
+           "expected a size such as \"4g\" or \"512m\", got " + rest::describeJsonType(*memory));
+    }
+    if (bytes >= 0) {
+      if (bytes < 1024 * 1024) fail(memoryPath, "at least 1m");
+      shape.memoryMb = bytes / (1024 * 1024);
+    }
+  }
+  if (!shape.cores && !shape.memoryMb) fail(path, "give \"cores\", \"memory\" or both");
+  return shape;
 }
 
 std::string readString(const rapidjson::Value& value, const std::string& path) {
@@ -206,6 +249,9 @@ StageSpec parseStage(const rapidjson::Value& value, const std::string& path) {
                (cpus->IsNumber() ? rest::toJsonString(*cpus) : rest::describeJsonType(*cpus)));
     }
     stage.cpus = cpus->GetInt();
+  }
+  if (const rapidjson::Value* executor = findMember(value, "executor")) {
+    stage.executor = readExecutorShape(*executor, memberPath(path, "executor"));
   }
   if (const rapidjson::Value* timeout = findMember(value, "timeout")) {
     stage.timeoutMs = readTimeout(*timeout, memberPath(path, "timeout"));
@@ -397,6 +443,10 @@ void checkJob(const Job& job) {
       fail(memberPath(path, "cpus"),
            "expected a positive integer, got " + std::to_string(*stage.cpus));
     }
+    if (stage.executor && stage.executor->cores && *stage.executor->cores < 1) {
+      fail(memberPath(memberPath(path, "executor"), "cores"),
+           "expected a positive integer, got " + std::to_string(*stage.executor->cores));
+    }
     if (stage.timeoutMs < 0) fail(memberPath(path, "timeout"), "must not be negative");
     if (stage.sleepMs < 0) fail(memberPath(path, "sleep_ms"), "must not be negative");
   }
@@ -518,6 +568,14 @@ std::string jobToJson(const Job& job) {
     }
     if (!stage.cwd.empty()) out.field("cwd", stage.cwd);
     if (stage.cpus) out.field("cpus", *stage.cpus);
+    if (stage.executor) {
+      out.key("executor").startObject();
+      if (stage.executor->cores) out.field("cores", *stage.executor->cores);
+      if (stage.executor->memoryMb) {
+        out.field("memory", std::to_string(*stage.executor->memoryMb) + "m");
+      }
+      out.endObject();
+    }
     if (stage.timeoutMs > 0) out.field("timeout", stage.timeoutMs);
     if (stage.persist) out.field("persist", true);
     if (!stage.preferredHosts.empty()) strings("preferred_hosts", stage.preferredHosts);

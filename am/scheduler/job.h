@@ -46,6 +46,14 @@ constexpr int64_t kMaxTasksPerStage = 1000000000;
 // $TIDE_INPUT_DIR/<that stage>/part-<m>, partition <its own index> of upstream task m's output
 // (a shuffle: N map tasks writing R partitions feed R reduce tasks). A dependency "job-1/words"
 // (a job id, '/', a stage id) reads a stage an earlier job of this session persisted.
+// A stage's own executor shape (Spark's stage-level ResourceProfile): executors of these cores
+// and memory run its tasks, and only its and other stages' of the same shape. What is not given
+// is the application's (executor.cores, executor.memory).
+struct ExecutorShape {
+  std::optional<int> cores;
+  std::optional<int64_t> memoryMb;
+};
+
 struct StageSpec {
   std::string id;                      // unique within the job; letters, digits, '-', '_', '.'
   std::vector<std::string> dependsOn;  // stages that must all succeed first (see above)
@@ -55,9 +63,10 @@ struct StageSpec {
   std::vector<std::string> command;
   int64_t sleepMs = 0;  // kSleep
   std::map<std::string, std::string> env;
-  std::string cwd;           // empty: the executor's work dir
-  std::optional<int> cpus;   // unset: task.cpus
-  DurationMs timeoutMs = 0;  // 0: no timeout
+  std::string cwd;                        // empty: the executor's work dir
+  std::optional<int> cpus;                // unset: task.cpus
+  std::optional<ExecutorShape> executor;  // unset: the default executors
+  DurationMs timeoutMs = 0;               // 0: no timeout
   // Keep the stage's output blocks after the job, for later jobs of the session to read,
   // until unpersisted (DELETE /api/v1/cache/<jobId>/<stage> or a later job's "unpersist").
   bool persist = false;

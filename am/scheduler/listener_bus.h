@@ -21,8 +21,9 @@ class ListenerBus : public SchedulerListener {
   void subscribe(SchedulerListener& listener) { listeners_.push_back(&listener); }
   size_t size() const { return listeners_.size(); }
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus) override {
-    post(&SchedulerListener::onStageSubmitted, stageId, numTasks, taskCpus);
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus,
+                        const allocation::ResourceProfile& profile) override {
+    post(&SchedulerListener::onStageSubmitted, stageId, numTasks, taskCpus, profile);
   }
   void onStageCompleted(const std::string& stageId) override {
     post(&SchedulerListener::onStageCompleted, stageId);

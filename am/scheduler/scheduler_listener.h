@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "allocation/resource_profile.h"
+
 namespace tide::am {
 
 // How one task attempt ended, as the allocation policy needs to know it.
@@ -30,9 +32,10 @@ class SchedulerListener {
   virtual ~SchedulerListener() = default;
 
   // Stage ids are unique over the AM's life: "<jobId>/<stage id>", e.g. "job-1/resize".
-  // `taskCpus`: the cpus each of its tasks takes (its "cpus", else task.cpus).
+  // `taskCpus`: the cpus each of its tasks takes (its "cpus", else task.cpus); `profile`: the
+  // resource profile (executor shape) its tasks run on.
   virtual void onStageSubmitted(const std::string& /*stageId*/, int64_t /*numTasks*/,
-                                int /*taskCpus*/) {}
+                                int /*taskCpus*/, const allocation::ResourceProfile& /*profile*/) {}
   // The stage succeeded, or was cancelled because its job failed.
   virtual void onStageCompleted(const std::string& /*stageId*/) {}
   virtual void onTaskStart(const std::string& /*stageId*/, const std::string& /*executorId*/) {}

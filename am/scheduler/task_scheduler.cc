@@ -13,6 +13,7 @@ struct TaskScheduler::StageRun {
   std::string schedulerStageId;     // "<jobId>/<id>"
   StageState state = StageState::kWaiting;
   int cpus = 1;
+  int profileId = allocation::kDefaultProfileId;
   size_t unfinishedDependencies = 0;
   std::vector<size_t> dependents;         // stages waiting on this one, in file order
   std::unique_ptr<TaskSetManager> tasks;  // from submission on
@@ -128,6 +129,8 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
           properties.getOptionalDuration("speculation.task.duration.threshold")) {
     config.speculationTaskDurationThresholdMs = *threshold;
   }
+  config.executorCores = static_cast<int>(properties.getInt("executor.cores"));
+  config.executorMemoryMb = properties.getSizeBytes("executor.memory") / (1024 * 1024);
   config.slotsPerExecutor = std::max<int64_t>(
       properties.getInt("executor.cores") / std::max<int64_t>(properties.getInt("task.cpus"), 1),
       1);
@@ -181,6 +184,8 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
 TaskScheduler::TaskScheduler(SchedulerConfig config, const Clock& clock, uint64_t seed)
     : config_(config),
       clock_(clock),
+      profiles_(allocation::ResourceProfile{allocation::kDefaultProfileId, config_.executorCores,
+                                            config_.executorMemoryMb}),
       order_(makeSchedulingOrder(config_.mode, config_.pools)),
       random_(seed) {
   if (config_.excludeOnFailure.enabled) {
@@ -216,6 +221,20 @@ std::string TaskScheduler::submitJob(Job job) {
   if (!job.output.empty() && job.output.front() != '/') {
     throw JobError("output: expected an absolute path, got '" + job.output + "'");
   }
+  // A task must fit on an executor of its stage's own shape (Spark's ResourceProfile check
+  // that executor cores cover the task cpus).
+  for (size_t i = 0; i < job.stages.size(); ++i) {
+    const StageSpec& spec = job.stages[i];
+    if (!spec.executor) continue;
+    const int cores = spec.executor->cores ? *spec.executor->cores : config_.executorCores;
+    const int cpus = spec.cpus.value_or(config_.taskCpus);
+    if (cpus > cores) {
+      throw JobError("stages[" + std::to_string(i) + "]: each task takes " + std::to_string(cpus) +
+                     " cpus (" + (spec.cpus ? "its \"cpus\"" : "task.cpus") + "), more than the " +
+                     std::to_string(cores) + " cores of its executors (" +
+                     (spec.executor->cores ? "its \"executor\".cores" : "executor.cores") + ")");
+    }
+  }
   auto run = std::make_unique<JobRun>();
   run->number = nextJobNumber_++;
   run->id = "job-" + std::to_string(run->number);
@@ -231,6 +250,13 @@ std::string TaskScheduler::submitJob(Job job) {
     stage.spec = &specs[i];
     stage.schedulerStageId = run->id + "/" + specs[i].id;
     stage.cpus = specs[i].cpus.value_or(config_.taskCpus);
+    if (specs[i].executor) {
+      stage.profileId =
+          profiles_
+              .profileOfShape(specs[i].executor->cores.value_or(config_.executorCores),
+                              specs[i].executor->memoryMb.value_or(config_.executorMemoryMb))
+              .id;
+    }
     // A dependency named twice is still one dependency.
     std::set<size_t> dependencies;
     std::set<std::string> named;
@@ -283,7 +309,8 @@ void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
   stage.queueKey = {job.number, nextStageSubmission_++};
   activeTaskSets_[stage.queueKey] = {&job, stageIndex};
   updatePreferences(job, stageIndex);
-  listeners_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks, stage.cpus);
+  listeners_.onStageSubmitted(stage.schedulerStageId, stage.spec->numTasks, stage.cpus,
+                              *profiles_.find(stage.profileId));
 }
 
 // Preferences cost a record per task; beyond this a stage schedules without locality.
@@ -499,7 +526,10 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     const std::vector<WorkerOffer>& offers) {
   std::vector<rest::TaskLaunch> launches;
   if (offers.empty() || activeTaskSets_.empty()) return launches;
-  for (const WorkerOffer& offer : offers) executorNodes_[offer.executorId] = offer.host;
+  for (const WorkerOffer& offer : offers) {
+    executorNodes_[offer.executorId] = offer.host;
+    executorProfiles_[offer.executorId] = offer.profileId;
+  }
 
   // Shuffled so that tasks spread over executors instead of always filling the first one
   // (Spark's shuffleOffers). Fisher-Yates on the raw generator: the same seed gives the same
@@ -530,6 +560,12 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     StageRun& stage = job.stages[stageIndex];
     if (job.state != JobState::kRunning) continue;   // failed by an earlier stage of this round
     if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
+    // Only executors of the stage's resource profile run its tasks (Spark's rule); offers of
+    // other profiles neither launch nor make it unschedulable.
+    bool offeredOfProfile = false;
+    for (const WorkerOffer& worker : offers)
+      offeredOfProfile |= worker.profileId == stage.profileId;
+    if (!offeredOfProfile) continue;
     const size_t launchedBefore = launches.size();
     // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
     // that one large offer does not take the whole stage while others stay idle.
@@ -540,6 +576,7 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
         for (size_t offer : order) {
           if (freeSlots[offer] < stage.cpus) continue;
           const WorkerOffer& worker = offers[offer];
+          if (worker.profileId != stage.profileId) continue;
           if (offerExcludedForStage(stage, worker)) continue;
           std::optional<TaskOffer> next = stage.tasks->resourceOffer(
               worker.executorId, worker.host, level, now, excludedTasks(stage, worker));
@@ -561,6 +598,7 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     // Speculative copies only when the stage has nothing else to run, as in Spark.
     if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
       for (size_t offer : order) {
+        if (offers[offer].profileId != stage.profileId) continue;
         if (offerExcludedForStage(stage, offers[offer])) continue;
         const TaskExcluded excluded = excludedTasks(stage, offers[offer]);
         while (freeSlots[offer] >= stage.cpus) {
@@ -1045,7 +1083,10 @@ void TaskScheduler::rerunStage(JobRun& job, size_t stageIndex, const std::vector
     }
   }
   const int64_t requeued = stage.tasks->resubmit(indices);
-  if (requeued > 0) listeners_.onStageSubmitted(stage.schedulerStageId, requeued, stage.cpus);
+  if (requeued > 0) {
+    listeners_.onStageSubmitted(stage.schedulerStageId, requeued, stage.cpus,
+                                *profiles_.find(stage.profileId));
+  }
 }
 
 void TaskScheduler::releaseJobData(JobRun& job) {
@@ -1195,6 +1236,7 @@ bool TaskScheduler::outputMigrated(const std::string& stageId, int64_t index,
 
 void TaskScheduler::executorRemoved(const std::string& executorId) {
   executorNodes_.erase(executorId);
+  executorProfiles_.erase(executorId);
   if (health_) health_->handleRemovedExecutor(executorId);
   for (const auto& [key, ref] : activeTaskSets_) {
     ref.first->stages[ref.second].tasks->executorLost(executorId);
@@ -1226,6 +1268,11 @@ std::optional<int64_t> TaskScheduler::completelyExcludedTask(const JobRun& job,
   const TaskSetExcludelist& list = *stage.excludelist;
   const auto excludedEverywhere = [&](int64_t index) {
     for (const auto& [executor, node] : executorNodes_) {
+      // Executors of other profiles could never run it: neither excluded nor a place for it.
+      auto profile = executorProfiles_.find(executor);
+      const int profileId =
+          profile == executorProfiles_.end() ? allocation::kDefaultProfileId : profile->second;
+      if (profileId != stage.profileId) continue;
       const bool nodeExcluded = health_->isNodeExcluded(node) ||
                                 list.isNodeExcludedForTaskSet(node) ||
                                 list.isNodeExcludedForTask(node, index);
@@ -1477,6 +1524,7 @@ StageSummary TaskScheduler::summarizeStage(const JobRun& job, size_t stageIndex)
   summary.dependsOn = stage.spec->dependsOn;
   summary.numTasks = stage.spec->numTasks;
   summary.cpus = stage.cpus;
+  summary.profile = *profiles_.find(stage.profileId);
   summary.submittedMs = stage.submittedMs;
   summary.completedMs = stage.completedMs;
   summary.persist = stage.spec->persist;

@@ -27,6 +27,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "allocation/resource_profile.h"
 #include "am/scheduler/block_registry.h"
 #include "am/scheduler/decommissioner.h"
 #include "am/scheduler/exclude_on_failure_config.h"
@@ -65,8 +66,12 @@ struct SchedulerConfig {
   DurationMs speculationMinThresholdMs = 100;          // speculation.minTaskRuntime
   DurationMs speculationTaskDurationThresholdMs = -1;  // speculation.task.duration.threshold
   int64_t slotsPerExecutor = 1;                        // executor.cores / task.cpus
-  DurationMs speculationIntervalMs = 100;              // speculation.interval
-  ExcludeOnFailureConfig excludeOnFailure;             // excludeOnFailure.*
+  // The default resource profile's executors (executor.cores, executor.memory): a stage
+  // without its own "executor" shape runs on these.
+  int executorCores = 1;
+  int64_t executorMemoryMb = 1024;
+  DurationMs speculationIntervalMs = 100;   // speculation.interval
+  ExcludeOnFailureConfig excludeOnFailure;  // excludeOnFailure.*
 
   // Reads task.cpus, task.maxFailures, locality.wait*, scheduler.mode and its allocation file,
   // speculation* and excludeOnFailure.*; a bad value is a ConfigError naming the key.
@@ -78,6 +83,9 @@ struct WorkerOffer {
   std::string executorId;
   std::string host;
   int freeSlots = 0;
+  // The resource profile the executor was started for: only stages of that profile get its
+  // slots (Spark: tasks run only on executors of their stage's ResourceProfile).
+  int profileId = allocation::kDefaultProfileId;
 };
 
 // Block files an executor should delete: "<jobId>/<stage>" (shuffle data of an ended job, an
@@ -126,7 +134,8 @@ struct StageSummary {
   int64_t succeeded = 0;
   int64_t failedAttempts = 0;  // failures, lost executors and unrequested kills
   int cpus = 1;
-  TimeMs submittedMs = -1;  // -1: not yet
+  allocation::ResourceProfile profile;  // the executors its tasks run on
+  TimeMs submittedMs = -1;              // -1: not yet
   TimeMs completedMs = -1;
   DurationMs taskDurationSumMs = 0;  // over successful attempts
   DurationMs taskDurationMinMs = 0;
@@ -312,6 +321,11 @@ class TaskScheduler {
   size_t materializedTaskRecords() const;
 
   const SchedulerConfig& config() const { return config_; }
+  // The resource profiles of the stages submitted so far (the default one always): a stage's
+  // "executor" shape is resolved to one at job submission.
+  const allocation::ResourceProfiles& profiles() const { return profiles_; }
+  // Recovery: a profile the previous attempt numbered (its executors keep it).
+  void restoreProfile(const allocation::ResourceProfile& profile) { profiles_.restore(profile); }
 
  private:
   struct StageRun;
@@ -392,6 +406,7 @@ class TaskScheduler {
 
   SchedulerConfig config_;
   const Clock& clock_;
+  allocation::ResourceProfiles profiles_;
   ListenerBus listeners_;
   std::unique_ptr<SchedulingOrder> order_;  // from config_.mode, chosen once
   std::mt19937_64 random_;
@@ -409,6 +424,7 @@ class TaskScheduler {
   BlockRegistry blocks_;
   std::unordered_map<std::string, std::pair<JobRun*, size_t>> stagesById_;  // "<jobId>/<id>"
   std::unordered_map<std::string, std::string> executorNodes_;              // from offers
+  std::unordered_map<std::string, int> executorProfiles_;                   // from offers
   std::set<std::string> persisted_;  // persisted stages of ended jobs, until unpersisted
   std::vector<BlocksToDrop> blocksToDrop_;
   TimeMs lastSpeculationCheckMs_ = -1;

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/config.h"
 
@@ -142,7 +145,9 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
   HeartbeatResult result;
   // squeue says nothing of what the partition could still hold for this job's size.
   result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
-  int grantedNow = 0;
+  // Grants in this poll, by executor shape (each resource profile's asks are its own).
+  std::map<std::pair<int64_t, int>, int> grantedNow;
+  const auto shapeOf = [](const rest::Resource& r) { return std::make_pair(r.memoryMb, r.vCores); };
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     ExecutorJob& job = it->second;
     auto found = ours.find(it->first);
@@ -169,7 +174,7 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
     if (!slurmJob.batchHost.empty()) job.node = slurmJob.batchHost;
     if (job.phase == SlurmJobPhase::kRunning && !job.granted && !job.cancelRequested) {
       grant(job, result);
-      ++grantedNow;
+      ++grantedNow[shapeOf(job.resource)];
     }
     if (job.phase != SlurmJobPhase::kEnded) {
       ++it;
@@ -186,7 +191,7 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
       // by Slurm while pending): granted and completed at once, so the allocator sees its exit
       // and counts a failure as it would for any executor.
       grant(job, result);
-      ++grantedNow;
+      ++grantedNow[shapeOf(job.resource)];
     }
     const SlurmJobEnd end = slurmJobEnd(slurmJob, job.cancelRequested);
     log_.info() << "executor " << job.executorId << ": " << end.diagnostics << " (exit "
@@ -196,25 +201,35 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
     it = jobs_.erase(it);
   }
 
-  // Pending jobs against what the AM still wants; the grants above are no longer wanted.
-  std::vector<ExecutorJob*> pending;
-  for (auto& [id, job] : jobs_) {
-    if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested) {
-      pending.push_back(&job);
-    }
+  // Pending jobs against what the AM still wants, for each executor shape it asks (the
+  // default one and each resource profile's); the grants above are no longer wanted.
+  std::vector<std::pair<rest::Resource, int>> asks{{ask.resource, ask.outstanding}};
+  for (const ProfileAsk& profile : ask.profileAsks) {
+    asks.emplace_back(profile.resource, profile.outstanding);
   }
-  const int wanted = std::max(0, ask.outstanding - grantedNow);
-  const int pendingCount = static_cast<int>(pending.size());
-  if (pendingCount > wanted) {
-    // The newest first: the oldest are nearest the front of Slurm's queue.
-    for (int i = pendingCount - 1; i >= wanted; --i) {
-      log_.info() << "cancelling pending Slurm job " << pending[i]->jobId << " (executor "
-                  << pending[i]->executorId << "): " << wanted << " pending wanted";
-      cancelJob(*pending[i]);
+  for (const auto& [resource, outstanding] : asks) {
+    // A job's resource is what it was submitted with: cpus at least 1.
+    const rest::Resource submitted{resource.memoryMb, std::max(1, resource.vCores)};
+    std::vector<ExecutorJob*> pending;
+    for (auto& [id, job] : jobs_) {
+      if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested &&
+          shapeOf(job.resource) == shapeOf(submitted)) {
+        pending.push_back(&job);
+      }
     }
-    deliverCancels();
-  } else if (pendingCount < wanted) {
-    submitExecutors(wanted - pendingCount, ask.resource);
+    const int wanted = std::max(0, outstanding - grantedNow[shapeOf(submitted)]);
+    const int pendingCount = static_cast<int>(pending.size());
+    if (pendingCount > wanted) {
+      // The newest first: the oldest are nearest the front of Slurm's queue.
+      for (int i = pendingCount - 1; i >= wanted; --i) {
+        log_.info() << "cancelling pending Slurm job " << pending[i]->jobId << " (executor "
+                    << pending[i]->executorId << "): " << wanted << " pending wanted";
+        cancelJob(*pending[i]);
+      }
+      deliverCancels();
+    } else if (pendingCount < wanted) {
+      submitExecutors(wanted - pendingCount, resource);
+    }
   }
 
   for (const auto& [id, job] : jobs_) {
@@ -251,7 +266,7 @@ void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {
     // exit status the job's.
     spec.script = "#!/bin/sh\n# tide executor " + executorId + " of " + applicationId_ +
                   "\nexport TIDE_CONTAINER_ID=\"" + kContainerIdPrefix + "$SLURM_JOB_ID\"\n" +
-                  template_.command + "\n";
+                  withExecutorCores(template_.command, spec.cpusPerTask) + "\n";
     int64_t jobId = 0;
     try {
       jobId = slurm_->submit(spec);

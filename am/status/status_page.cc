@@ -320,7 +320,10 @@ function renderExecutors(data) {
       el("td", { text: e.host }),
       el("td", { text: container, title: e.container }),
       el("td", {}, [el("span", { class: "pill " + e.state, text: e.state.toLowerCase().replace("_", " ") }),
-        e.excluded ? el("span", { class: "pill excluded", text: "excluded", title: "excludeOnFailure: no new tasks here" }) : ""]),
+        e.excluded ? el("span", { class: "pill excluded", text: "excluded", title: "excludeOnFailure: no new tasks here" }) : "",
+        // Started for a stage's own executor shape: it runs only that profile's stages' tasks.
+        e.resourceProfileId > 0 ? el("span", { class: "pill profile", text: "profile " + e.resourceProfileId,
+          title: e.cores + " cores, " + e.memoryMb + " MB: runs only tasks of stages of this shape" }) : ""]),
       el("td", { class: "num", text: e.runningTasks + "/" + e.cores }),
       el("td", { class: "num", text: e.idleForMs >= 0 ? fmtDur(e.idleForMs) : "–" }),
       el("td", { text: holds }), el("td", { class: "why", text: expires })]);

@@ -37,6 +37,9 @@ struct ExecutorStatus {
   std::string node;                        // its node manager's node (locality)
   bool excluded = false;  // excluded for task failures (excludeOnFailure), offered no tasks
   allocation::ExpiryInfo expiry;
+  // The resource profile it was started for, with its shape (it runs only that profile's
+  // stages' tasks).
+  allocation::ResourceProfile profile;
 };
 
 struct StatusSnapshot {

@@ -485,3 +485,41 @@ TEST_F(AllocationTest, SnapshotCountsExecutorsByState) {
 
 }  // namespace
 }  // namespace tide::allocation
+
+namespace tide::allocation {
+namespace {
+
+// Spark's maxTasksPerExecutor per ResourceProfile: a stage of 2-cpu tasks on a profile of
+// 8-core executors needs tasks / 4 of that profile's executors and none of the default's; the
+// decision names the profile.
+TEST_F(AllocationTest, EachProfileIsSizedAtItsOwnCoresAndItsDecisionsNameIt) {
+  config.executorCores = 2;
+  ResourceProfile wide;
+  wide.id = 1;
+  wide.executorCores = 8;
+  wide.executorMemoryMb = 4096;
+  policy().addResourceProfile(wide);
+  policy().onStageSubmitted("fit", 16, 2, wide.id);
+  policy().onStageSubmitted("prepare", 3);
+  EXPECT_EQ(policy().maxNumExecutorsNeeded(wide.id), 4);
+  EXPECT_EQ(policy().maxNumExecutorsNeeded(kDefaultProfileId), 2);
+  const TickResult result = tickAt(1000);
+  EXPECT_EQ(result.targets, (std::map<int, int>{{kDefaultProfileId, 1}, {wide.id, 1}}));
+  EXPECT_EQ(result.target, 2);
+  bool named = false;
+  for (const Decision& d : result.decisions) {
+    if (d.profileId != wide.id) continue;
+    named = true;
+    EXPECT_EQ(d.why,
+              "profile 1 (8 cores, 4096 MB): added 1 (backlog of 16 tasks for 1.0s), target 1, "
+              "total 2");
+  }
+  EXPECT_TRUE(named);
+  // An executor of profile 1 counts toward its own profile only.
+  policy().onExecutorAdded("w1", wide.id);
+  EXPECT_EQ(policy().snapshot().profiles.at(1).live, 1);
+  EXPECT_EQ(policy().snapshot().profiles.at(0).live, 0);
+}
+
+}  // namespace
+}  // namespace tide::allocation

@@ -83,6 +83,27 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
 
   int numExecutorsTarget() { return manager().snapshot().target; }
   int numExecutorsToAdd() { return manager().snapshot().numExecutorsToAdd; }
+  // Spark's numExecutorsTarget(manager, rpId) and numExecutorsToAdd(manager, rp).
+  int numExecutorsTarget(int profileId) { return profileSnapshot(profileId).target; }
+  int numExecutorsToAdd(int profileId) { return profileSnapshot(profileId).numExecutorsToAdd; }
+  ProfileSnapshot profileSnapshot(int profileId) {
+    for (const ProfileSnapshot& p : manager().snapshot().profiles) {
+      if (p.profile.id == profileId) return p;
+    }
+    ADD_FAILURE() << "the policy keeps no target for profile " << profileId;
+    return {};
+  }
+  // Spark's ResourceProfileBuilder with executor cores (and 1 cpu per task): tide's executors
+  // have cores and memory only, so Spark's gpu requests are left out; they change none of the
+  // numbers (Spark's tasks per executor is the smaller of cores and gpus, here equal).
+  ResourceProfile addResourceProfile(int id, int executorCores) {
+    ResourceProfile profile;
+    profile.id = id;
+    profile.executorCores = executorCores;
+    profile.executorMemoryMb = 1024;
+    manager().addResourceProfile(profile);
+    return profile;
+  }
   TimeMs addTime() { return manager().snapshot().addTime; }
   int maxNumExecutorsNeeded() { return manager().maxNumExecutorsNeeded(); }
   int executorCount() { return manager().monitor().executorCount(); }
@@ -119,8 +140,8 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
     return n;
   }
 
-  void onExecutorAdded(const ExecutorId& id) {
-    manager().onExecutorAdded(id);
+  void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) {
+    manager().onExecutorAdded(id, profileId);
     if (pinned_) manager().onBlocksCached(id, pin(id));
   }
   // Spark's onExecutorRemoved(manager, id, reason): the one reason the counters tell apart is
@@ -135,6 +156,20 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
   void onExecutorIdle(const ExecutorId& id) { manager().onTaskEnd("1.1", id, TaskEnd::kSuccess); }
 
   int addExecutorsToTarget() { return addExecutorsOnBacklogTimer(manager(), clock); }
+  // The same for every profile at once (one tick updates them all, as Spark's
+  // updateAndSyncNumExecutorsTarget does): the change of each profile's target.
+  std::map<int, int> addExecutorsToTargetPerProfile() {
+    const TimeMs at = manager().snapshot().addTime;
+    if (at > clock.nowMs()) clock.set(at);
+    std::map<int, int> before;
+    for (const ProfileSnapshot& p : manager().snapshot().profiles) before[p.profile.id] = p.target;
+    manager().tick();
+    std::map<int, int> delta;
+    for (const ProfileSnapshot& p : manager().snapshot().profiles) {
+      delta[p.profile.id] = p.target - before[p.profile.id];
+    }
+    return delta;
+  }
 
   // Spark's updateAndSyncNumExecutorsTarget (and adjustRequestedExecutors): a tick; returns the
   // change of the target.
@@ -168,8 +203,8 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
     return removeExecutors({id}) == std::vector<ExecutorId>{id};
   }
 
-  void addExecutors(int first, int last) {
-    for (int i = first; i <= last; ++i) onExecutorAdded(std::to_string(i));
+  void addExecutors(int first, int last, int profileId = kDefaultProfileId) {
+    for (int i = first; i <= last; ++i) onExecutorAdded(std::to_string(i), profileId);
   }
   void removedExecutors(int first, int last) {
     for (int i = first; i <= last; ++i) onExecutorRemoved(std::to_string(i));
@@ -271,6 +306,185 @@ TEST_F(SparkSuite, AddExecutorsDefaultProfile) {
   EXPECT_EQ(addExecutorsToTarget(), 0);
   EXPECT_EQ(numExecutorsTarget(), 10);
   EXPECT_EQ(numExecutorsToAdd(), 1);
+}
+
+// Spark: "add executors multiple profiles"
+TEST_F(SparkSuite, AddExecutorsMultipleProfiles) {
+  createConf(1, 10, 1);
+  directCalls();
+  manager().onStageSubmitted("0", 1000);
+  const ResourceProfile rprof1 = addResourceProfile(1, 4);
+  manager().onStageSubmitted("1", 1000, 1, rprof1.id);
+
+  // Keep adding until the limit is reached. Spark adds to each profile, then sends one request;
+  // tide's tick does both, so each round checks both profiles' changes of one tick.
+  using Deltas = std::map<int, int>;
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 1);
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 1}, {rprof1.id, 1}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 2);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 2);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 2);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 2);
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 2}, {rprof1.id, 2}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 4);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 4);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 4);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 4);
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 4}, {rprof1.id, 4}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 8);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 8);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 8);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 8);
+  // reached the limit of 10
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 2}, {rprof1.id, 2}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  EXPECT_EQ(numExecutorsTarget(), 20);  // what the AM asks for in all
+
+  // Register previously requested executors
+  onExecutorAdded("first");
+  onExecutorAdded("firstrp1", rprof1.id);
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  onExecutorAdded("second");
+  onExecutorAdded("third");
+  onExecutorAdded("fourth");
+  onExecutorAdded("secondrp1", rprof1.id);
+  onExecutorAdded("thirdrp1", rprof1.id);
+  onExecutorAdded("fourthrp1", rprof1.id);
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  onExecutorAdded("first");  // duplicates should not count
+  onExecutorAdded("second");
+  onExecutorAdded("firstrp1", rprof1.id);
+  onExecutorAdded("secondrp1", rprof1.id);
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  EXPECT_EQ(profileSnapshot(kDefaultProfileId).live, 4);
+  EXPECT_EQ(profileSnapshot(rprof1.id).live, 4);
+
+  // Try adding again: this should still fail because the number pending + running is still at
+  // the limit
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
+  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
+  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
+  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+}
+
+// Spark: "add executors multiple profiles initial num same as needed"
+TEST_F(SparkSuite, AddExecutorsMultipleProfilesInitialNumSameAsNeeded) {
+  // Test when the initial number of executors equals the number needed for the first stage
+  // using a non default profile, to make sure the initial number is requested. Here initial is
+  // 2, each executor of profile 1 holds 2 tasks, and a stage of 4 tasks needs 2 executors.
+  clock.set(8888);
+  createConf(0, 10, 2);
+  const ResourceProfile rprof1 = addResourceProfile(1, 2);
+  // Spark's first request, at start: the default profile's initial number.
+  EXPECT_EQ(manager().initialTarget(), 2);
+  manager().onStageSubmitted("1", 4, 1, rprof1.id);
+  // Spark's second request, on the stage's submission: tide's next tick reports it, before any
+  // backlog timer has fired.
+  ASSERT_GT(addTime(), clock.nowMs());
+  const TickResult first = schedule();
+  EXPECT_TRUE(first.targetChanged());
+  // (The default profile, with no stage, goes down to minExecutors in the same tick, as Spark's
+  // next schedule() lowers it.)
+  EXPECT_EQ(first.targets, (std::map<int, int>{{kDefaultProfileId, 0}, {rprof1.id, 2}}));
+  EXPECT_EQ(first.previousTargets, (std::map<int, int>{{kDefaultProfileId, 2}}));
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 2);
+  // Requested once: the tick after asks for nothing new.
+  EXPECT_FALSE(schedule().targetChanged());
+  EXPECT_EQ(numExecutorsTarget(rprof1.id), 2);
+}
+
+// Spark: "remove executors multiple profiles"
+TEST_F(SparkSuite, RemoveExecutorsMultipleProfiles) {
+  createConf(5, 10, 5);
+  directCalls();
+  const ResourceProfile rprof1 = addResourceProfile(1, 4);
+  const ResourceProfile rprof2 = addResourceProfile(2, 1);
+  manager().onStageSubmitted("1", 10, 1, rprof1.id);
+  manager().onStageSubmitted("2", 10, 1, rprof2.id);
+
+  addExecutors(1, 10, rprof1.id);
+  addExecutors(11, 20, rprof2.id);
+  addExecutors(21, 30, kDefaultProfileId);
+
+  // Keep removing until the limit is reached
+  EXPECT_TRUE(executorsPendingToRemove().empty());
+  EXPECT_TRUE(removeExecutor("1"));
+  EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"1"}));
+  EXPECT_TRUE(removeExecutor("11"));
+  EXPECT_TRUE(removeExecutor("2"));
+  EXPECT_EQ(executorsPendingToRemove().size(), 3u);
+  EXPECT_EQ(executorsPendingToRemove().count("2"), 1u);
+  EXPECT_EQ(executorsPendingToRemove().count("11"), 1u);
+  EXPECT_TRUE(removeExecutor("21"));
+  EXPECT_TRUE(removeExecutor("3"));
+  EXPECT_TRUE(removeExecutor("4"));
+  EXPECT_EQ(executorsPendingToRemove().size(), 6u);
+  EXPECT_EQ(executorsPendingToRemove().count("21"), 1u);
+  EXPECT_EQ(executorsPendingToRemove().count("3"), 1u);
+  EXPECT_EQ(executorsPendingToRemove().count("4"), 1u);
+  EXPECT_TRUE(removeExecutor("5"));
+  EXPECT_FALSE(removeExecutor("6"));  // reached the limit of 5
+  EXPECT_EQ(executorsPendingToRemove().size(), 7u);
+  EXPECT_EQ(executorsPendingToRemove().count("5"), 1u);
+  EXPECT_EQ(executorsPendingToRemove().count("6"), 0u);
+
+  // Kill executors previously requested to remove
+  onExecutorRemoved("1");
+  EXPECT_EQ(executorsPendingToRemove().size(), 6u);
+  EXPECT_EQ(executorsPendingToRemove().count("1"), 0u);
+  onExecutorRemoved("2");
+  onExecutorRemoved("3");
+  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
+  EXPECT_EQ(executorsPendingToRemove().count("2"), 0u);
+  EXPECT_EQ(executorsPendingToRemove().count("3"), 0u);
+  onExecutorRemoved("2");  // duplicates should not count
+  onExecutorRemoved("3");
+  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
+  onExecutorRemoved("4");
+  onExecutorRemoved("5");
+  EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"11", "21"}));
+
+  // Try removing again: this should still fail because the number pending + running is still
+  // at the limit
+  EXPECT_FALSE(removeExecutor("7"));
+  EXPECT_EQ(executorsPendingToRemove().size(), 2u);
+  EXPECT_FALSE(removeExecutor("8"));
+  EXPECT_EQ(executorsPendingToRemove().size(), 2u);
+
+  // make sure rprof2 has the same min limit of 5
+  EXPECT_TRUE(removeExecutor("12"));
+  EXPECT_TRUE(removeExecutor("13"));
+  EXPECT_TRUE(removeExecutor("14"));
+  EXPECT_TRUE(removeExecutor("15"));
+  EXPECT_FALSE(removeExecutor("16"));  // reached the limit of 5
+  EXPECT_EQ(executorsPendingToRemove().size(), 6u);
+  EXPECT_EQ(executorsPendingToRemove().count("16"), 0u);
+  onExecutorRemoved("11");
+  onExecutorRemoved("12");
+  onExecutorRemoved("13");
+  onExecutorRemoved("14");
+  onExecutorRemoved("15");
+  EXPECT_EQ(executorsPendingToRemove().size(), 1u);
 }
 
 // Spark: "executionAllocationRatio is correctly handled"

@@ -284,3 +284,45 @@ TEST(JobDataFieldsTest, JobDirAndRelativeOutputAreTheJobFilesDirectory) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// A stage's own executor shape (stage-level ResourceProfile): cores and memory, either or both.
+TEST(JobParseTest, ReadsAStagesExecutorShapeAndWritesItBack) {
+  const Job job = parseJob(oneStage(
+      R"("id": "a", "tasks": 1, "builtin": "noop", "executor": {"cores": 8, "memory": "4g"})"));
+  ASSERT_TRUE(job.stages[0].executor);
+  EXPECT_EQ(job.stages[0].executor->cores, 8);
+  EXPECT_EQ(job.stages[0].executor->memoryMb, 4096);
+  const Job again = parseJob(jobToJson(job));
+  ASSERT_TRUE(again.stages[0].executor);
+  EXPECT_EQ(again.stages[0].executor->cores, 8);
+  EXPECT_EQ(again.stages[0].executor->memoryMb, 4096);
+  const Job memoryOnly = parseJob(
+      oneStage(R"("id": "a", "tasks": 1, "builtin": "noop", "executor": {"memory": 512})"));
+  EXPECT_FALSE(memoryOnly.stages[0].executor->cores);
+  EXPECT_EQ(memoryOnly.stages[0].executor->memoryMb, 512);
+  EXPECT_FALSE(
+      parseJob(oneStage(R"("id": "a", "tasks": 1, "builtin": "noop")")).stages[0].executor);
+}
+
+TEST(JobParseTest, ABadExecutorShapeNamesTheField) {
+  const auto stage = [](const std::string& executor) {
+    return oneStage(R"("id": "a", "tasks": 1, "builtin": "noop", "executor": )" + executor);
+  };
+  EXPECT_EQ(parseError(stage(R"({"cores": 0})")),
+            "stages[0].executor.cores: expected a positive integer, got 0");
+  EXPECT_EQ(parseError(stage(R"({"cores": "8"})")),
+            "stages[0].executor.cores: expected a positive integer, got a string");
+  EXPECT_THAT(parseError(stage(R"({"memory": "lots"})")),
+              StartsWith("stages[0].executor.memory: expected a size such as \"4g\""));
+  EXPECT_EQ(parseError(stage(R"({"memory": 0})")), "stages[0].executor.memory: at least 1m");
+  EXPECT_EQ(parseError(stage(R"({"cores": 2, "memroy": "1g"})")),
+            "stages[0].executor.memroy: unknown field (did you mean 'memory'?)");
+  EXPECT_EQ(parseError(stage("{}")), "stages[0].executor: give \"cores\", \"memory\" or both");
+  EXPECT_THAT(parseError(stage("4")), StartsWith("stages[0].executor: expected an object"));
+}
+
+}  // namespace
+}  // namespace tide::am

@@ -47,7 +47,7 @@ TEST(ListenerBusTest, EverySubscriberHearsEveryEventInSubscriptionOrder) {
   bus.subscribe(second);
   EXPECT_EQ(bus.size(), 2u);
 
-  bus.onStageSubmitted("job-1/s", 3, 2);
+  bus.onStageSubmitted("job-1/s", 3, 2, allocation::ResourceProfile{});
   bus.onTaskStart("job-1/s", "e1");
   bus.onTaskEnd("job-1/s", "e1", TaskOutcome::kFailed);
   bus.onSpeculativeTaskSubmitted("job-1/s");

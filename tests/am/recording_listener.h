@@ -28,8 +28,10 @@ class EventLines : public SchedulerListener {
     kSpeculativeEnd,  // onSpeculativeTaskEnd
   };
 
-  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int cpus) override {
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int cpus,
+                        const allocation::ResourceProfile& profile) override {
     taskCpus[stageId] = cpus;
+    profiles[stageId] = profile;
     record(Kind::kStage, "submitted " + stageId + " " + std::to_string(numTasks));
   }
   void onStageCompleted(const std::string& stageId) override {
@@ -80,7 +82,9 @@ class EventLines : public SchedulerListener {
   }
 
   std::map<std::string, std::string> jobMessages;  // each ended job's message
-  std::map<std::string, int> taskCpus;             // each submitted stage's cpus per task
+  std::map<std::string, int> taskCpus;
+  std::map<std::string, allocation::ResourceProfile>
+      profiles;  // of each submitted stage             // each submitted stage's cpus per task
 
  protected:
   virtual void record(Kind kind, std::string line) = 0;

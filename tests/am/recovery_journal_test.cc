@@ -316,3 +316,24 @@ TEST(RecoveryJournalTest, AJournalOfManyCommitsIsReplayedRecordByRecord) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// An executor started for a resource profile of its own keeps it across a restart: its record
+// carries the profile and its shape; a default executor's record says nothing of it.
+TEST(RecoveryJournalTest, AnExecutorsResourceProfileSurvivesEncodingAndDecoding) {
+  JournalRecord wide = JournalRecord::executorStarted("e2", "container_1_0001_01_000003");
+  wide.withProfile(1, 8, 4096);
+  const JournalContents decoded = decodeJournal(
+      encodeAll({wide, JournalRecord::executorStarted("e1", "container_1_0001_01_000002")}), "j");
+  ASSERT_EQ(decoded.records.size(), 2u);
+  EXPECT_EQ(decoded.records[0].profileId, 1);
+  EXPECT_EQ(decoded.records[0].profileCores, 8);
+  EXPECT_EQ(decoded.records[0].profileMemoryMb, 4096);
+  EXPECT_EQ(decoded.records[1].profileId, 0);
+  EXPECT_THAT(encodeJournalRecord(decoded.records[1]), ::testing::Not(HasSubstr("profile")));
+}
+
+}  // namespace
+}  // namespace tide::am

@@ -554,3 +554,55 @@ TEST(SchedulerConfigTest, ReadsTaskKeys) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// Spark's stage-level scheduling: a stage's "executor" shape is a resource profile of its own,
+// and only executors started for that profile run its tasks.
+TEST_F(TaskSchedulerTest, AStageWithItsOwnExecutorShapeRunsOnlyOnExecutorsOfThatProfile) {
+  config.executorCores = 1;
+  config.executorMemoryMb = 256;
+  submit(R"({"name": "shapes", "stages": [
+      {"id": "narrow", "tasks": 2, "builtin": "noop"},
+      {"id": "wide", "tasks": 2, "builtin": "noop", "cpus": 2,
+       "executor": {"cores": 4, "memory": "2g"}}]})");
+  // Both stages are submitted; the listener hears each one's profile.
+  ASSERT_EQ(listener.profiles.count("job-1/wide"), 1u);
+  const allocation::ResourceProfile wide = listener.profiles.at("job-1/wide");
+  EXPECT_EQ(wide.id, 1);
+  EXPECT_EQ(wide.executorCores, 4);
+  EXPECT_EQ(wide.executorMemoryMb, 2048);
+  EXPECT_EQ(listener.profiles.at("job-1/narrow").id, allocation::kDefaultProfileId);
+
+  // A default executor with room for all gets only the narrow tasks.
+  const auto onDefault = scheduler().resourceOffers({WorkerOffer{"e1", "h1", 8, 0}});
+  EXPECT_THAT(describe(scheduler(), onDefault), ElementsAre("narrow[0]#0@e1", "narrow[1]#0@e1"));
+  // An executor of profile 1 gets only the wide ones (4 cores: two 2-cpu tasks).
+  const auto onWide = scheduler().resourceOffers({WorkerOffer{"e2", "h1", 4, wide.id}});
+  EXPECT_THAT(describe(scheduler(), onWide), ElementsAre("wide[0]#0@e2", "wide[1]#0@e2"));
+  // The same shape asked again is the same profile; another shape is a new one.
+  submit(R"({"stages": [{"id": "again", "tasks": 1, "builtin": "noop",
+      "executor": {"memory": "2048m", "cores": 4}},
+      {"id": "other", "tasks": 1, "builtin": "noop", "executor": {"memory": "1g"}},
+      {"id": "same", "tasks": 1, "builtin": "noop", "executor": {"cores": 1, "memory": 256}}]})");
+  EXPECT_EQ(listener.profiles.at("job-2/again").id, 1);
+  EXPECT_EQ(listener.profiles.at("job-2/other").id, 2);
+  EXPECT_EQ(listener.profiles.at("job-2/other").executorCores, 1);
+  EXPECT_EQ(listener.profiles.at("job-2/same").id, allocation::kDefaultProfileId);
+}
+
+TEST_F(TaskSchedulerTest, ATaskWiderThanItsStagesExecutorsIsRefusedNamingBoth) {
+  config.executorCores = 8;
+  try {
+    submit(R"({"stages": [{"id": "s", "tasks": 1, "builtin": "noop", "cpus": 4,
+        "executor": {"cores": 2}}]})");
+    ADD_FAILURE() << "accepted";
+  } catch (const JobError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("stages[0]: each task takes 4 cpus (its \"cpus\"), more than "
+                                    "the 2 cores of its executors (its \"executor\".cores)"));
+  }
+}
+
+}  // namespace
+}  // namespace tide::am

@@ -229,3 +229,51 @@ TEST(DefaultMaxFailuresTest, IsTwiceTheMaximumAndAtLeastThree) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// Stage-level executor shapes: each resource profile's containers are asked at its own size and
+// priority, and a grant is matched to the profile of its size.
+TEST_F(ContainerAllocatorTest, AsksForEachProfilesShapeAndMatchesGrantsBySize) {
+  allocator.addProfile(1, {2048, 4});
+  allocator.setTargets({{0, 1}, {1, 2}});
+  EXPECT_EQ(allocator.target(), 3);
+  const ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.outstanding, 1);
+  EXPECT_EQ(ask.resource.memoryMb, 512);
+  ASSERT_EQ(ask.profileAsks.size(), 1u);
+  EXPECT_EQ(ask.profileAsks[0].profileId, 1);
+  EXPECT_EQ(ask.profileAsks[0].resource.memoryMb, 2048);
+  EXPECT_EQ(ask.profileAsks[0].resource.vCores, 4);
+  EXPECT_EQ(ask.profileAsks[0].priority, 2);  // the allocator's priority 1 + the profile id
+  EXPECT_EQ(ask.profileAsks[0].outstanding, 2);
+
+  HeartbeatResult result;
+  rest::Container wide = container(10);
+  wide.resource = {2048, 4};
+  result.granted = {wide, container(11)};
+  const AllocatorActions actions = allocator.onHeartbeat(result);
+  ASSERT_EQ(actions.launches.size(), 2u);
+  EXPECT_EQ(allocator.profileOf(actions.launches[0].second), 1);
+  EXPECT_EQ(allocator.profileOf(actions.launches[1].second), 0);
+  const AllocatorSnapshot s = allocator.snapshot();
+  EXPECT_EQ(s.profiles.at(1).outstanding, 1);
+  EXPECT_EQ(s.profiles.at(1).starting, 1);
+  EXPECT_EQ(s.profiles.at(0).outstanding, 0);
+
+  // A second default-size grant is surplus for the default profile even though profile 1
+  // still waits for one: it is not of profile 1's size.
+  const AllocatorActions surplus = grant({12});
+  EXPECT_TRUE(surplus.launches.empty());
+  EXPECT_EQ(allocator.snapshot().profiles.at(1).outstanding, 1);
+
+  // Lowering profile 1's target cancels its pending request only.
+  allocator.setTargets({{1, 1}});
+  const ContainerAsk lowered = allocator.nextAsk();
+  EXPECT_EQ(lowered.profileAsks.at(0).outstanding, 0);
+  EXPECT_EQ(lowered.outstanding, 0);
+}
+
+}  // namespace
+}  // namespace tide::am

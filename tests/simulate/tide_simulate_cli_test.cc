@@ -111,6 +111,33 @@ TEST(TideSimulateCliTest, WideTasksAreCountedAtTheirStagesOwnTasksPerExecutor) {
   EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 6) << narrow.out;
 }
 
+// Stage-level executor shapes: "fit" (8 tasks of 2 cpus) asks for executors of 8 cores of its
+// own (executor_cores): 2 of them, beside "prepare"'s 4 default 2-core executors, each profile
+// with its own target. Without executor_cores all 16 tasks share 2-core executors: 8 + 4 = 12,
+// capped at maxExecutors 8.
+TEST(TideSimulateCliTest, AStageWithItsOwnExecutorShapeGetsExecutorsOfThatShape) {
+  const Result shapes = runTide(simulateArgs(kExamples + "/executor-shapes.jsonl"));
+  ASSERT_EQ(shapes.status, 0) << shapes.err;
+  rapidjson::Document summary;
+  summary.Parse(lines(shapes.out).back().c_str());
+  ASSERT_TRUE(summary.HasMember("summary")) << shapes.out;
+  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 6) << shapes.out;
+  EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 16);
+  EXPECT_NE(shapes.out.find("profile 1 (8 cores): added"), std::string::npos) << shapes.out;
+
+  tide::testing_support::TempDir dir;
+  const std::string oneShape = dir.writeFile(
+      "one.jsonl",
+      "{\"t\": 0, \"type\": \"stage\", \"stage\": \"prepare\", \"tasks\": 8, \"task_ms\": 2000}\n"
+      "{\"t\": 0, \"type\": \"stage\", \"stage\": \"fit\", \"tasks\": 8, \"task_ms\": 4000, "
+      "\"cpus\": 2}\n");
+  const Result one = runTide(simulateArgs(oneShape));
+  ASSERT_EQ(one.status, 0) << one.err;
+  summary.Parse(lines(one.out).back().c_str());
+  ASSERT_TRUE(summary.HasMember("summary")) << one.out;
+  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 8) << one.out;
+}
+
 TEST(TideSimulateCliTest, ATaskWiderThanAnExecutorIsRefusedNamingTheLine) {
   tide::testing_support::TempDir dir;
   const std::string trace = dir.writeFile("wide.jsonl",

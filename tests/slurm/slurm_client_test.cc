@@ -275,3 +275,47 @@ TEST(SlurmClientUnixSocket, TalksToSlurmrestdOverAUnixSocketWithoutAToken) {
 
 }  // namespace
 }  // namespace tide::am
+
+namespace tide::am {
+namespace {
+
+// Stage-level executor shapes: each resource profile's executors are Slurm jobs of that
+// profile's cpus and memory, started with its executor.cores; lowering one profile's ask
+// cancels only its pending jobs.
+TEST_F(SlurmClientTest, EachResourceProfilesExecutorsAreJobsOfItsShape) {
+  auto backend = client();
+  ContainerAsk both = ask(1);
+  both.profileAsks.push_back({1, {4096, 8}, 2, 2});
+  backend->heartbeat(both);
+  const auto jobs = fake.jobs();
+  ASSERT_EQ(jobs.size(), 3u);
+  int wide = 0;
+  for (const auto& submitted : jobs) {
+    const auto body = rest::parseJson(submitted.body);
+    const int cpus = body["job"]["cpus_per_task"].GetInt();
+    const std::string script = body["script"].GetString();
+    if (cpus == 8) {
+      ++wide;
+      EXPECT_EQ(body["job"]["memory_per_node"].GetInt(), 4096);
+      EXPECT_THAT(script, HasSubstr("--conf 'executor.cores=8'"));
+    } else {
+      EXPECT_EQ(cpus, 1);
+      EXPECT_THAT(script, HasSubstr("--conf 'executor.cores=1'"));
+    }
+  }
+  EXPECT_EQ(wide, 2);
+
+  // The same asks again submit nothing; profile 1 down to 1 cancels one of its own jobs.
+  backend->heartbeat(both);
+  EXPECT_EQ(fake.jobs().size(), 3u);
+  both.profileAsks[0].outstanding = 1;
+  backend->heartbeat(both);
+  ASSERT_EQ(fake.cancelled().size(), 1u);
+  for (const auto& submitted : fake.jobs()) {
+    if (submitted.id != fake.cancelled()[0]) continue;
+    EXPECT_EQ(rest::parseJson(submitted.body)["job"]["cpus_per_task"].GetInt(), 8);
+  }
+}
+
+}  // namespace
+}  // namespace tide::am
