@@ -256,6 +256,15 @@ std::optional<rest::HttpResponse> ExecutorBackend::postToAm(const std::string& p
 }
 
 bool ExecutorBackend::registerWithAm(bool resumed) {
+  if (resumed) {
+    // Not started, so not reported: the new attempt takes them for launches that never got
+    // here and runs them again, once.
+    const std::vector<int64_t> dropped = runner_.dropQueued();
+    if (!dropped.empty()) {
+      log_.info() << "dropping " << dropped.size()
+                  << " queued tasks that had not started: the new AM attempt runs them again";
+    }
+  }
   rest::ExecutorRegistration registration;
   registration.resumed = resumed;
   if (resumed) registration.running = inFlight_;
@@ -281,6 +290,7 @@ bool ExecutorBackend::registerWithAm(bool resumed) {
     rest::ExecutorRegistered registered =
         rest::executorRegisteredFromJson(rest::parseJson(response->body));
     heartbeatInterval_ = Millis(registered.heartbeatIntervalMs);
+    queuedTaskWaitMs_ = registered.queuedTaskWaitMs;
     if (registered.taskSlots != settings_.taskSlots()) {
       log_.warn() << "the AM gives this executor " << registered.taskSlots
                   << " task slots, not the " << settings_.taskSlots()
@@ -301,17 +311,37 @@ int ExecutorBackend::run() {
   if (registerWithAm()) {
     RunnerReport report;
     rest::ExecutorSync sync;
+    std::vector<int64_t> handedBack;  // queued tasks taken out unstarted, for the next sync
     bool syncNow = true;
     SteadyTime lastSent = std::chrono::steady_clock::now();
     while (!leaving()) {
-      if (!syncNow) runner_.waitForUpdates(lastSent + heartbeatInterval_);
+      if (!syncNow) {
+        SteadyTime until = lastSent + heartbeatInterval_;
+        // A queued task that cannot start within queuedTaskWaitMs goes back then.
+        const std::optional<TimeMs> oldest = runner_.oldestQueuedAtMs();
+        if (oldest && queuedTaskWaitMs_ > 0) {
+          const int64_t left = std::max<int64_t>(0, *oldest + queuedTaskWaitMs_ - runner_.nowMs());
+          until = std::min(until, std::chrono::steady_clock::now() + Millis(left));
+        }
+        runner_.waitForUpdates(until);
+      }
       if (leaving()) break;
 
+      // Slots freed since the last round go to queued tasks before the AM hears of it.
+      runner_.startQueued();
+      if (queuedTaskWaitMs_ > 0 && runner_.queuedCount() > 0) {
+        const std::vector<int64_t> stale =
+            runner_.takeBackQueuedSince(runner_.nowMs() - queuedTaskWaitMs_);
+        handedBack.insert(handedBack.end(), stale.begin(), stale.end());
+      }
       runner_.collect(report);
       sync.updates.swap(report.updates);
       sync.running.swap(report.running);
+      sync.returned.swap(handedBack);
+      handedBack.clear();
       sync.freeSlots = report.freeSlots;
-      const bool idle = sync.updates.empty() && sync.running.empty();
+      const bool idle = sync.updates.empty() && sync.running.empty() && sync.returned.empty() &&
+                        runner_.queuedCount() == 0;
       // Only a sync with nothing to report may be held, and only while no task runs (a
       // running task could end during the hold and its slot would sit idle).
       sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
@@ -350,9 +380,10 @@ int ExecutorBackend::run() {
         }
       }
       for (int64_t taskId : reply.kills) runner_.kill(taskId);
+      handedBack = runner_.takeBackQueued(reply.takeBack);
       for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
 
-      if (runner_.hasUpdates()) {
+      if (runner_.hasUpdates() || !handedBack.empty()) {
         syncNow = true;  // e.g. noop tasks, already done: report them and fetch more
       } else if (runner_.runningCount() > 0) {
         syncNow = false;  // wait for one to end (or the heartbeat)

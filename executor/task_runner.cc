@@ -103,6 +103,78 @@ bool TaskRunner::alreadyRunningLocked(int64_t taskId) {
 }
 
 void TaskRunner::launch(const rest::TaskLaunch& launch) {
+  if (launch.queued && launch.kind != "noop") {  // a noop takes no slot: it never waits
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (alreadyRunningLocked(launch.taskId)) return;
+    const bool alreadyQueued =
+        std::any_of(queued_.begin(), queued_.end(),
+                    [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
+    if (alreadyQueued) return;
+    if (!queued_.empty() || static_cast<int>(tasks_.size()) >= slots_) {
+      queued_.push_back(QueuedLaunch{launch, clock_->nowMs()});
+      return;
+    }
+  }
+  start(launch);
+}
+
+void TaskRunner::startQueued() {
+  while (true) {
+    rest::TaskLaunch next;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queued_.empty() || static_cast<int>(tasks_.size()) >= slots_) return;
+      next = std::move(queued_.front().launch);
+      queued_.pop_front();
+    }
+    start(next);
+  }
+}
+
+template <typename Predicate>
+std::vector<int64_t> TaskRunner::takeQueuedLocked(Predicate take) {
+  std::vector<int64_t> taken;
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (take(*it)) {
+      taken.push_back(it->launch.taskId);
+      it = queued_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return taken;
+}
+
+std::vector<int64_t> TaskRunner::takeBackQueued(const std::vector<int64_t>& taskIds) {
+  if (taskIds.empty()) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([&](const QueuedLaunch& q) {
+    return std::find(taskIds.begin(), taskIds.end(), q.launch.taskId) != taskIds.end();
+  });
+}
+
+std::vector<int64_t> TaskRunner::takeBackQueuedSince(TimeMs queuedAtOrBefore) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([&](const QueuedLaunch& q) { return q.queuedAt <= queuedAtOrBefore; });
+}
+
+std::vector<int64_t> TaskRunner::dropQueued() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([](const QueuedLaunch&) { return true; });
+}
+
+size_t TaskRunner::queuedCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queued_.size();
+}
+
+std::optional<TimeMs> TaskRunner::oldestQueuedAtMs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queued_.empty()) return std::nullopt;
+  return queued_.front().queuedAt;
+}
+
+void TaskRunner::start(const rest::TaskLaunch& launch) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
     // The hot path: one lock, one update.
@@ -366,17 +438,27 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
 
 void TaskRunner::kill(int64_t taskId) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const TimeMs now = clock_->nowMs();
+  if (!takeQueuedLocked([&](const QueuedLaunch& q) { return q.launch.taskId == taskId; }).empty()) {
+    finishWithoutProcessLocked(taskId, kKilled, kNoProcessExitCode, "killed before it started", now,
+                               now);
+    return;
+  }
   auto it = tasks_.find(taskId);
   if (it == tasks_.end()) {
     TIDE_LOG(log_, debug) << "kill of task " << taskId << ": not running (already ended)";
     return;
   }
-  killLocked(taskId, it->second, clock_->nowMs());
+  killLocked(taskId, it->second, now);
 }
 
 void TaskRunner::killAll() {
   std::lock_guard<std::mutex> lock(mutex_);
   const TimeMs now = clock_->nowMs();
+  for (int64_t taskId : takeQueuedLocked([](const QueuedLaunch&) { return true; })) {
+    finishWithoutProcessLocked(taskId, kKilled, kNoProcessExitCode, "killed before it started", now,
+                               now);
+  }
   std::vector<int64_t> ids;
   ids.reserve(tasks_.size());
   for (const auto& entry : tasks_) ids.push_back(entry.first);
