@@ -714,6 +714,7 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   job.executorsUsed.insert(executorId);
   if (queued) {
     ++queuedTasks_;  // its start is heard once the executor starts it
+    ++queuedNotAskedBack_;
   } else if (speculative) {
     ++stage.speculativeLaunches;
     // The speculative copy was counted when it was submitted, not as a pending task.
@@ -727,6 +728,7 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
 void TaskScheduler::startQueued(RunningTask& task, TimeMs startMs) {
   task.queued = false;
   --queuedTasks_;
+  if (!task.takeBackAsked) --queuedNotAskedBack_;
   task.startMs = startMs;
   listeners_.onTaskStart(task.job->stages[task.stage].schedulerStageId, task.executorId);
 }
@@ -749,10 +751,13 @@ int TaskScheduler::queuedTasksOn(const std::string& executorId) const {
 
 std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksFor(const std::string& idleExecutor) {
   std::vector<TaskToKill> takeBack;
-  if (queuedTasks_ == 0) return takeBack;
+  // Idle executors ask again at every wake-up of their long poll: only a scan that can find
+  // something walks the running tasks.
+  if (queuedNotAskedBack_ == 0) return takeBack;
   for (auto& [taskId, task] : runningTasks_) {
     if (!task.queued || task.takeBackAsked || task.executorId == idleExecutor) continue;
     task.takeBackAsked = true;
+    --queuedNotAskedBack_;
     takeBack.push_back(TaskToKill{taskId, task.executorId});
   }
   std::sort(takeBack.begin(), takeBack.end(),
@@ -885,7 +890,10 @@ TaskScheduler::RunningTask TaskScheduler::removeRunning(int64_t taskId, bool* ki
   auto it = runningTasks_.find(taskId);
   RunningTask task = std::move(it->second);
   runningTasks_.erase(it);
-  if (task.queued) --queuedTasks_;
+  if (task.queued) {
+    --queuedTasks_;
+    if (!task.takeBackAsked) --queuedNotAskedBack_;
+  }
   auto byExecutor = runningByExecutor_.find(task.executorId);
   if (byExecutor != runningByExecutor_.end()) {
     byExecutor->second.erase(taskId);

@@ -420,7 +420,8 @@ class TaskScheduler {
   std::unordered_map<int64_t, RunningTask> runningTasks_;
   std::unordered_map<std::string, std::set<int64_t>> runningByExecutor_;
   std::unordered_set<int64_t> killRequested_;
-  int64_t queuedTasks_ = 0;  // entries of runningTasks_ with `queued`
+  int64_t queuedTasks_ = 0;         // entries of runningTasks_ with `queued`
+  int64_t queuedNotAskedBack_ = 0;  // of which not `takeBackAsked`
   std::vector<TaskToKill> tasksToKill_;
   BlockRegistry blocks_;
   std::unordered_map<std::string, std::pair<JobRun*, size_t>> stagesById_;  // "<jobId>/<id>"
