@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -267,7 +268,13 @@ bool ExecutorBackend::registerWithAm(bool resumed) {
   }
   rest::ExecutorRegistration registration;
   registration.resumed = resumed;
-  if (resumed) registration.running = inFlight_;
+  if (resumed) {
+    // The sync that failed (sent again once registered) and what the runner has started or
+    // ended since (queued tasks start on its own thread), so the new attempt adopts them all.
+    std::set<int64_t> held(inFlight_.begin(), inFlight_.end());
+    for (int64_t taskId : runner_.heldTaskIds()) held.insert(taskId);
+    registration.running.assign(held.begin(), held.end());
+  }
   if (resumed && blocks_ != nullptr) {
     registration.blocksReported = true;
     registration.blocks = blocks_->heldBlocks();

@@ -110,7 +110,7 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
         std::any_of(queued_.begin(), queued_.end(),
                     [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
     if (alreadyQueued) return;
-    if (!queued_.empty() || static_cast<int>(tasks_.size()) >= slots_) {
+    if (!queued_.empty() || busySlotsLocked() >= slots_) {
       queued_.push_back(QueuedLaunch{launch, clock_->nowMs()});
       return;
     }
@@ -123,12 +123,29 @@ void TaskRunner::startQueued() {
     rest::TaskLaunch next;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (queued_.empty() || static_cast<int>(tasks_.size()) >= slots_) return;
+      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) return;
       next = std::move(queued_.front().launch);
       queued_.pop_front();
+      ++starting_;  // holds its slot until it is in tasks_ (or has ended)
     }
     start(next);
+    std::lock_guard<std::mutex> lock(mutex_);
+    --starting_;
   }
+}
+
+int TaskRunner::busySlotsLocked() const {
+  return static_cast<int>(tasks_.size()) + starting_;
+}
+
+std::vector<int64_t> TaskRunner::heldTaskIds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> held;
+  held.reserve(tasks_.size() + updates_.size());
+  for (const auto& entry : tasks_) held.push_back(entry.first);
+  for (const auto& update : updates_) held.push_back(update.taskId);
+  std::sort(held.begin(), held.end());
+  return held;
 }
 
 template <typename Predicate>
@@ -498,7 +515,7 @@ void TaskRunner::collect(RunnerReport& report) {
   report.running.reserve(tasks_.size());
   for (const auto& entry : tasks_) report.running.push_back(entry.first);
   std::sort(report.running.begin(), report.running.end());
-  report.freeSlots = std::max(0, slots_ - static_cast<int>(tasks_.size()));
+  report.freeSlots = std::max(0, slots_ - busySlotsLocked());
 }
 
 bool TaskRunner::hasUpdates() const {
@@ -513,7 +530,7 @@ int TaskRunner::runningCount() const {
 
 int TaskRunner::freeSlots() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::max(0, slots_ - static_cast<int>(tasks_.size()));
+  return std::max(0, slots_ - busySlotsLocked());
 }
 
 int TaskRunner::slots() const {
@@ -708,12 +725,17 @@ void TaskRunner::supervise() {
       uint64_t count = 0;
       [[maybe_unused]] ssize_t ignored = ::read(wakeFd_, &count, sizeof count);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    const TimeMs now = clock_->nowMs();
-    for (size_t i = 1; i < watched.size(); ++i) {
-      if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const TimeMs now = clock_->nowMs();
+      for (size_t i = 1; i < watched.size(); ++i) {
+        if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+      }
+      fireDueTimersLocked(now);
     }
-    fireDueTimersLocked(now);
+    // A slot that freed goes to the next queued task now, not once the executor has told the
+    // AM (its sync may be waiting for the AM's journal): pipelining keeps the slot busy.
+    startQueued();
   }
 }
 

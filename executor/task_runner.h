@@ -22,8 +22,8 @@
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
 // (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1))
-// and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation). No thread
-// per task.
+// and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation), and starts
+// the next queued task when one ends. No thread per task.
 //
 // A task owns its process group and, with a supervisor, its whole process tree: when its process
 // exits, whatever it left running is killed too (however it daemonised), and timeouts and kills
@@ -153,8 +153,12 @@ class TaskRunner {
   // Pipelining. A launch marked `queued` (handed out ahead of a free slot) starts in launch()
   // when a slot is free, else waits in the queue, in arrival order, for startQueued(). Queued
   // tasks are not running: collect() does not list them and they take no slot.
-  //   - starts queued tasks while slots are free (on the caller's thread, as launch())
+  //   - starts queued tasks while slots are free; the runner's own thread also does so as soon
+  //     as a task ends, so a freed slot does not wait for the executor's next sync
   void startQueued();
+  // Tasks started and not yet collected as ended, and ended ones not yet collected: what the
+  // AM must hear of (a re-registration with a new AM attempt reports them).
+  std::vector<int64_t> heldTaskIds() const;
   //   - takes out, unstarted, the queued tasks among `taskIds` (the AM asked for them back) and
   //     returns their ids; ids not queued (started or unknown) are left alone
   std::vector<int64_t> takeBackQueued(const std::vector<int64_t>& taskIds);
@@ -229,6 +233,8 @@ class TaskRunner {
   void fireDueTimersLocked(TimeMs now);
   void reapLocked(int64_t taskId, TimeMs now);
   void reportLocked(rest::TaskStatusUpdate update);
+  // Slots taken: running tasks and queued ones being started.
+  int busySlotsLocked() const;
   void finishWithoutProcessLocked(int64_t taskId, rest::TaskState state, int exitCode,
                                   std::string reason, TimeMs startedAt, TimeMs now);
 
@@ -249,6 +255,7 @@ class TaskRunner {
     TimeMs queuedAt = 0;
   };
   std::deque<QueuedLaunch> queued_;      // launch.queued tasks waiting for a slot, oldest first
+  int starting_ = 0;                     // taken from queued_, being started (not yet in tasks_)
   std::multimap<TimeMs, Timer> timers_;  // stale entries (task gone) are dropped when due
   std::vector<rest::TaskStatusUpdate> updates_;
   int slots_;
