@@ -6,12 +6,15 @@
 #   ratio = xargs seconds / tide seconds   (1.0: as fast as xargs; the aim is at least 0.9)
 #
 #   bench/throughput/commands.sh [BUILD_DIR] [TASKS] [PARALLELISM] [ROUNDS]
+# TIDE_CONF="key=value ..." adds settings to tide's run (e.g. am.stagingDir=none: no journal).
 set -euo pipefail
 BUILD=${1:-build}
 TASKS=${2:-3000}
 PARALLELISM=${3:-2}
 ROUNDS=${4:-3}
 TIDE="$BUILD/bin/tide"
+EXTRA=()
+for setting in ${TIDE_CONF:-}; do EXTRA+=(--conf "$setting"); done
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -25,7 +28,8 @@ tide_seconds() {
   "$TIDE" run "$WORK/true.json" --report "$WORK/tide.json" \
     --conf dynamicAllocation.enabled=false --conf executor.instances="$PARALLELISM" \
     --conf executor.cores=1 --conf executor.memory=256m --conf am.memory=256m \
-    --conf nm.cores=$((PARALLELISM + 1)) --conf log.level=warn >/dev/null 2>&1
+    --conf nm.cores=$((PARALLELISM + 1)) --conf log.level=warn ${EXTRA[@]+"${EXTRA[@]}"} \
+    >/dev/null 2>&1
   python3 -c "import json; print(json.load(open('$WORK/tide.json'))['stages'][0]['duration_seconds'])"
 }
 
