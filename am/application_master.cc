@@ -662,6 +662,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
                                              executor.blockUrl));
       reply->heartbeatIntervalMs = config_.executorSyncWait;
       reply->taskSlots = executor.slots;
+      reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
       workAvailable_.notify_all();
       return Status();
     }
@@ -708,6 +709,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
                 << executor.containerId << ")";
     reply->heartbeatIntervalMs = config_.executorSyncWait;
     reply->taskSlots = executor.slots;
+    reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
     return Status();
   });
 }
@@ -762,6 +764,13 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
     bool changed = false;
     bool committedAny = false;
     if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
+    // Queued tasks it has started since (pipelining): running for the listeners from now on.
+    if (scheduler_->queuedTaskCount() > 0) {
+      for (int64_t taskId : sync.running) scheduler_->taskStarted(taskId, executorId);
+    }
+    for (int64_t taskId : sync.returned) {
+      if (scheduler_->queuedTaskReturned(taskId, executorId)) changed = true;
+    }
     for (const auto& update : sync.updates) {
       std::optional<CommittedTask> committed;
       if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
@@ -788,7 +797,7 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
         std::chrono::steady_clock::now() +
         std::chrono::milliseconds(
             sync.updates.empty() ? std::min(sync.maxWaitMs, config_.executorSyncWait) : 0);
-    while (!takeWork(executorId, sync.freeSlots, *reply)) {
+    while (!takeWork(executorId, sync.freeSlots, sync.returned.empty(), *reply)) {
       if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
         auto it = executors_.find(executorId);
         if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();
@@ -811,7 +820,7 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
   return status;
 }
 
-bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
+bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots, bool mayQueue,
                                  rest::ExecutorSyncReply& reply) {
   auto it = executors_.find(executorId);
   if (it == executors_.end()) {
@@ -830,11 +839,16 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
     return true;
   }
   reply.migrations = migrationsFor(executorId);
+  const int queueLimit = config_.scheduler.queuedTasksPerExecutor;
+  const int queueRoom = mayQueue && queueLimit > 0
+                            ? std::max(0, queueLimit - scheduler_->queuedTasksOn(executorId))
+                            : 0;
   // A decommissioning executor takes no more tasks (Spark's isExecutorActive).
-  if (freeSlots > 0 && !executor.decommissioning) {
+  if ((freeSlots > 0 || queueRoom > 0) && !executor.decommissioning) {
     // The scheduler counts cpus; an executor counts slots of task.cpus each.
     reply.launches = scheduler_->resourceOffers(
-        {{executorId, executor.node, freeSlots * config_.allocation.taskCpus, executor.profileId}});
+        {{executorId, executor.node, freeSlots * config_.allocation.taskCpus, executor.profileId,
+          queueRoom}});
     // Journaled before the executor hears of them: the next attempt knows every task id and
     // attempt number given out.
     for (const rest::TaskLaunch& launch : reply.launches) {
@@ -849,8 +863,19 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots,
       }
     }
   }
+  if (freeSlots > 0 && reply.launches.empty() && scheduler_->queuedTaskCount() > 0 &&
+      !scheduler_->hasPendingTasks()) {
+    // Idle with nothing pending while others hold queued tasks (the end of a stage, or a long
+    // task ahead of them): those that have not started come back and run here.
+    for (const TaskToKill& back : scheduler_->takeBackQueuedTasksFor(executorId)) {
+      auto holder = executors_.find(back.executorId);
+      if (holder != executors_.end()) holder->second.takeBack.push_back(back.taskId);
+    }
+  }
+  reply.takeBack = std::move(executor.takeBack);
+  executor.takeBack.clear();
   return !reply.launches.empty() || !reply.kills.empty() || !reply.dropBlocks.empty() ||
-         !reply.migrations.empty();
+         !reply.takeBack.empty() || !reply.migrations.empty();
 }
 
 // ------------------------------------------------------------------------------------------

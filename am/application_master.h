@@ -143,6 +143,7 @@ class ApplicationMaster : public MasterControl {
     TimeMs registeredAt = 0;
     TimeMs lastSeen = 0;
     std::vector<int64_t> kills;
+    std::vector<int64_t> takeBack;        // queued tasks to ask back at its next sync
     std::string node;                     // its node manager's node: the unit of locality
     std::string blockUrl;                 // where it serves its blocks ("" for none)
     std::vector<std::string> blockDrops;  // block prefixes to delete, sent at its next sync
@@ -198,7 +199,10 @@ class ApplicationMaster : public MasterControl {
   void routeKills();
   // Fills `reply` with what the executor should do now: true when that is something (tasks,
   // kills, blocks to drop, or shutting down), false when it may wait for work.
-  bool takeWork(const std::string& executorId, int freeSlots, rest::ExecutorSyncReply& reply);
+  // `mayQueue`: it may be handed tasks beyond its free slots (not when it just handed some
+  // back: they would come straight back to it).
+  bool takeWork(const std::string& executorId, int freeSlots, bool mayQueue,
+                rest::ExecutorSyncReply& reply);
   // Recovery (am_recovery.cc). Opens the journal of this application (before registering);
   // throws JournalError for one that cannot be read.
   void openJournal();

@@ -103,6 +103,15 @@ std::vector<KeyInfo> schedulingKeys() {
           {"FIFO", "FAIR"}),
       key("scheduler.allocation.file", K::kString, "",
           "FAIR pools (weight, minShare, schedulingMode): a fairscheduler.xml or properties file"),
+      // tide's own: Spark does not pipeline (0 here is Spark's behaviour).
+      key("scheduler.queuedTasksPerExecutor", K::kInt, "4",
+          "Tasks an executor is handed beyond its free slots, to start as soon as a slot frees "
+          "(short tasks only, see scheduler.queuedTaskWait); 0: none, as in Spark"),
+      key("scheduler.queuedTaskWait", K::kDuration, "50ms",
+          "Longest a queued task should wait for a slot: stages are queued only when their mean "
+          "task duration drains the queue within it, and a queued task waiting longer is handed "
+          "back to run elsewhere",
+          kMs),
       key("speculation", K::kBool, "false", "Re-launch slow tasks speculatively"),
       key("speculation.quantile", K::kDouble, "0.9",
           "Fraction of a stage's tasks that must finish before speculating"),

@@ -47,6 +47,14 @@ bool BlockStore::isPlainRelativePath(std::string_view path) {
   return true;
 }
 
+bool BlockStore::holdsBlocks(const fs::path& outputDir) {
+  std::error_code error;
+  for (fs::directory_iterator it(outputDir, error), end; !error && it != end; it.increment(error)) {
+    if (partitionOf(it->path().filename().string()) && it->is_regular_file(error)) return true;
+  }
+  return false;
+}
+
 std::vector<rest::BlockOutput> BlockStore::commit(std::string_view jobId, std::string_view stageId,
                                                   int64_t taskIndex, const fs::path& outputDir) {
   std::vector<rest::BlockOutput> blocks;

@@ -29,6 +29,9 @@ class BlockStore {
   // of an earlier attempt of the same task is replaced. Throws on a file system error.
   std::vector<rest::BlockOutput> commit(std::string_view jobId, std::string_view stageId,
                                         int64_t taskIndex, const std::filesystem::path& outputDir);
+  // Whether a finished task's $TIDE_OUTPUT_DIR holds anything commit() would make a block of
+  // (a regular file named part-<n>). A task without any has nothing to commit.
+  static bool holdsBlocks(const std::filesystem::path& outputDir);
   // Copies a committed task's blocks into a job's output directory: part-<taskIndex> when the
   // task wrote only part-0, else part-<taskIndex>-<partition>. Each file appears whole (copied
   // beside it, then renamed). Throws on a file system error.

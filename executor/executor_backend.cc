@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -256,9 +257,24 @@ std::optional<rest::HttpResponse> ExecutorBackend::postToAm(const std::string& p
 }
 
 bool ExecutorBackend::registerWithAm(bool resumed) {
+  if (resumed) {
+    // Not started, so not reported: the new attempt takes them for launches that never got
+    // here and runs them again, once.
+    const std::vector<int64_t> dropped = runner_.dropQueued();
+    if (!dropped.empty()) {
+      log_.info() << "dropping " << dropped.size()
+                  << " queued tasks that had not started: the new AM attempt runs them again";
+    }
+  }
   rest::ExecutorRegistration registration;
   registration.resumed = resumed;
-  if (resumed) registration.running = inFlight_;
+  if (resumed) {
+    // The sync that failed (sent again once registered) and what the runner has started or
+    // ended since (queued tasks start on its own thread), so the new attempt adopts them all.
+    std::set<int64_t> held(inFlight_.begin(), inFlight_.end());
+    for (int64_t taskId : runner_.heldTaskIds()) held.insert(taskId);
+    registration.running.assign(held.begin(), held.end());
+  }
   if (resumed && blocks_ != nullptr) {
     registration.blocksReported = true;
     registration.blocks = blocks_->heldBlocks();
@@ -281,6 +297,7 @@ bool ExecutorBackend::registerWithAm(bool resumed) {
     rest::ExecutorRegistered registered =
         rest::executorRegisteredFromJson(rest::parseJson(response->body));
     heartbeatInterval_ = Millis(registered.heartbeatIntervalMs);
+    queuedTaskWaitMs_ = registered.queuedTaskWaitMs;
     if (registered.taskSlots != settings_.taskSlots()) {
       log_.warn() << "the AM gives this executor " << registered.taskSlots
                   << " task slots, not the " << settings_.taskSlots()
@@ -301,19 +318,39 @@ int ExecutorBackend::run() {
   if (registerWithAm()) {
     RunnerReport report;
     rest::ExecutorSync sync;
+    std::vector<int64_t> handedBack;  // queued tasks taken out unstarted, for the next sync
     bool syncNow = true;
     SteadyTime lastSent = std::chrono::steady_clock::now();
     while (!leaving()) {
-      if (!syncNow) runner_.waitForUpdates(lastSent + heartbeatInterval_);
+      if (!syncNow) {
+        SteadyTime until = lastSent + heartbeatInterval_;
+        // A queued task that cannot start within queuedTaskWaitMs goes back then.
+        const std::optional<TimeMs> oldest = runner_.oldestQueuedAtMs();
+        if (oldest && queuedTaskWaitMs_ > 0) {
+          const int64_t left = std::max<int64_t>(0, *oldest + queuedTaskWaitMs_ - runner_.nowMs());
+          until = std::min(until, std::chrono::steady_clock::now() + Millis(left));
+        }
+        runner_.waitForUpdates(until);
+      }
       if (leaving()) break;
 
+      // Slots freed since the last round go to queued tasks before the AM hears of it.
+      runner_.startQueued();
+      if (queuedTaskWaitMs_ > 0 && runner_.queuedCount() > 0) {
+        const std::vector<int64_t> stale =
+            runner_.takeBackQueuedSince(runner_.nowMs() - queuedTaskWaitMs_);
+        handedBack.insert(handedBack.end(), stale.begin(), stale.end());
+      }
       runner_.collect(report);
       sync.updates.swap(report.updates);
       sync.running.swap(report.running);
+      sync.returned.swap(handedBack);
+      handedBack.clear();
       sync.freeSlots = report.freeSlots;
       sync.migrated.swap(migrated_);
       migrated_.clear();
-      const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty();
+      const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&
+                        sync.returned.empty() && runner_.queuedCount() == 0;
       // Only a sync with nothing to report may be held, and only while no task runs (a
       // running task could end during the hold and its slot would sit idle).
       sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
@@ -353,6 +390,7 @@ int ExecutorBackend::run() {
         }
       }
       for (int64_t taskId : reply.kills) runner_.kill(taskId);
+      handedBack = runner_.takeBackQueued(reply.takeBack);
       for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
       // Tasks first, so that they run while this executor fetches a leaving peer's blocks.
       for (const rest::BlockMigration& migration : reply.migrations) {
@@ -361,8 +399,9 @@ int ExecutorBackend::run() {
                                                                   "this executor cannot migrate"});
       }
 
-      if (runner_.hasUpdates() || !migrated_.empty()) {
-        syncNow = true;  // e.g. noop tasks, already done, or migrations: report them at once
+      if (runner_.hasUpdates() || !handedBack.empty() || !migrated_.empty()) {
+        // e.g. noop tasks, already done, tasks handed back, or migrations: report them at once
+        syncNow = true;
       } else if (runner_.runningCount() > 0) {
         syncNow = false;  // wait for one to end (or the heartbeat)
       } else {

@@ -10,6 +10,13 @@
 //   - tasks running, none ended: wait until one ends or the heartbeat interval has passed.
 // With builtin noop tasks one round trip reports a batch and fetches the next.
 //
+// Pipelining: the AM may hand out tasks ahead of a free slot (TaskLaunch::queued). When a task
+// ends, the next queued one starts before the sync that reports the end, so the slot is not
+// idle for the round trip. A queued task goes back to the AM unstarted (ExecutorSync::returned)
+// when the AM asks for it (another executor idles) or once it has waited queuedTaskWaitMs for a
+// slot (it sits behind a long task); on registering with a new AM attempt every queued task is
+// dropped (the new attempt runs them again, as launches that never reached this executor).
+//
 // When it leaves:
 //   - the AM says shutdown                        -> exit status 0
 //   - requestStop() (SIGTERM from the node manager) -> 0
@@ -106,6 +113,8 @@ class ExecutorBackend {
   std::vector<int64_t> inFlight_;
   bool resuming_ = false;  // registering again from inside postToAm; the run() thread's
   std::chrono::milliseconds heartbeatInterval_{1000};
+  // How long a queued task may wait for a slot before it is handed back (0: no limit).
+  int64_t queuedTaskWaitMs_ = 0;
   std::string syncPath_;
   std::mt19937_64 jitter_;  // spreads the retries of executors that lost the AM together
 

@@ -77,7 +77,12 @@ int main(int argc, char** argv) {
                                           const executor::TaskOutputOwner& owner,
                                           const std::filesystem::path& outputDir) {
           // Exactly-once outputs: only the attempt the AM authorises keeps its output (as
-          // blocks and in the job's output directory); any other discards it.
+          // blocks and in the job's output directory); any other discards it. An attempt that
+          // wrote no blocks has nothing to keep and does not ask: that round trip to the AM
+          // was most of what a short command task cost. Nor does it touch the blocks an
+          // earlier attempt of its task left here.
+          if (!executor::BlockStore::holdsBlocks(outputDir))
+            return std::vector<rest::BlockOutput>{};
           const std::string denied = backendForCommits == nullptr
                                          ? "the executor is not connected to its AM"
                                          : backendForCommits->askToCommit(owner.taskId);

@@ -103,6 +103,95 @@ bool TaskRunner::alreadyRunningLocked(int64_t taskId) {
 }
 
 void TaskRunner::launch(const rest::TaskLaunch& launch) {
+  if (launch.queued && launch.kind != "noop") {  // a noop takes no slot: it never waits
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (alreadyRunningLocked(launch.taskId)) return;
+    const bool alreadyQueued =
+        std::any_of(queued_.begin(), queued_.end(),
+                    [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
+    if (alreadyQueued) return;
+    if (!queued_.empty() || busySlotsLocked() >= slots_) {
+      queued_.push_back(QueuedLaunch{launch, clock_->nowMs()});
+      return;
+    }
+  }
+  start(launch);
+}
+
+void TaskRunner::startQueued() {
+  while (true) {
+    rest::TaskLaunch next;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) return;
+      next = std::move(queued_.front().launch);
+      queued_.pop_front();
+      ++starting_;  // holds its slot until it is in tasks_ (or has ended)
+    }
+    start(next);
+    std::lock_guard<std::mutex> lock(mutex_);
+    --starting_;
+  }
+}
+
+int TaskRunner::busySlotsLocked() const {
+  return static_cast<int>(tasks_.size()) + starting_;
+}
+
+std::vector<int64_t> TaskRunner::heldTaskIds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> held;
+  held.reserve(tasks_.size() + updates_.size());
+  for (const auto& entry : tasks_) held.push_back(entry.first);
+  for (const auto& update : updates_) held.push_back(update.taskId);
+  std::sort(held.begin(), held.end());
+  return held;
+}
+
+template <typename Predicate>
+std::vector<int64_t> TaskRunner::takeQueuedLocked(Predicate take) {
+  std::vector<int64_t> taken;
+  for (auto it = queued_.begin(); it != queued_.end();) {
+    if (take(*it)) {
+      taken.push_back(it->launch.taskId);
+      it = queued_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return taken;
+}
+
+std::vector<int64_t> TaskRunner::takeBackQueued(const std::vector<int64_t>& taskIds) {
+  if (taskIds.empty()) return {};
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([&](const QueuedLaunch& q) {
+    return std::find(taskIds.begin(), taskIds.end(), q.launch.taskId) != taskIds.end();
+  });
+}
+
+std::vector<int64_t> TaskRunner::takeBackQueuedSince(TimeMs queuedAtOrBefore) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([&](const QueuedLaunch& q) { return q.queuedAt <= queuedAtOrBefore; });
+}
+
+std::vector<int64_t> TaskRunner::dropQueued() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeQueuedLocked([](const QueuedLaunch&) { return true; });
+}
+
+size_t TaskRunner::queuedCount() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queued_.size();
+}
+
+std::optional<TimeMs> TaskRunner::oldestQueuedAtMs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queued_.empty()) return std::nullopt;
+  return queued_.front().queuedAt;
+}
+
+void TaskRunner::start(const rest::TaskLaunch& launch) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
     // The hot path: one lock, one update.
@@ -366,17 +455,27 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
 
 void TaskRunner::kill(int64_t taskId) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const TimeMs now = clock_->nowMs();
+  if (!takeQueuedLocked([&](const QueuedLaunch& q) { return q.launch.taskId == taskId; }).empty()) {
+    finishWithoutProcessLocked(taskId, kKilled, kNoProcessExitCode, "killed before it started", now,
+                               now);
+    return;
+  }
   auto it = tasks_.find(taskId);
   if (it == tasks_.end()) {
     TIDE_LOG(log_, debug) << "kill of task " << taskId << ": not running (already ended)";
     return;
   }
-  killLocked(taskId, it->second, clock_->nowMs());
+  killLocked(taskId, it->second, now);
 }
 
 void TaskRunner::killAll() {
   std::lock_guard<std::mutex> lock(mutex_);
   const TimeMs now = clock_->nowMs();
+  for (int64_t taskId : takeQueuedLocked([](const QueuedLaunch&) { return true; })) {
+    finishWithoutProcessLocked(taskId, kKilled, kNoProcessExitCode, "killed before it started", now,
+                               now);
+  }
   std::vector<int64_t> ids;
   ids.reserve(tasks_.size());
   for (const auto& entry : tasks_) ids.push_back(entry.first);
@@ -416,7 +515,7 @@ void TaskRunner::collect(RunnerReport& report) {
   report.running.reserve(tasks_.size());
   for (const auto& entry : tasks_) report.running.push_back(entry.first);
   std::sort(report.running.begin(), report.running.end());
-  report.freeSlots = std::max(0, slots_ - static_cast<int>(tasks_.size()));
+  report.freeSlots = std::max(0, slots_ - busySlotsLocked());
 }
 
 bool TaskRunner::hasUpdates() const {
@@ -431,7 +530,7 @@ int TaskRunner::runningCount() const {
 
 int TaskRunner::freeSlots() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::max(0, slots_ - static_cast<int>(tasks_.size()));
+  return std::max(0, slots_ - busySlotsLocked());
 }
 
 int TaskRunner::slots() const {
@@ -626,12 +725,17 @@ void TaskRunner::supervise() {
       uint64_t count = 0;
       [[maybe_unused]] ssize_t ignored = ::read(wakeFd_, &count, sizeof count);
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    const TimeMs now = clock_->nowMs();
-    for (size_t i = 1; i < watched.size(); ++i) {
-      if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const TimeMs now = clock_->nowMs();
+      for (size_t i = 1; i < watched.size(); ++i) {
+        if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+      }
+      fireDueTimersLocked(now);
     }
-    fireDueTimersLocked(now);
+    // A slot that freed goes to the next queued task now, not once the executor has told the
+    // AM (its sync may be waiting for the AM's journal): pipelining keeps the slot busy.
+    startQueued();
   }
 }
 

@@ -22,8 +22,8 @@
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
 // (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1))
-// and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation). No thread
-// per task.
+// and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation), and starts
+// the next queued task when one ends. No thread per task.
 //
 // A task owns its process group and, with a supervisor, its whole process tree: when its process
 // exits, whatever it left running is killed too (however it daemonised), and timeouts and kills
@@ -39,11 +39,13 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -143,10 +145,32 @@ class TaskRunner {
   // is ignored (a launch the AM sent twice). Never throws for a task that cannot start: that is
   // a FAILED update.
   void launch(const rest::TaskLaunch& launch);
-  // Stops a running task; its KILLED update follows once its process has exited. Unknown ids
-  // are ignored: the task has already ended and its update is on its way.
+  // Stops a running task; its KILLED update follows once its process has exited. A queued one
+  // is taken out of the queue and reported KILLED at once. Unknown ids are ignored: the task
+  // has already ended and its update is on its way.
   void kill(int64_t taskId);
-  // kill() for every running task (the executor is leaving).
+
+  // Pipelining. A launch marked `queued` (handed out ahead of a free slot) starts in launch()
+  // when a slot is free, else waits in the queue, in arrival order, for startQueued(). Queued
+  // tasks are not running: collect() does not list them and they take no slot.
+  //   - starts queued tasks while slots are free; the runner's own thread also does so as soon
+  //     as a task ends, so a freed slot does not wait for the executor's next sync
+  void startQueued();
+  // Tasks started and not yet collected as ended, and ended ones not yet collected: what the
+  // AM must hear of (a re-registration with a new AM attempt reports them).
+  std::vector<int64_t> heldTaskIds() const;
+  //   - takes out, unstarted, the queued tasks among `taskIds` (the AM asked for them back) and
+  //     returns their ids; ids not queued (started or unknown) are left alone
+  std::vector<int64_t> takeBackQueued(const std::vector<int64_t>& taskIds);
+  //   - takes out, unstarted, the tasks queued at or before `queuedAtOrBefore`
+  std::vector<int64_t> takeBackQueuedSince(TimeMs queuedAtOrBefore);
+  //   - every queued task, taken out unstarted
+  std::vector<int64_t> dropQueued();
+  size_t queuedCount() const;
+  // When the oldest queued task was queued; nullopt with none queued.
+  std::optional<TimeMs> oldestQueuedAtMs() const;
+  TimeMs nowMs() const { return clock_->nowMs(); }
+  // kill() for every running and queued task (the executor is leaving).
   void killAll();
 
   // Moves the pending updates into `report` (appending) and fills in running and freeSlots.
@@ -191,7 +215,13 @@ class TaskRunner {
     int64_t taskId;
   };
 
+  // Starts a task now (launch() once it is not to be queued).
+  void start(const rest::TaskLaunch& launch);
   void startCommand(const rest::TaskLaunch& launch, TimeMs now);
+  // Callers hold mutex_: takes the queued launches `take` accepts out of the queue and returns
+  // their ids, in queue order.
+  template <typename Predicate>
+  std::vector<int64_t> takeQueuedLocked(Predicate take);
   // The thread of a task with inputs: fetch, then start (unless it was killed meanwhile).
   void prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt);
   std::vector<std::string> taskEnvironment(const rest::TaskLaunch& launch) const;
@@ -203,6 +233,8 @@ class TaskRunner {
   void fireDueTimersLocked(TimeMs now);
   void reapLocked(int64_t taskId, TimeMs now);
   void reportLocked(rest::TaskStatusUpdate update);
+  // Slots taken: running tasks and queued ones being started.
+  int busySlotsLocked() const;
   void finishWithoutProcessLocked(int64_t taskId, rest::TaskState state, int exitCode,
                                   std::string reason, TimeMs startedAt, TimeMs now);
 
@@ -218,6 +250,12 @@ class TaskRunner {
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // an update was reported or a task ended
   std::unordered_map<int64_t, RunningTask> tasks_;
+  struct QueuedLaunch {
+    rest::TaskLaunch launch;
+    TimeMs queuedAt = 0;
+  };
+  std::deque<QueuedLaunch> queued_;      // launch.queued tasks waiting for a slot, oldest first
+  int starting_ = 0;                     // taken from queued_, being started (not yet in tasks_)
   std::multimap<TimeMs, Timer> timers_;  // stale entries (task gone) are dropped when due
   std::vector<rest::TaskStatusUpdate> updates_;
   int slots_;

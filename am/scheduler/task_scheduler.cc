@@ -134,6 +134,16 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   config.slotsPerExecutor = std::max<int64_t>(
       properties.getInt("executor.cores") / std::max<int64_t>(properties.getInt("task.cpus"), 1),
       1);
+  const int64_t queued = properties.getInt("scheduler.queuedTasksPerExecutor");
+  if (queued < 0 || queued > 10000) {
+    throw ConfigError(properties.describe("scheduler.queuedTasksPerExecutor") +
+                      ": expected 0 (no pipelining) to 10000");
+  }
+  config.queuedTasksPerExecutor = static_cast<int>(queued);
+  config.queuedTaskWaitMs = properties.getDuration("scheduler.queuedTaskWait");
+  if (config.queuedTaskWaitMs <= 0) {
+    throw ConfigError(properties.describe("scheduler.queuedTaskWait") + ": must be positive");
+  }
   config.speculationMultiplier = properties.getDouble("speculation.multiplier");
   if (!(config.speculationMultiplier >= 1.0)) {
     throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
@@ -540,7 +550,13 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     std::swap(order[i], order[static_cast<size_t>(random_() % (i + 1))]);
   }
   std::vector<int> freeSlots(offers.size());
-  for (size_t i = 0; i < offers.size(); ++i) freeSlots[i] = offers[i].freeSlots;
+  std::vector<int> queueRoom(offers.size());
+  std::vector<int> queuedOn(offers.size(), 0);  // tasks queued on the offer's executor
+  for (size_t i = 0; i < offers.size(); ++i) {
+    freeSlots[i] = offers[i].freeSlots;
+    queueRoom[i] = offers[i].queueRoom;
+    if (queueRoom[i] > 0) queuedOn[i] = queuedTasksOn(offers[i].executorId);
+  }
   const TimeMs now = clock_.nowMs();
   if (health_) {
     // Excluded for the application: offered nothing (Spark filters such offers out first).
@@ -567,22 +583,37 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
       offeredOfProfile |= worker.profileId == stage.profileId;
     if (!offeredOfProfile) continue;
     const size_t launchedBefore = launches.size();
+    // Tasks of this stage each offer may still take queued (pipelining): none for a stage too
+    // long or too wide to pipeline.
+    const int depth = queueDepthFor(stage);
+    std::vector<int> stageQueue(offers.size(), 0);
+    for (size_t i = 0; i < offers.size(); ++i) {
+      stageQueue[i] = std::min(queueRoom[i], std::max(0, depth - queuedOn[i]));
+    }
     // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
-    // that one large offer does not take the whole stage while others stay idle.
+    // that one large offer does not take the whole stage while others stay idle. Free slots are
+    // filled before any task is queued.
     for (TaskLocality level : stage.tasks->validLocalityLevels()) {
       bool launchedInPass = true;
       while (launchedInPass && stage.tasks->hasPendingTasks()) {
         launchedInPass = false;
         for (size_t offer : order) {
-          if (freeSlots[offer] < stage.cpus) continue;
+          const bool queue = freeSlots[offer] < stage.cpus;
+          if (queue && stageQueue[offer] <= 0) continue;
           const WorkerOffer& worker = offers[offer];
           if (worker.profileId != stage.profileId) continue;
           if (offerExcludedForStage(stage, worker)) continue;
           std::optional<TaskOffer> next = stage.tasks->resourceOffer(
               worker.executorId, worker.host, level, now, excludedTasks(stage, worker));
           if (!next) continue;
-          launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false));
-          freeSlots[offer] -= stage.cpus;
+          launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false, queue));
+          if (queue) {
+            --stageQueue[offer];
+            --queueRoom[offer];
+            ++queuedOn[offer];
+          } else {
+            freeSlots[offer] -= stage.cpus;
+          }
           launchedInPass = true;
         }
       }
@@ -643,8 +674,20 @@ std::vector<rest::BlockInput> TaskScheduler::inputsOf(const JobRun& job, size_t 
   return inputs;
 }
 
+int TaskScheduler::queueDepthFor(const StageRun& stage) const {
+  if (config_.queuedTasksPerExecutor <= 0 || stage.cpus != config_.taskCpus) return 0;
+  const int64_t succeeded = stage.tasks->succeededCount();
+  if (succeeded == 0) return 0;  // how long its tasks take is not known yet
+  // The k-th queued task starts after about ceil(k / slots) mean durations.
+  const double meanMs = static_cast<double>(stage.tasks->durationSumMs()) / succeeded;
+  const double drained = static_cast<double>(config_.queuedTaskWaitMs) / std::max(meanMs, 0.001) *
+                         static_cast<double>(config_.slotsPerExecutor);
+  return static_cast<int>(std::min<double>(config_.queuedTasksPerExecutor, drained));
+}
+
 rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const TaskOffer& offer,
-                                           const std::string& executorId, bool speculative) {
+                                           const std::string& executorId, bool speculative,
+                                           bool queued) {
   StageRun& stage = job.stages[stageIndex];
   const StageSpec& spec = *stage.spec;
   TaskAttempt attempt = offer.attempt;
@@ -674,6 +717,7 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   launch.inputs = inputsOf(job, stageIndex, attempt.index);
   launch.collectDir = stage.collectDir;
   launch.speculative = speculative;
+  launch.queued = queued;
 
   RunningTask running;
   running.job = &job;
@@ -682,13 +726,17 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
   running.executorId = executorId;
   running.startMs = clock_.nowMs();
   running.speculative = speculative;
+  running.queued = queued;
   runningTasks_.emplace(launch.taskId, std::move(running));
   runningByExecutor_[executorId].insert(launch.taskId);
   stage.runningByIndex[attempt.index].push_back(launch.taskId);
   ++stage.launchesByLocality[static_cast<size_t>(offer.locality)];
   ++job.launched;
   job.executorsUsed.insert(executorId);
-  if (speculative) {
+  if (queued) {
+    ++queuedTasks_;  // its start is heard once the executor starts it
+    ++queuedNotAskedBack_;
+  } else if (speculative) {
     ++stage.speculativeLaunches;
     // The speculative copy was counted when it was submitted, not as a pending task.
     listeners_.onSpeculativeTaskStart(stage.schedulerStageId, executorId);
@@ -696,6 +744,73 @@ rest::TaskLaunch TaskScheduler::launchTask(JobRun& job, size_t stageIndex, const
     listeners_.onTaskStart(stage.schedulerStageId, executorId);
   }
   return launch;
+}
+
+void TaskScheduler::startQueued(RunningTask& task, TimeMs startMs) {
+  task.queued = false;
+  --queuedTasks_;
+  if (!task.takeBackAsked) --queuedNotAskedBack_;
+  task.startMs = startMs;
+  listeners_.onTaskStart(task.job->stages[task.stage].schedulerStageId, task.executorId);
+}
+
+void TaskScheduler::taskStarted(int64_t taskId, const std::string& executorId) {
+  auto found = runningTasks_.find(taskId);
+  if (found == runningTasks_.end() || !found->second.queued) return;
+  if (found->second.executorId != executorId) return;
+  startQueued(found->second, clock_.nowMs());
+}
+
+int TaskScheduler::queuedTasksOn(const std::string& executorId) const {
+  if (queuedTasks_ == 0) return 0;
+  auto found = runningByExecutor_.find(executorId);
+  if (found == runningByExecutor_.end()) return 0;
+  int queued = 0;
+  for (int64_t taskId : found->second) queued += runningTasks_.at(taskId).queued ? 1 : 0;
+  return queued;
+}
+
+std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksFor(const std::string& idleExecutor) {
+  std::vector<TaskToKill> takeBack;
+  // Idle executors ask again at every wake-up of their long poll: only a scan that can find
+  // something walks the running tasks.
+  if (queuedNotAskedBack_ == 0) return takeBack;
+  for (auto& [taskId, task] : runningTasks_) {
+    if (!task.queued || task.takeBackAsked || task.executorId == idleExecutor) continue;
+    task.takeBackAsked = true;
+    --queuedNotAskedBack_;
+    takeBack.push_back(TaskToKill{taskId, task.executorId});
+  }
+  std::sort(takeBack.begin(), takeBack.end(),
+            [](const TaskToKill& a, const TaskToKill& b) { return a.taskId < b.taskId; });
+  return takeBack;
+}
+
+bool TaskScheduler::queuedTaskReturned(int64_t taskId, const std::string& executorId) {
+  auto found = runningTasks_.find(taskId);
+  if (found == runningTasks_.end() || !found->second.queued ||
+      found->second.executorId != executorId) {
+    return false;
+  }
+  bool killRequested = false;
+  const RunningTask task = removeRunning(taskId, &killRequested);
+  requeueUnstarted(task);
+  return true;
+}
+
+void TaskScheduler::requeueUnstarted(const RunningTask& task) {
+  StageRun& stage = task.job->stages[task.stage];
+  const int64_t index = task.attempt.index;
+  if (stage.state != StageState::kRunning || stage.tasks->isSucceeded(index) ||
+      stage.runningByIndex.count(index) != 0) {
+    return;  // nothing left to do for it (its job ended, or another copy runs or has won)
+  }
+  // It never ran: its next launch takes the same attempt number.
+  auto highest = stage.highestAttempt.find(index);
+  if (highest != stage.highestAttempt.end() && highest->second == task.attempt.attempt) {
+    --highest->second;
+  }
+  stage.tasks->requeueFront(index, task.attempt.attempt);
 }
 
 std::pair<TaskScheduler::JobRun*, size_t> TaskScheduler::findStage(const std::string& jobId,
@@ -796,6 +911,10 @@ TaskScheduler::RunningTask TaskScheduler::removeRunning(int64_t taskId, bool* ki
   auto it = runningTasks_.find(taskId);
   RunningTask task = std::move(it->second);
   runningTasks_.erase(it);
+  if (task.queued) {
+    --queuedTasks_;
+    if (!task.takeBackAsked) --queuedNotAskedBack_;
+  }
   auto byExecutor = runningByExecutor_.find(task.executorId);
   if (byExecutor != runningByExecutor_.end()) {
     byExecutor->second.erase(taskId);
@@ -818,12 +937,15 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
                                  std::optional<CommittedTask>* committed) {
   auto found = runningTasks_.find(update.taskId);
   if (found == runningTasks_.end() || found->second.executorId != executorId) return false;
+  const TimeMs now = clock_.nowMs();
+  // A queued task that started and ended between two syncs: its start is heard first.
+  if (found->second.queued)
+    startQueued(found->second, now - std::max<int64_t>(0, update.durationMs));
   bool killRequested = false;
   const RunningTask task = removeRunning(update.taskId, &killRequested);
   JobRun& job = *task.job;
   StageRun& stage = job.stages[task.stage];
   const bool stageActive = stage.state == StageState::kRunning;
-  const TimeMs now = clock_.nowMs();
 
   auto authorized = stage.commitAuthorized.find(task.attempt.index);
   if (update.state == rest::TaskState::kFinished && authorized != stage.commitAuthorized.end() &&
@@ -1385,7 +1507,9 @@ int TaskScheduler::checkSpeculatableTasks() {
     std::vector<RunningCopy> running;
     for (const auto& [index, copies] : stage.runningByIndex) {
       if (copies.size() != 1) continue;  // already has its second copy
-      running.push_back(RunningCopy{index, runningTasks_.at(copies.front()).startMs});
+      const RunningTask& only = runningTasks_.at(copies.front());
+      if (only.queued) continue;  // not started: it cannot be slow yet
+      running.push_back(RunningCopy{index, only.startMs});
     }
     SpeculationConfig speculation{config_.speculationQuantile, config_.speculationMultiplier,
                                   config_.speculationMinThresholdMs,
@@ -1422,6 +1546,11 @@ void TaskScheduler::executorLost(const std::string& executorId, const std::strin
   for (auto it = taskIds.rbegin(); it != taskIds.rend(); ++it) {
     bool killRequested = false;
     const RunningTask task = removeRunning(*it, &killRequested);
+    if (task.queued) {
+      // Never started as far as the AM knows: not an attempt that failed, just pending again.
+      requeueUnstarted(task);
+      continue;
+    }
     const std::string why = "executor " + executorId + " lost: " + reason;
     // Spark's ExecutorLostFailure(exitCausedByApp): a container the application's own tasks
     // killed (memory, a non-zero exit) fails the tasks running in it, toward task.maxFailures.

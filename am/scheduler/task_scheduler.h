@@ -72,6 +72,13 @@ struct SchedulerConfig {
   int64_t executorMemoryMb = 1024;
   DurationMs speculationIntervalMs = 100;   // speculation.interval
   ExcludeOnFailureConfig excludeOnFailure;  // excludeOnFailure.*
+  // Pipelining (scheduler.queuedTasksPerExecutor, scheduler.queuedTaskWait): an executor may
+  // hold this many tasks beyond its free slots, queued to start as a slot frees, so that a
+  // slot does not sit idle for the round trip to the AM. Only tasks of stages whose mean
+  // successful duration lets the queue drain within queuedTaskWaitMs are queued; 0: none
+  // (Spark's behaviour).
+  int queuedTasksPerExecutor = 0;
+  DurationMs queuedTaskWaitMs = 50;
 
   // Reads task.cpus, task.maxFailures, locality.wait*, scheduler.mode and its allocation file,
   // speculation* and excludeOnFailure.*; a bad value is a ConfigError naming the key.
@@ -86,6 +93,9 @@ struct WorkerOffer {
   // The resource profile the executor was started for: only stages of that profile get its
   // slots (Spark: tasks run only on executors of their stage's ResourceProfile).
   int profileId = allocation::kDefaultProfileId;
+  // Tasks it may be handed beyond its free slots, queued (TaskLaunch::queued); only tasks of
+  // stages short enough to pipeline (SchedulerConfig::queuedTasksPerExecutor).
+  int queueRoom = 0;
 };
 
 // Block files an executor should delete: "<jobId>/<stage>" (shuffle data of an ended job, an
@@ -239,6 +249,21 @@ class TaskScheduler {
                     bool exitCausedByApp = false);
   // An executor released on purpose (idle): the blocks it held are gone with it.
   void executorRemoved(const std::string& executorId);
+  // Pipelining. A queued launch is the executor's but not started: it is counted as running in
+  // the stage's and the status's counts (it is assigned), but the listeners (the allocation
+  // policy, Spark's ExecutorMonitor) hear of its start only once the executor starts it, so to
+  // them it is pending until then, as it would be in Spark, which does not pipeline.
+  //   - the executor reported it running (or its end): started now
+  void taskStarted(int64_t taskId, const std::string& executorId);
+  //   - the executor handed it back unstarted: pending again, at the front of its stage, with no
+  //     failure counted and nothing heard by the listeners. False when it was not queued there.
+  bool queuedTaskReturned(int64_t taskId, const std::string& executorId);
+  //   - tasks queued on the executor and not started
+  int queuedTasksOn(const std::string& executorId) const;
+  //   - queued tasks on executors other than `idleExecutor` to ask back, once each (another
+  //     executor is idle while nothing is pending: they should run there instead)
+  std::vector<TaskToKill> takeBackQueuedTasksFor(const std::string& idleExecutor);
+
   // Running tasks of failed or cancelled jobs (or losing speculative copies) that the caller
   // should kill, once each. They stay running until their executor reports them (or is lost).
   std::vector<TaskToKill> takeTasksToKill();
@@ -305,7 +330,10 @@ class TaskScheduler {
   int checkSpeculatableTasks();
 
   int64_t pendingTaskCount() const;
+  // Launched tasks, queued ones included (those are assigned, not pending).
   int64_t runningTaskCount() const { return static_cast<int64_t>(runningTasks_.size()); }
+  // Of which queued on their executor, not yet started.
+  int64_t queuedTaskCount() const { return queuedTasks_; }
   bool hasPendingTasks() const { return pendingTaskCount() > 0; }
   // Task ids running on the executor, ascending.
   std::vector<int64_t> runningTasksOn(const std::string& executorId) const;
@@ -335,8 +363,10 @@ class TaskScheduler {
     size_t stage = 0;  // index into job->stages
     TaskAttempt attempt;
     std::string executorId;
-    TimeMs startMs = 0;
+    TimeMs startMs = 0;  // for a queued task: when it was handed out, until it starts
     bool speculative = false;
+    bool queued = false;         // handed out ahead of a free slot and not started yet
+    bool takeBackAsked = false;  // queued, and asked back for another executor
   };
 
   void submitStage(JobRun& job, size_t stage);
@@ -372,7 +402,15 @@ class TaskScheduler {
   TaskExcluded excludedTasks(const StageRun& stage, const WorkerOffer& offer) const;
   void failJob(JobRun& job, std::optional<size_t> failedStage, const std::string& message);
   rest::TaskLaunch launchTask(JobRun& job, size_t stage, const TaskOffer& offer,
-                              const std::string& executorId, bool speculative);
+                              const std::string& executorId, bool speculative, bool queued = false);
+  // How many tasks of the stage an executor may hold queued: what its slots drain within
+  // queuedTaskWaitMs at the stage's mean task duration so far (0 before any task succeeded).
+  int queueDepthFor(const StageRun& stage) const;
+  // A queued task starts (at `startMs`): the listeners hear of it now.
+  void startQueued(RunningTask& task, TimeMs startMs);
+  // A removed queued attempt that never started: its task is pending again (front of its
+  // stage, same attempt number) unless it no longer needs to run.
+  void requeueUnstarted(const RunningTask& task);
   // Takes a running task out of every index; returns it and whether its kill was requested.
   RunningTask removeRunning(int64_t taskId, bool* killRequested);
   // A removed running attempt failed: recorded, counted toward task.maxFailures while its
@@ -420,6 +458,8 @@ class TaskScheduler {
   std::unordered_map<int64_t, RunningTask> runningTasks_;
   std::unordered_map<std::string, std::set<int64_t>> runningByExecutor_;
   std::unordered_set<int64_t> killRequested_;
+  int64_t queuedTasks_ = 0;         // entries of runningTasks_ with `queued`
+  int64_t queuedNotAskedBack_ = 0;  // of which not `takeBackAsked`
   std::vector<TaskToKill> tasksToKill_;
   BlockRegistry blocks_;
   std::unordered_map<std::string, std::pair<JobRun*, size_t>> stagesById_;  // "<jobId>/<id>"

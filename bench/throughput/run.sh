@@ -4,12 +4,18 @@
 # machine. Also the AM's resident memory with a 1,000,000-task stage queued.
 #
 #   bench/throughput/run.sh [BUILD_DIR] [TASKS] [SLOTS]
+# Environment: TIDE_CONF="key=value ..." adds settings to tide's run (e.g.
+# scheduler.queuedTasksPerExecutor=0 for no pipelining); DASK_TASKS runs Dask on that many tasks
+# instead of TASKS (its rate does not depend on the count, and 100,000 take it minutes).
 # Needs Debian's python3-distributed (apt-get install python3-distributed).
 set -euo pipefail
 BUILD=${1:-build}
 TASKS=${2:-100000}
 SLOTS=${3:-1}
+DASK_TASKS=${DASK_TASKS:-$TASKS}
 HERE=$(cd "$(dirname "$0")" && pwd)
+EXTRA=()
+for setting in ${TIDE_CONF:-}; do EXTRA+=(--conf "$setting"); done
 TIDE="$BUILD/bin/tide"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -22,14 +28,14 @@ JOB
 "$TIDE" run "$WORK/noop.json" --report "$WORK/tide.json" \
   --conf dynamicAllocation.enabled=false --conf executor.instances=2 \
   --conf executor.cores="$SLOTS" --conf executor.memory=256m --conf am.memory=256m \
-  --conf nm.cores=$((2 * SLOTS + 1)) --conf log.level=warn 2>/dev/null
+  --conf nm.cores=$((2 * SLOTS + 1)) --conf log.level=warn ${EXTRA[@]+"${EXTRA[@]}"} 2>/dev/null
 tide_seconds=$(python3 -c "import json,sys; r=json.load(open('$WORK/tide.json')); print(r['stages'][0]['duration_seconds'])")
 tide_rate=$(python3 -c "print(round($TASKS / $tide_seconds, 1))")
 
-dask=$(/usr/bin/python3 "$HERE/dask_noop.py" "$TASKS" "$SLOTS" 2>/dev/null)
+dask=$(/usr/bin/python3 "$HERE/dask_noop.py" "$DASK_TASKS" "$SLOTS" 2>/dev/null)
 dask_rate=$(python3 -c "import json; print(json.loads('''$dask''')['tasks_per_second'])")
 
-echo "{\"tasks\": $TASKS, \"slots_per_executor\": $SLOTS, \"tide_tasks_per_second\": $tide_rate, \"dask_tasks_per_second\": $dask_rate, \"ratio\": $(python3 -c "print(round($tide_rate / $dask_rate, 1))")}"
+echo "{\"tasks\": $TASKS, \"dask_tasks\": $DASK_TASKS, \"slots_per_executor\": $SLOTS, \"tide_tasks_per_second\": $tide_rate, \"dask_tasks_per_second\": $dask_rate, \"ratio\": $(python3 -c "print(round($tide_rate / $dask_rate, 1))")}"
 
 # The AM's memory with a 1,000,000-task stage queued (one idle-ish executor, long tasks).
 cat > "$WORK/big.json" <<JOB

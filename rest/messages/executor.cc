@@ -114,7 +114,9 @@ const JsonFields<TaskLaunch>& taskLaunchFields() {
           .optional("collectDir", &L::collectDir, "")
           .writeIf([](const L& value) { return !value.collectDir.empty(); })
           .optional("speculative", &L::speculative, false)
-          .writeIf([](const L& value) { return value.speculative; });
+          .writeIf([](const L& value) { return value.speculative; })
+          .optional("queued", &L::queued, false)
+          .writeIf([](const L& value) { return value.queued; });
   return fields;
 }
 
@@ -169,7 +171,7 @@ const JsonFields<TaskStatusUpdate>& taskStatusUpdateFields() {
   return fields;
 }
 
-// Task ids in "running" and "kills": non-negative integers.
+// Task ids in "running", "returned", "kills" and "takeBack": non-negative integers.
 template <typename T>
 typename JsonFields<T>::Reader readIds(std::string key, std::vector<int64_t> T::*member) {
   return [key, member](const JsonObjectReader& reader, T& value) {
@@ -227,7 +229,8 @@ const JsonFields<ExecutorRegistered>& registeredFields() {
   static const JsonFields<R> fields =
       JsonFields<R>()
           .required("heartbeatIntervalMs", &R::heartbeatIntervalMs, atLeast<int64_t>(1))
-          .required("taskSlots", &R::taskSlots, atLeast(1));
+          .required("taskSlots", &R::taskSlots, atLeast(1))
+          .optional("queuedTaskWaitMs", &R::queuedTaskWaitMs, 0, atLeast<int64_t>(0));
   return fields;
 }
 
@@ -274,6 +277,8 @@ const JsonFields<ExecutorSync>& syncFields() {
           .objects("migrated", &S::migrated, blockMigrationResultFields(), /*required=*/false)
           .writeIf([](const S& value) { return !value.migrated.empty(); })
           .custom("running", readIds("running", &S::running), writeIds("running", &S::running))
+          .custom("returned", readIds("returned", &S::returned), writeIds("returned", &S::returned))
+          .writeIf([](const S& value) { return !value.returned.empty(); })
           .required("freeSlots", &S::freeSlots, atLeast(0))
           .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0));
   return fields;
@@ -285,6 +290,8 @@ const JsonFields<ExecutorSyncReply>& syncReplyFields() {
       JsonFields<R>()
           .objects("launches", &R::launches, taskLaunchFields(), /*required=*/false)
           .custom("kills", readIds("kills", &R::kills), writeIds("kills", &R::kills))
+          .custom("takeBack", readIds("takeBack", &R::takeBack), writeIds("takeBack", &R::takeBack))
+          .writeIf([](const R& value) { return !value.takeBack.empty(); })
           .optional("shutdown", &R::shutdown, false)
           .optional("dropBlocks", &R::dropBlocks, {})
           .writeIf([](const R& value) { return !value.dropBlocks.empty(); })

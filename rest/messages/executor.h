@@ -45,6 +45,9 @@ struct ExecutorRegistration {
 struct ExecutorRegistered {
   int64_t heartbeatIntervalMs = 1000;  // sync at least this often, even with nothing to say
   int taskSlots = 1;                   // executor.cores / task.cpus
+  // How long a queued launch (TaskLaunch::queued) may wait for a free slot before the executor
+  // hands it back unstarted (ExecutorSync::returned); 0: it waits as long as it takes.
+  int64_t queuedTaskWaitMs = 0;
 };
 
 // One block a task reads before it starts: partition `index of the reading task` of one upstream
@@ -84,6 +87,10 @@ struct TaskLaunch {
   // part files there as part-<index> (one file) or part-<index>-<partition>.
   std::string collectDir;
   bool speculative = false;  // a second copy of a slow task
+  // Handed out ahead of a free slot (scheduler.queuedTasksPerExecutor): the executor starts it
+  // as soon as one of its slots is free, or hands it back unstarted (ExecutorSync::returned)
+  // when asked to (ExecutorSyncReply::takeBack) or once it has waited queuedTaskWaitMs.
+  bool queued = false;
 };
 
 // How a task attempt ended. On the wire (and only there): "FINISHED", "FAILED", "KILLED",
@@ -125,6 +132,8 @@ struct ExecutorSync {
   std::vector<TaskStatusUpdate> updates;
   std::vector<BlockMigrationResult> migrated;  // migrations done (or failed) since the last one
   std::vector<int64_t> running;  // tasks still running here, so the AM can spot lost ones
+  // Queued launches handed back unstarted: they never ran here and never will.
+  std::vector<int64_t> returned;
   int freeSlots = 0;
   int64_t maxWaitMs = 0;  // how long the AM may hold this request when it has nothing to send
 };
@@ -132,6 +141,9 @@ struct ExecutorSync {
 struct ExecutorSyncReply {
   std::vector<TaskLaunch> launches;
   std::vector<int64_t> kills;
+  // Queued launches the AM wants back (another executor is idle): each one not yet started is
+  // listed in the next sync's `returned`; one already started just runs.
+  std::vector<int64_t> takeBack;
   bool shutdown = false;  // the executor is released: finish up and exit
   // Block prefixes "<jobId>/<stageId>" whose files the executor deletes (shuffle data of an
   // ended job, unpersisted stages).

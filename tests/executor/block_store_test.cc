@@ -58,6 +58,17 @@ TEST(BlockStoreTest, CommitKeepsPartFilesAsBlocks) {
   EXPECT_TRUE(store.commit("job-1", "map", 4, dir.path() / "missing").empty());
 }
 
+TEST(BlockStoreTest, HoldsBlocksOnlyWithAPartFile) {
+  testing_support::TempDir dir;
+  const std::filesystem::path output = dir.path() / "output";
+  EXPECT_FALSE(BlockStore::holdsBlocks(output)) << "no directory";
+  std::filesystem::create_directories(output / "part-1");  // a directory is not a block
+  std::ofstream(output / "notes.txt") << "x";
+  EXPECT_FALSE(BlockStore::holdsBlocks(output));
+  std::ofstream(output / "part-0") << "";
+  EXPECT_TRUE(BlockStore::holdsBlocks(output)) << "even an empty part file is a block";
+}
+
 TEST(BlockStoreTest, FindRefusesPathsOutsideTheStore) {
   testing_support::TempDir dir;
   BlockStore store(dir.path() / "blocks");

@@ -110,9 +110,15 @@ TEST(ExecutorMessagesTest, RegisteredRoundTrips) {
   ExecutorRegistered registered;
   registered.heartbeatIntervalMs = 250;
   registered.taskSlots = 4;
+  registered.queuedTaskWaitMs = 50;
   ExecutorRegistered back = executorRegisteredFromJson(parseJson(toJson(registered)));
   EXPECT_EQ(back.heartbeatIntervalMs, 250);
   EXPECT_EQ(back.taskSlots, 4);
+  EXPECT_EQ(back.queuedTaskWaitMs, 50);
+  EXPECT_EQ(executorRegisteredFromJson(parseJson(R"({"heartbeatIntervalMs":1,"taskSlots":1})"))
+                .queuedTaskWaitMs,
+            0)
+      << "an AM that does not pipeline: no limit";
 }
 
 TEST(ExecutorMessagesTest, TaskLaunchRoundTrips) {
@@ -124,6 +130,11 @@ TEST(ExecutorMessagesTest, TaskLaunchRoundTrips) {
   sleep.kind = "sleep";
   sleep.sleepMs = 1500;
   expectSame(taskLaunchFromJson(parseJson(toJson(sleep))), sleep);
+
+  TaskLaunch queued = sleep;
+  queued.queued = true;
+  EXPECT_TRUE(taskLaunchFromJson(parseJson(toJson(queued))).queued);
+  EXPECT_EQ(toJson(sleep).find("queued"), std::string::npos) << "written only when set";
 }
 
 TEST(ExecutorMessagesTest, TaskStatesAreNamesOnlyOnTheWire) {
@@ -152,9 +163,11 @@ TEST(ExecutorMessagesTest, SyncRoundTrips) {
   sync.updates = {sampleUpdate(1), sampleUpdate(2)};
   sync.updates[1].state = rest::TaskState::kKilled;
   sync.running = {3, 4, 5};
+  sync.returned = {6};
   sync.freeSlots = 2;
   sync.maxWaitMs = 1000;
   ExecutorSync back = executorSyncFromJson(parseJson(toJson(sync)));
+  EXPECT_EQ(back.returned, sync.returned);
   ASSERT_EQ(back.updates.size(), 2u);
   expectSame(back.updates[0], sync.updates[0]);
   expectSame(back.updates[1], sync.updates[1]);
@@ -173,8 +186,10 @@ TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
   reply.launches[1].kind = "noop";
   reply.launches[1].argv.clear();
   reply.kills = {7, 8};
+  reply.takeBack = {9};
   reply.shutdown = true;
   ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
+  EXPECT_EQ(back.takeBack, reply.takeBack);
   ASSERT_EQ(back.launches.size(), 2u);
   expectSame(back.launches[0], reply.launches[0]);
   expectSame(back.launches[1], reply.launches[1]);

@@ -338,6 +338,99 @@ TEST_F(TaskRunnerTest, FreeSlotsCountRunningTasks) {
   EXPECT_EQ(report.freeSlots, 2);
 }
 
+TaskLaunch queuedSleep(int64_t taskId, int64_t sleepMs) {
+  TaskLaunch launch = builtinTask(taskId, "sleep", sleepMs);
+  launch.queued = true;
+  return launch;
+}
+
+TEST_F(TaskRunnerTest, QueuedTasksWaitForAFreeSlotAndStartInOrder) {
+  ManualClock clock(1000);
+  TaskRunnerOptions runnerOptions = options(1);
+  runnerOptions.clock = &clock;
+  TaskRunner runner(runnerOptions);
+  runner.launch(queuedSleep(1, 100));  // a free slot: starts at once
+  runner.launch(queuedSleep(2, 100));
+  runner.launch(queuedSleep(3, 100));
+  runner.launch(queuedSleep(3, 100));  // a relaunch of a queued task is ignored
+  RunnerReport report;
+  runner.collect(report);
+  EXPECT_EQ(report.running, std::vector<int64_t>{1});
+  EXPECT_EQ(report.freeSlots, 0);
+  EXPECT_EQ(runner.queuedCount(), 2u);
+  EXPECT_EQ(runner.oldestQueuedAtMs(), 1000);
+  runner.startQueued();  // no slot free: nothing starts
+  EXPECT_EQ(runner.runningCount(), 1);
+
+  clock.advance(100);
+  runner.wake();
+  ASSERT_EQ(waitForUpdates(runner, 1).size(), 1u);  // task 1 done
+  runner.startQueued();
+  runner.collect(report);
+  EXPECT_EQ(report.running, std::vector<int64_t>{2});
+  EXPECT_EQ(runner.queuedCount(), 1u);
+  clock.advance(100);
+  runner.wake();
+  ASSERT_EQ(waitForUpdates(runner, 1).size(), 1u);
+  runner.startQueued();
+  runner.collect(report);
+  EXPECT_EQ(report.running, std::vector<int64_t>{3});
+  EXPECT_EQ(runner.queuedCount(), 0u);
+  EXPECT_EQ(runner.oldestQueuedAtMs(), std::nullopt);
+}
+
+TEST_F(TaskRunnerTest, QueuedTasksAreHandedBackUnstartedWhenAskedOrWhenStale) {
+  ManualClock clock(1000);
+  TaskRunnerOptions runnerOptions = options(1);
+  runnerOptions.clock = &clock;
+  TaskRunner runner(runnerOptions);
+  runner.launch(queuedSleep(1, 60'000));
+  runner.launch(queuedSleep(2, 100));
+  clock.advance(10);
+  runner.launch(queuedSleep(3, 100));
+  runner.launch(queuedSleep(4, 100));
+  EXPECT_EQ(runner.takeBackQueued({1, 4, 99}), std::vector<int64_t>{4})
+      << "only queued ones: 1 runs, 99 is unknown";
+  EXPECT_EQ(runner.takeBackQueuedSince(1000), std::vector<int64_t>{2}) << "queued at 1000";
+  EXPECT_EQ(runner.dropQueued(), std::vector<int64_t>{3});
+  RunnerReport report;
+  runner.collect(report);
+  EXPECT_TRUE(report.updates.empty()) << "a task handed back never ran: no update";
+  EXPECT_EQ(report.running, std::vector<int64_t>{1});
+}
+
+TEST_F(TaskRunnerTest, AKilledQueuedTaskIsReportedKilledWithoutRunning) {
+  TaskRunner runner(options(1));
+  runner.launch(queuedSleep(1, 60'000));
+  runner.launch(queuedSleep(2, 60'000));
+  runner.launch(queuedSleep(3, 60'000));
+  runner.kill(2);
+  RunnerReport report;
+  runner.collect(report);
+  ASSERT_EQ(report.updates.size(), 1u);
+  EXPECT_EQ(report.updates[0].taskId, 2);
+  EXPECT_EQ(report.updates[0].state, rest::TaskState::kKilled);
+  EXPECT_EQ(runner.queuedCount(), 1u);
+  runner.killAll();  // the executor leaves: the running one and the queued one
+  runner.collect(report);
+  EXPECT_EQ(report.updates.size(), 3u);
+  EXPECT_EQ(runner.queuedCount(), 0u);
+}
+
+TEST_F(TaskRunnerTest, AQueuedNoopNeverWaits) {
+  TaskRunner runner(options(1));
+  runner.launch(queuedSleep(1, 60'000));
+  TaskLaunch noop = builtinTask(2, "noop");
+  noop.queued = true;
+  runner.launch(noop);
+  RunnerReport report;
+  runner.collect(report);
+  ASSERT_EQ(report.updates.size(), 1u);
+  EXPECT_EQ(report.updates[0].taskId, 2);
+  EXPECT_EQ(runner.queuedCount(), 0u);
+  runner.killAll();
+}
+
 TEST_F(TaskRunnerTest, InterruptedWaitsReturnAtOnce) {
   TaskRunner runner(options());
   runner.interruptWaits();

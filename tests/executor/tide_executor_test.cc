@@ -273,6 +273,24 @@ TEST_F(TideExecutorTest, OnlyTheAttemptTheAmAuthorisesCommitsItsOutput) {
   EXPECT_FALSE(std::filesystem::exists(workDir_.path() / "tasks" / "final-3-1" / "output"));
 }
 
+TEST_F(TideExecutorTest, ATaskThatWroteNoBlockFinishesWithoutAskingToCommit) {
+  FakeAm am(FakeAm::Options{"test-secret", 200, 1});
+  auto executor = startExecutor(am);
+  TaskLaunch quiet;
+  quiet.taskId = 1;
+  quiet.jobId = "j1";
+  quiet.stageId = "s";
+  quiet.kind = "command";
+  quiet.argv = {"sh", "-c", "echo not-a-block > \"$TIDE_OUTPUT_DIR/notes.txt\""};
+  am.addTasks({quiet});
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= 1; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  EXPECT_TRUE(am.commitRequests.empty()) << "nothing to commit: no round trip to ask";
+  EXPECT_EQ(am.updatesByTask.at(1).front().state, rest::TaskState::kFinished);
+  EXPECT_TRUE(am.updatesByTask.at(1).front().blocks.empty());
+}
+
 TEST_F(TideExecutorTest, KillFromTheAmEndsTheTask) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am);
