@@ -1,5 +1,7 @@
 #include "deploy/rm/rm_server.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -58,11 +60,24 @@ rest::AuthHook clusterAuth(std::string secret) {
   };
 }
 
+// Every node manager and AM keeps a connection open: as many as the open-files limit allows,
+// less a margin for the state store, the log and the RM's own calls to nodes.
+size_t connectionsTheFileLimitAllows() {
+  constexpr size_t kMargin = 256;
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return 1024;
+  if (files.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  const size_t limit = static_cast<size_t>(files.rlim_cur);
+  return std::max<size_t>(1024, limit > kMargin ? limit - kMargin : 0);
+}
+
 rest::HttpServerOptions serverOptions(const ResourceManagerServerOptions& options) {
   rest::HttpServerOptions http;
   http.bindAddress = options.config.host;
   http.port = options.config.port;
   http.threadCount = options.serverThreads;
+  http.maxConnections =
+      options.maxConnections != 0 ? options.maxConnections : connectionsTheFileLimitAllows();
   http.log = [](const std::string& line) { Logger("http").info() << line; };
   if (options.config.authenticate) http.auth = clusterAuth(options.clusterSecret);
   options.config.tls.applyTo(http);
