@@ -423,6 +423,18 @@ TEST_F(RmServerTest, DuplicateJsonKeysAre400NamingTheKey) {
   EXPECT_THAT(errorMessage(response), HasSubstr("duplicate key 'application-name'"));
 }
 
+// A node manager heartbeats every second over one kept-alive connection: the RM keeps an idle
+// connection open longer than that, so that it never closes one just as the next heartbeat goes
+// out on it (which failed that heartbeat).
+TEST_F(RmServerTest, AConnectionIdleLongerThanAHeartbeatIntervalIsStillReused) {
+  ASSERT_EQ(call("GET", "/ws/v1/cluster/info").status, 200);
+  // Idle on purpose: longer than the heartbeat interval (and than HttpServer's default 1 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const rest::HttpResponse again = call("GET", "/ws/v1/cluster/info");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.newConnections, 0) << "the RM closed the idle connection";
+}
+
 // One GET on a raw socket kept alive (HTTP/1.1); its status, with the whole answer read so that
 // the next request on the socket starts clean.
 int getOnSocket(int sock, const std::string& path, const std::string& token) {
