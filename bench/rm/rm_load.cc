@@ -25,6 +25,8 @@
 
 #include <curl/curl.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -292,6 +294,8 @@ struct Stats {
 // One HTTP call in flight; every node and AM has one easy handle, reused.
 struct Call {
   CURL* easy = nullptr;
+  std::string base;  // http://<own name for tide-rm>:port
+  curl_slist* resolve = nullptr;
   std::string url;
   std::string body;
   std::string response;
@@ -352,6 +356,19 @@ class Simulation {
     // Every simulated node keeps its own connection, as tide-nm does.
     curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS,
                       static_cast<long>(options.nodes + options.ams + 16));
+    // curl's socket interface over epoll: each event touches only the transfer it is for
+    // (curl_multi_perform walks every transfer in flight, which made the generator the
+    // bottleneck once responses slowed down and transfers piled up).
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event wakeEvent{};
+    wakeEvent.events = EPOLLIN;
+    wakeEvent.data.fd = wake_;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &wakeEvent);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Simulation::onSocket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Simulation::onTimer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
     std::vector<std::string> addresses;
     for (int i = 0; i < options.nodes; ++i) {
       SimNode node;
@@ -377,6 +394,8 @@ class Simulation {
     for (SimNode& node : nodes_) freeCall(node.call);
     for (SimAm& am : ams_) freeCall(am.call);
     curl_multi_cleanup(multi_);
+    ::close(wake_);
+    ::close(epoll_);
   }
 
   // Runs the simulation until `untilUs` or until `done()` (asked about every 100 ms) holds;
@@ -384,21 +403,42 @@ class Simulation {
   template <typename Done>
   bool runUntil(int64_t untilUs, Done&& done) {
     int64_t nextCheck = 0;
+    epoll_event events[256];
+    int running = 0;
     while (nowUs() < untilUs) {
       takeNodeEvents();
       startDueCalls();
-      int running = 0;
-      curl_multi_perform(multi_, &running);
+      int64_t now = nowUs();
+      if (curlDeadlineUs_ >= 0 && now >= curlDeadlineUs_) {
+        curlDeadlineUs_ = -1;
+        curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
       finishCalls();
-      const int64_t now = nowUs();
+      now = nowUs();
       if (now >= nextCheck) {
         if (done()) return true;
         nextCheck = now + 100000;
       }
       int64_t waitUs = 100000;
       if (!due_.empty()) waitUs = std::min(waitUs, due_.top().atUs - now);
-      curl_multi_poll(multi_, nullptr, 0,
-                      static_cast<int>(std::clamp<int64_t>(waitUs / 1000, 0, 100)), nullptr);
+      if (curlDeadlineUs_ >= 0) waitUs = std::min(waitUs, curlDeadlineUs_ - now);
+      const int ready =
+          ::epoll_wait(epoll_, events, 256,
+                       static_cast<int>(std::clamp<int64_t>((waitUs + 999) / 1000, 0, 100)));
+      for (int i = 0; i < ready; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == wake_) {
+          uint64_t count = 0;
+          [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
+          continue;
+        }
+        const uint32_t what = events[i].events;
+        const int mask = ((what & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                         ((what & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                         ((what & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+        curl_multi_socket_action(multi_, fd, mask, &running);
+      }
+      finishCalls();
     }
     return false;
   }
@@ -422,6 +462,28 @@ class Simulation {
     bool operator>(const Due& other) const { return atUs > other.atUs; }
   };
 
+  static int onSocket(CURL*, curl_socket_t sock, int what, void* self, void*) {
+    const int epoll = static_cast<Simulation*>(self)->epoll_;
+    if (what == CURL_POLL_REMOVE) {
+      ::epoll_ctl(epoll, EPOLL_CTL_DEL, sock, nullptr);
+      return 0;
+    }
+    epoll_event event{};
+    event.events =
+        ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+    event.data.fd = sock;
+    if (::epoll_ctl(epoll, EPOLL_CTL_MOD, sock, &event) != 0) {
+      ::epoll_ctl(epoll, EPOLL_CTL_ADD, sock, &event);
+    }
+    return 0;
+  }
+
+  static int onTimer(CURLM*, long timeoutMs, void* self) {
+    static_cast<Simulation*>(self)->curlDeadlineUs_ =
+        timeoutMs < 0 ? -1 : nowUs() + timeoutMs * 1000;
+    return 0;
+  }
+
   void initCall(Call& call, const std::string& fromAddress, Kind kind, size_t index) {
     call.easy = curl_easy_init();
     curl_easy_setopt(call.easy, CURLOPT_NOSIGNAL, 1L);
@@ -431,6 +493,15 @@ class Simulation {
     // Each simulated host connects from its own address, as real node managers do.
     const std::string interface = "host!" + fromAddress;
     curl_easy_setopt(call.easy, CURLOPT_INTERFACE, interface.c_str());
+    // Each caller reaches tide-rm under a name of its own (resolved to 127.0.0.1), so that
+    // curl keeps its connection apart: all under one host name, curl looked through (and
+    // polled) every cached connection to that host for each request, which made the generator
+    // quadratic in nodes.
+    const std::string name = std::string(kind == kNode ? "n" : "a") + std::to_string(index) + ".rm";
+    const std::string port = std::to_string(rm_.port);
+    call.base = "http://" + name + ":" + port;
+    call.resolve = curl_slist_append(nullptr, (name + ":" + port + ":127.0.0.1").c_str());
+    curl_easy_setopt(call.easy, CURLOPT_RESOLVE, call.resolve);
     curl_easy_setopt(call.easy, CURLOPT_WRITEFUNCTION, writeBody);
     curl_easy_setopt(call.easy, CURLOPT_WRITEDATA, &call.response);
     // Whose call it is: the kind in the top bit, the index below (a pointer would move).
@@ -440,6 +511,7 @@ class Simulation {
 
   static void freeCall(Call& call) {
     curl_slist_free_all(call.headers);
+    curl_slist_free_all(call.resolve);
     curl_easy_cleanup(call.easy);
   }
 
@@ -449,7 +521,7 @@ class Simulation {
   }
 
   void post(Call& call, const std::string& path, std::string body, const std::string& token) {
-    call.url = rmUrl_ + path;
+    call.url = call.base + path;
     call.body = std::move(body);
     call.response.clear();
     curl_slist_free_all(call.headers);
@@ -672,7 +744,8 @@ class Simulation {
   int onNodeRequest(const NodeRequest& request) {
     std::lock_guard<std::mutex> lock(eventsMutex_);
     events_.push_back(request);
-    curl_multi_wakeup(multi_);
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
     return request.method == "POST" ? 201 : 200;
   }
 
@@ -715,6 +788,9 @@ class Simulation {
   std::string nodeCredential_;
   std::mt19937_64 rng_;
   CURLM* multi_ = nullptr;
+  int epoll_ = -1;
+  int wake_ = -1;                // eventfd: the listener has news
+  int64_t curlDeadlineUs_ = -1;  // when curl wants CURL_SOCKET_TIMEOUT (-1: no time-out set)
   std::vector<SimNode> nodes_;
   std::vector<SimAm> ams_;
   std::unordered_map<std::string, size_t> nodeIndex_;
