@@ -35,6 +35,9 @@ using Millis = std::chrono::milliseconds;
 // How often a waiting connection looks whether its server is stopping.
 constexpr Millis kStopCheckInterval{100};
 
+// How long a worker beyond minThreads waits for work before it leaves.
+constexpr Millis kExtraWorkerLinger{2000};
+
 // Workers beyond maxConnections: they only refuse connections over the limit, which is quick.
 constexpr size_t kRefusingWorkers = 4;
 
@@ -126,10 +129,17 @@ class GrowingThreadPool : public httplib::TaskQueue {
         lock.lock();
         continue;
       }
-      if (state.stopping || state.threads > state.minThreads) break;
+      if (state.stopping) break;
+      // A worker beyond minThreads waits a little before it leaves: requests come in bursts
+      // (a thousand node managers heartbeating), and starting a thread per burst cost tide-rm
+      // more than the requests.
+      const bool extra = state.threads > state.minThreads;
+      const auto woken = [&state] { return state.stopping || !state.tasks.empty(); };
       ++state.idle;
-      state.changed.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
+      const bool gotWork = extra ? state.changed.wait_for(lock, kExtraWorkerLinger, woken)
+                                 : (state.changed.wait(lock, woken), true);
       --state.idle;
+      if (!gotWork) break;
     }
     // The accepting thread serving a task itself (no worker could be started) is not in `live`.
     auto self = state.live.find(std::this_thread::get_id());
