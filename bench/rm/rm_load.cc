@@ -833,6 +833,10 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
   const double rmCpu = (rmAfter.cpuSeconds - rmBefore.cpuSeconds) / windowSeconds;
   const double heartbeatsPerSecond = static_cast<double>(stats.heartbeatUs.size()) / windowSeconds;
   const double allocationsPerSecond = static_cast<double>(stats.allocations) / windowSeconds;
+  // What one request costs tide-rm, whatever else runs on the machine: its capacity.
+  const double requests = static_cast<double>(stats.heartbeatUs.size() + stats.allocateUs.size());
+  const double rmCpuPerRequestUs =
+      requests > 0 ? (rmAfter.cpuSeconds - rmBefore.cpuSeconds) / requests * 1e6 : 0;
   char line[2048];
   std::snprintf(
       line, sizeof line,
@@ -840,7 +844,8 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
       "  allocations/s=%.1f releases/s=%.1f completions_seen/s=%.1f\n"
       "  heartbeats/s=%.1f heartbeat_ms p50=%.2f p99=%.2f max=%.2f errors=%lld reregisters=%lld\n"
       "  allocate_ms p50=%.2f p99=%.2f max=%.2f errors=%lld\n"
-      "  tide-rm cpu=%.0f%% of a core rss=%lld MiB peak_rss=%lld MiB threads=%d\n"
+      "  tide-rm cpu=%.0f%% of a core (%.0f us per request) rss=%lld MiB peak_rss=%lld MiB "
+      "threads=%d\n"
       "  generator cpu=%.0f%% of a core, heartbeat start lateness p50=%.2f p99=%.2f ms\n"
       "  load average %.2f -> %.2f (2 cores)\n",
       options.nodes, options.ams, sim.readyNodes(), sim.registeredAms(), sim.liveExecutors(),
@@ -848,7 +853,7 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
       static_cast<double>(stats.completionsSeen) / windowSeconds, heartbeatsPerSecond,
       heartbeat.p50, heartbeat.p99, heartbeat.max, static_cast<long long>(stats.heartbeatErrors),
       static_cast<long long>(stats.reRegisters), allocate.p50, allocate.p99, allocate.max,
-      static_cast<long long>(stats.allocateErrors), rmCpu * 100,
+      static_cast<long long>(stats.allocateErrors), rmCpu * 100, rmCpuPerRequestUs,
       static_cast<long long>(rmAfter.rssKb / 1024),
       static_cast<long long>(rmAfter.peakRssKb / 1024), rmAfter.threads,
       generatorCpu / windowSeconds * 100, late.p50, late.p99, loadBefore, loadAfter);
@@ -872,6 +877,7 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
       .field("allocateP50Ms", allocate.p50)
       .field("allocateP99Ms", allocate.p99)
       .field("rmCpuCores", rmCpu)
+      .field("rmCpuPerRequestUs", rmCpuPerRequestUs)
       .field("rmRssMiB", rmAfter.rssKb / 1024)
       .field("rmThreads", rmAfter.threads)
       .field("generatorCpuCores", generatorCpu / windowSeconds)
