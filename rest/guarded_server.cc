@@ -339,16 +339,26 @@ struct OpenConnection {
   size_t requestsLeft = 0;
 };
 
-// Kept-alive connections waiting for their next request, all in one epoll set watched by one
-// thread: a connection that becomes readable goes back to the pool to be served, one idle
-// for keepAliveTimeout is closed. Once stopped, nothing more is parked or resumed.
+// Kept-alive connections waiting for their next request, all in one epoll set, watched by one
+// pool worker at a time (the watcher; leader/followers): when a connection becomes readable
+// the watcher hands the watching to another worker and serves that connection itself, so a
+// request waits for one thread to wake, as when each connection had its own (a hand-over to
+// a second thread made every request wait for two, which a loaded machine made costly). One
+// idle for keepAliveTimeout is closed. Once stopped, nothing more is parked or resumed.
 class IdleConnections {
  public:
-  using Resume = std::function<void(std::unique_ptr<OpenConnection>)>;
+  using Task = std::function<void()>;
+  // Runs a task on a pool worker.
+  using Spawn = std::function<void(Task)>;
+  // Serves a connection on the calling thread (then parks or closes it).
+  using Serve = std::function<void(std::unique_ptr<OpenConnection>)>;
   using Close = std::function<void(OpenConnection&)>;
 
-  IdleConnections(Millis keepAliveTimeout, Resume resume, Close close)
-      : keepAliveTimeout_(keepAliveTimeout), resume_(std::move(resume)), close_(std::move(close)) {
+  IdleConnections(Millis keepAliveTimeout, Spawn spawn, Serve serve, Close close)
+      : keepAliveTimeout_(keepAliveTimeout),
+        spawn_(std::move(spawn)),
+        serve_(std::move(serve)),
+        close_(std::move(close)) {
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (epoll_ < 0 || wake_ < 0) {
@@ -358,7 +368,6 @@ class IdleConnections {
     event.events = EPOLLIN;
     event.data.fd = wake_;
     ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
-    thread_ = std::thread([this] { run(); });
   }
 
   ~IdleConnections() {
@@ -367,16 +376,21 @@ class IdleConnections {
     ::close(epoll_);
   }
 
-  // Takes the connection (true) to resume it once readable; false once stopped (the caller
-  // closes it).
+  // Takes the connection (true) to serve it again once readable; false once stopped (the
+  // caller closes it). The first parking starts the watcher.
   bool park(std::unique_ptr<OpenConnection>& connection) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopped_) return false;
+    if (!watcherStarted_) {
+      watcherStarted_ = true;
+      ++watchers_;
+      spawn_([this] { watch(); });
+    }
     const socket_t sock = connection->sock;
     Parked& parked = parked_[sock];
     parked.connection = std::move(connection);
     parked.serial = ++serial_;
-    // The thread waits for the earliest expiry; without one it waits for events only.
+    // The watcher waits for the earliest expiry; without one it waits for events only.
     if (expiries_.empty()) wake();
     expiries_.push_back({Clock::now() + keepAliveTimeout_, sock, parked.serial});
     epoll_event event{};
@@ -390,15 +404,14 @@ class IdleConnections {
     return true;
   }
 
-  // Ends the thread and closes every parked connection; idempotent.
+  // Ends the watching (waits for the watcher to leave) and closes every parked connection;
+  // idempotent.
   void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopped_) return;
-      stopped_ = true;
-    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
     wake();
-    thread_.join();
+    watchersLeft_.wait(lock, [this] { return watchers_ == 0; });
     for (auto& [sock, parked] : parked_) close_(*parked.connection);
     parked_.clear();
   }
@@ -419,30 +432,32 @@ class IdleConnections {
     [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
   }
 
-  void run() {
-    epoll_event events[256];
+  // The watcher's loop, on a pool worker: returns to the pool once it has handed the watching
+  // on and served a connection, or when stopped.
+  void watch() {
+    epoll_event events[64];
     while (true) {
       int timeoutMs = -1;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopped_) return;
+        if (stopped_) return leaveLocked();
         if (!expiries_.empty()) {
           const auto wait = std::chrono::duration_cast<Millis>(expiries_.front().at - Clock::now());
           timeoutMs = static_cast<int>(std::max<int64_t>(0, wait.count() + 1));
         }
       }
-      const int ready = ::epoll_wait(epoll_, events, 256, timeoutMs);
+      const int ready = ::epoll_wait(epoll_, events, 64, timeoutMs);
       std::vector<std::unique_ptr<OpenConnection>> readable, expired;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopped_) return;
+        if (stopped_) return leaveLocked();
         for (int i = 0; i < ready; ++i) {
           if (events[i].data.fd == wake_) {
             uint64_t count = 0;
             [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
             continue;
           }
-          readable.push_back(take(events[i].data.fd));
+          if (auto connection = take(events[i].data.fd)) readable.push_back(std::move(connection));
         }
         // Every parking waits the same keepAliveTimeout, so expiries are in time order.
         const auto now = Clock::now();
@@ -455,11 +470,24 @@ class IdleConnections {
           }
         }
       }
-      for (auto& connection : readable) {
-        if (connection) resume_(std::move(connection));
-      }
       for (auto& connection : expired) close_(*connection);
+      if (readable.empty()) continue;
+      // The next watcher takes this one's place in watchers_.
+      spawn_([this] { watch(); });
+      // The others go to workers of their own; this thread serves the first.
+      for (size_t i = 1; i < readable.size(); ++i) {
+        OpenConnection* raw = readable[i].release();
+        spawn_([this, raw] { serve_(std::unique_ptr<OpenConnection>(raw)); });
+      }
+      serve_(std::move(readable.front()));
+      return;
     }
+  }
+
+  // Under mutex_: a watcher that saw the stop leaves.
+  void leaveLocked() {
+    --watchers_;
+    watchersLeft_.notify_all();
   }
 
   // Under mutex_: removes the socket from the set and hands its connection back.
@@ -473,16 +501,19 @@ class IdleConnections {
   }
 
   const Millis keepAliveTimeout_;
-  const Resume resume_;
+  const Spawn spawn_;
+  const Serve serve_;
   const Close close_;
   int epoll_ = -1;
   int wake_ = -1;
   std::mutex mutex_;
+  std::condition_variable watchersLeft_;
   bool stopped_ = false;               // guarded by mutex_
+  bool watcherStarted_ = false;        // guarded by mutex_
+  int watchers_ = 0;                   // guarded by mutex_: the running or spawned watcher (0 or 1)
   std::map<socket_t, Parked> parked_;  // guarded by mutex_
   std::deque<Expiry> expiries_;        // guarded by mutex_
   uint64_t serial_ = 0;                // guarded by mutex_
-  std::thread thread_;
 };
 
 namespace {
@@ -526,11 +557,8 @@ GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls)
                                                 limits_.maxConnections + kRefusingWorkers)),
       idle_(std::make_unique<IdleConnections>(
           limits_.keepAliveTimeout,
-          [this](std::unique_ptr<OpenConnection> connection) {
-            // std::function needs a copyable callable: the connection travels as a raw pointer.
-            OpenConnection* raw = connection.release();
-            pool_->enqueue([this, raw] { serve(std::unique_ptr<OpenConnection>(raw)); });
-          },
+          [this](IdleConnections::Task task) { pool_->enqueue(std::move(task)); },
+          [this](std::unique_ptr<OpenConnection> connection) { serve(std::move(connection)); },
           [this](OpenConnection& connection) { close(connection); })) {
   new_task_queue = [this] { return new ServerQueue(pool_, *idle_); };
   if (!tls.enabled()) return;
