@@ -502,6 +502,9 @@ class Simulation {
     call.base = "http://" + name + ":" + port;
     call.resolve = curl_slist_append(nullptr, (name + ":" + port + ":127.0.0.1").c_str());
     curl_easy_setopt(call.easy, CURLOPT_RESOLVE, call.resolve);
+    // Those names never expire: otherwise curl walks its whole DNS cache (a name per caller)
+    // to prune it at every request.
+    curl_easy_setopt(call.easy, CURLOPT_DNS_CACHE_TIMEOUT, -1L);
     curl_easy_setopt(call.easy, CURLOPT_WRITEFUNCTION, writeBody);
     curl_easy_setopt(call.easy, CURLOPT_WRITEDATA, &call.response);
     // Whose call it is: the kind in the top bit, the index below (a pointer would move).
