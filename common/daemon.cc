@@ -1,6 +1,7 @@
 #include "common/daemon.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <stdexcept>
 #include <utility>
@@ -51,6 +52,16 @@ SignalThread::~SignalThread() {
   // The thread may have ended already (onSignal said so): then there is no one to wake.
   pthread_kill(thread_.native_handle(), wakeUp_);
   thread_.join();
+}
+
+size_t raiseOpenFilesLimit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return 0;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  return files.rlim_cur == RLIM_INFINITY ? SIZE_MAX : static_cast<size_t>(files.rlim_cur);
 }
 
 }  // namespace tide

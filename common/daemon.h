@@ -25,6 +25,10 @@ CommandLine daemonCommandLine(std::string program, std::string synopsis, std::st
 // for the file never reads a partial number. Throws std::runtime_error when it cannot.
 void writePortFile(const CommandLine& cli, int port);
 
+// Raises the soft limit on open files (RLIMIT_NOFILE) to the hard one, for a server that keeps
+// a connection per client (tide-rm: every node manager and AM); returns the soft limit now.
+size_t raiseOpenFilesLimit();
+
 // Blocks `signals` in the calling thread and returns them as a set for sigwait(). Called
 // before any other thread starts, so every thread inherits the mask and only the thread that
 // waits sees them (processes started with common/spawn.h get a clean mask).

@@ -6,6 +6,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,6 +34,14 @@ using Millis = std::chrono::milliseconds;
 
 // How often a waiting connection looks whether its server is stopping.
 constexpr Millis kStopCheckInterval{100};
+
+// How long a worker beyond minThreads waits for work before it leaves.
+constexpr Millis kExtraWorkerLinger{2000};
+
+// Workers beyond maxConnections: they only refuse connections over the limit, which is quick.
+constexpr size_t kRefusingWorkers = 4;
+
+}  // namespace
 
 // Workers for connections: `minThreads` stay for the next connection, more are started while
 // connections wait (up to `maxThreads`) and leave once there is nothing to do. Each connection
@@ -119,10 +129,17 @@ class GrowingThreadPool : public httplib::TaskQueue {
         lock.lock();
         continue;
       }
-      if (state.stopping || state.threads > state.minThreads) break;
+      if (state.stopping) break;
+      // A worker beyond minThreads waits a little before it leaves: requests come in bursts
+      // (a thousand node managers heartbeating), and starting a thread per burst cost tide-rm
+      // more than the requests.
+      const bool extra = state.threads > state.minThreads;
+      const auto woken = [&state] { return state.stopping || !state.tasks.empty(); };
       ++state.idle;
-      state.changed.wait(lock, [&state] { return state.stopping || !state.tasks.empty(); });
+      const bool gotWork = extra ? state.changed.wait_for(lock, kExtraWorkerLinger, woken)
+                                 : (state.changed.wait(lock, woken), true);
       --state.idle;
+      if (!gotWork) break;
     }
     // The accepting thread serving a task itself (no worker could be started) is not in `live`.
     auto self = state.live.find(std::this_thread::get_id());
@@ -136,6 +153,8 @@ class GrowingThreadPool : public httplib::TaskQueue {
 
   std::shared_ptr<State> state_;
 };
+
+namespace {
 
 std::string sslErrors() {
   std::string text;
@@ -294,10 +313,10 @@ class GuardedStream : public httplib::Stream {
   Clock::time_point deadline_ = Clock::now();
 };
 
-void refuseBusy(socket_t sock, bool tls) {
+// `why` names the limit that was reached.
+void refuseBusy(socket_t sock, bool tls, const char* why) {
   if (!tls) {
-    static const std::string body =
-        R"({"error":{"code":503,"message":"too many connections from this address"}})";
+    const std::string body = std::string(R"({"error":{"code":503,"message":")") + why + R"("}})";
     const std::string response =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
         "Content-Length: " +
@@ -312,16 +331,236 @@ void refuseBusy(socket_t sock, bool tls) {
 
 }  // namespace
 
+// An admitted connection between two of its requests.
+struct OpenConnection {
+  socket_t sock = INVALID_SOCKET;
+  SSL* ssl = nullptr;
+  std::string address;  // the client's, as admit() counted it
+  size_t requestsLeft = 0;
+};
+
+// Kept-alive connections waiting for their next request, all in one epoll set, watched by one
+// pool worker at a time (the watcher; leader/followers): when a connection becomes readable
+// the watcher hands the watching to another worker and serves that connection itself, so a
+// request waits for one thread to wake, as when each connection had its own (a hand-over to
+// a second thread made every request wait for two, which a loaded machine made costly). One
+// idle for keepAliveTimeout is closed. Once stopped, nothing more is parked or resumed.
+class IdleConnections {
+ public:
+  using Task = std::function<void()>;
+  // Runs a task on a pool worker.
+  using Spawn = std::function<void(Task)>;
+  // Serves a connection on the calling thread (then parks or closes it).
+  using Serve = std::function<void(std::unique_ptr<OpenConnection>)>;
+  using Close = std::function<void(OpenConnection&)>;
+
+  IdleConnections(Millis keepAliveTimeout, Spawn spawn, Serve serve, Close close)
+      : keepAliveTimeout_(keepAliveTimeout),
+        spawn_(std::move(spawn)),
+        serve_(std::move(serve)),
+        close_(std::move(close)) {
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_ < 0 || wake_ < 0) {
+      throw std::runtime_error(std::string("http server: epoll: ") + std::strerror(errno));
+    }
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.fd = wake_;
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
+  }
+
+  ~IdleConnections() {
+    stop();
+    ::close(wake_);
+    ::close(epoll_);
+  }
+
+  // Takes the connection (true) to serve it again once readable; false once stopped (the
+  // caller closes it). The first parking starts the watcher.
+  bool park(std::unique_ptr<OpenConnection>& connection) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return false;
+    if (!watcherStarted_) {
+      watcherStarted_ = true;
+      ++watchers_;
+      spawn_([this] { watch(); });
+    }
+    const socket_t sock = connection->sock;
+    Parked& parked = parked_[sock];
+    parked.connection = std::move(connection);
+    parked.serial = ++serial_;
+    // The watcher waits for the earliest expiry; without one it waits for events only.
+    if (expiries_.empty()) wake();
+    expiries_.push_back({Clock::now() + keepAliveTimeout_, sock, parked.serial});
+    epoll_event event{};
+    event.events = EPOLLIN | EPOLLRDHUP;
+    event.data.fd = sock;
+    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &event) != 0) {
+      connection = std::move(parked.connection);
+      parked_.erase(sock);
+      return false;
+    }
+    return true;
+  }
+
+  // Ends the watching (waits for the watcher to leave) and closes every parked connection;
+  // idempotent.
+  void stop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    wake();
+    watchersLeft_.wait(lock, [this] { return watchers_ == 0; });
+    for (auto& [sock, parked] : parked_) close_(*parked.connection);
+    parked_.clear();
+  }
+
+ private:
+  struct Parked {
+    std::unique_ptr<OpenConnection> connection;
+    uint64_t serial = 0;  // which parking of this socket an expiry is for
+  };
+  struct Expiry {
+    Clock::time_point at;
+    socket_t sock;
+    uint64_t serial;
+  };
+
+  void wake() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
+  }
+
+  // The watcher's loop, on a pool worker: returns to the pool once it has handed the watching
+  // on and served a connection, or when stopped.
+  void watch() {
+    epoll_event events[64];
+    while (true) {
+      int timeoutMs = -1;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopped_) return leaveLocked();
+        if (!expiries_.empty()) {
+          const auto wait = std::chrono::duration_cast<Millis>(expiries_.front().at - Clock::now());
+          timeoutMs = static_cast<int>(std::max<int64_t>(0, wait.count() + 1));
+        }
+      }
+      const int ready = ::epoll_wait(epoll_, events, 64, timeoutMs);
+      std::vector<std::unique_ptr<OpenConnection>> readable, expired;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopped_) return leaveLocked();
+        for (int i = 0; i < ready; ++i) {
+          if (events[i].data.fd == wake_) {
+            uint64_t count = 0;
+            [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
+            continue;
+          }
+          if (auto connection = take(events[i].data.fd)) readable.push_back(std::move(connection));
+        }
+        // Every parking waits the same keepAliveTimeout, so expiries are in time order.
+        const auto now = Clock::now();
+        while (!expiries_.empty() && expiries_.front().at <= now) {
+          const Expiry expiry = expiries_.front();
+          expiries_.pop_front();
+          auto found = parked_.find(expiry.sock);
+          if (found != parked_.end() && found->second.serial == expiry.serial) {
+            expired.push_back(take(expiry.sock));
+          }
+        }
+      }
+      for (auto& connection : expired) close_(*connection);
+      if (readable.empty()) continue;
+      // The next watcher takes this one's place in watchers_.
+      spawn_([this] { watch(); });
+      // The others go to workers of their own; this thread serves the first.
+      for (size_t i = 1; i < readable.size(); ++i) {
+        OpenConnection* raw = readable[i].release();
+        spawn_([this, raw] { serve_(std::unique_ptr<OpenConnection>(raw)); });
+      }
+      serve_(std::move(readable.front()));
+      return;
+    }
+  }
+
+  // Under mutex_: a watcher that saw the stop leaves.
+  void leaveLocked() {
+    --watchers_;
+    watchersLeft_.notify_all();
+  }
+
+  // Under mutex_: removes the socket from the set and hands its connection back.
+  std::unique_ptr<OpenConnection> take(socket_t sock) {
+    auto found = parked_.find(sock);
+    if (found == parked_.end()) return nullptr;
+    std::unique_ptr<OpenConnection> connection = std::move(found->second.connection);
+    parked_.erase(found);
+    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, sock, nullptr);
+    return connection;
+  }
+
+  const Millis keepAliveTimeout_;
+  const Spawn spawn_;
+  const Serve serve_;
+  const Close close_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::mutex mutex_;
+  std::condition_variable watchersLeft_;
+  bool stopped_ = false;               // guarded by mutex_
+  bool watcherStarted_ = false;        // guarded by mutex_
+  int watchers_ = 0;                   // guarded by mutex_: the running or spawned watcher (0 or 1)
+  std::map<socket_t, Parked> parked_;  // guarded by mutex_
+  std::deque<Expiry> expiries_;        // guarded by mutex_
+  uint64_t serial_ = 0;                // guarded by mutex_
+};
+
+namespace {
+
+// What httplib holds as its task queue (and deletes when its accept loop ends): the server's
+// pool, with parking stopped before the pool shuts down, so that no parked connection is
+// resumed onto a pool that is gone.
+class ServerQueue : public httplib::TaskQueue {
+ public:
+  ServerQueue(std::shared_ptr<GrowingThreadPool> pool, IdleConnections& idle)
+      : pool_(std::move(pool)), idle_(idle) {}
+  void enqueue(std::function<void()> fn) override { pool_->enqueue(std::move(fn)); }
+  void shutdown() override {
+    idle_.stop();
+    pool_->shutdown();
+  }
+
+ private:
+  std::shared_ptr<GrowingThreadPool> pool_;
+  IdleConnections& idle_;
+};
+
+// Whether a read would find something (data, or the peer's close) right now.
+bool readableNow(socket_t sock) {
+  pollfd fd{sock, POLLIN, 0};
+  return ::poll(&fd, 1, 0) > 0;
+}
+
+}  // namespace
+
 void GuardedServer::SslContextDeleter::operator()(void* context) const {
   SSL_CTX_free(static_cast<SSL_CTX*>(context));
 }
 
-GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls) : limits_(limits) {
-  const size_t minThreads = limits_.minThreads;
-  const size_t maxThreads = limits_.maxConnections;
-  new_task_queue = [minThreads, maxThreads] {
-    return new GrowingThreadPool(minThreads, maxThreads);
-  };
+GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls)
+    : limits_(limits),
+      // As many workers as connections may be open (a handler that blocks, a long poll, holds
+      // its worker, and every open connection may be in one), and a few more, so that a
+      // connection beyond maxConnections is refused at once even then.
+      pool_(std::make_shared<GrowingThreadPool>(limits_.minThreads,
+                                                limits_.maxConnections + kRefusingWorkers)),
+      idle_(std::make_unique<IdleConnections>(
+          limits_.keepAliveTimeout,
+          [this](IdleConnections::Task task) { pool_->enqueue(std::move(task)); },
+          [this](std::unique_ptr<OpenConnection> connection) { serve(std::move(connection)); },
+          [this](OpenConnection& connection) { close(connection); })) {
+  new_task_queue = [this] { return new ServerQueue(pool_, *idle_); };
   if (!tls.enabled()) return;
   if (tls.keyFile.empty()) {
     throw std::runtime_error("TLS: a certificate without a key (tls.keyFile is not set)");
@@ -345,7 +584,11 @@ GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls)
   }
 }
 
-GuardedServer::~GuardedServer() = default;
+GuardedServer::~GuardedServer() {
+  // Before the members the parked connections' close() uses (mutex_, perAddress_) go.
+  idle_->stop();
+  pool_->shutdown();
+}
 
 void GuardedServer::widenBacklog(int backlog) {
   const socket_t sock = svr_sock_;
@@ -357,16 +600,20 @@ size_t GuardedServer::openConnections() const {
   return open_;
 }
 
-bool GuardedServer::admit(const std::string& address) {
+const char* GuardedServer::admit(const std::string& address) {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t& fromAddress = perAddress_[address];
-  if (open_ >= limits_.maxConnections || fromAddress >= limits_.maxConnectionsPerAddress) {
+  const char* refusal = open_ >= limits_.maxConnections ? "too many connections"
+                        : fromAddress >= limits_.maxConnectionsPerAddress
+                            ? "too many connections from this address"
+                            : nullptr;
+  if (refusal != nullptr) {
     if (fromAddress == 0) perAddress_.erase(address);
-    return false;
+    return refusal;
   }
   ++fromAddress;
   ++open_;
-  return true;
+  return nullptr;
 }
 
 void GuardedServer::release(const std::string& address) {
@@ -387,8 +634,8 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
       addressOf(peer, length, address, port);
     }
   }
-  if (!admit(address)) {
-    refuseBusy(sock, context != nullptr);
+  if (const char* refusal = admit(address)) {
+    refuseBusy(sock, context != nullptr, refusal);
     return false;
   }
   const int flags = ::fcntl(sock, F_GETFL, 0);
@@ -400,30 +647,50 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     ssl = SSL_new(context);
     ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1;
   }
-  GuardedStream stream(sock, limits_, svr_sock_, ssl);
+  auto connection = std::make_unique<OpenConnection>();
+  connection->sock = sock;
+  connection->ssl = ssl;
+  connection->address = address;
+  connection->requestsLeft = limits_.keepAliveMaxCount;
   if (ok && ssl) {
+    GuardedStream stream(sock, limits_, svr_sock_, ssl);
     stream.beginRequest();
     ok = stream.handshake();
   }
-  bool served = false;
-  for (size_t left = limits_.keepAliveMaxCount; ok && left > 0 && !stream.stopping(); --left) {
-    // An idle kept-alive connection waits at most keepAliveTimeout for its next request.
-    if (!stream.hasBuffered() && !stream.waitFor(POLLIN, Clock::now() + limits_.keepAliveTimeout)) {
+  if (!ok) {
+    close(*connection);
+    return false;
+  }
+  serve(std::move(connection));
+  return true;
+}
+
+void GuardedServer::serve(std::unique_ptr<OpenConnection> connection) {
+  GuardedStream stream(connection->sock, limits_, svr_sock_, connection->ssl);
+  while (connection->requestsLeft > 0 && !stream.stopping()) {
+    // Between requests the connection waits without a worker (at most keepAliveTimeout).
+    if (!stream.hasBuffered() && !readableNow(connection->sock)) {
+      if (idle_->park(connection)) return;
       break;
     }
     stream.beginRequest();
     bool closed = false;
-    served = process_request(stream, left == 1, closed, nullptr);
+    const bool served = process_request(stream, connection->requestsLeft == 1, closed, nullptr);
+    --connection->requestsLeft;
     if (!served || closed) break;
   }
-  if (ssl) {
-    if (ok) SSL_shutdown(ssl);  // best effort: the socket is non-blocking
-    SSL_free(ssl);
+  close(*connection);
+}
+
+void GuardedServer::close(OpenConnection& connection) {
+  if (connection.ssl) {
+    SSL_shutdown(connection.ssl);  // best effort: the socket is non-blocking
+    SSL_free(connection.ssl);
+    connection.ssl = nullptr;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  release(address);
-  return served;
+  ::shutdown(connection.sock, SHUT_RDWR);
+  ::close(connection.sock);
+  release(connection.address);
 }
 
 }  // namespace tide::rest

@@ -4,13 +4,17 @@
 // tide's own handling of each accepted socket, so that slow or greedy clients cannot take a
 // server from everyone else (the slowloris attack) and so that TLS is served when configured.
 //
-// - Each connection runs on its own worker (a pool that keeps `minThreads` warm and grows up to
-//   `maxConnections`), so connections that never finish a request hold only themselves.
+// - A connection holds a worker (a pool that keeps `minThreads` warm and grows up to
+//   `maxConnections`) only while a request is being read, handled or answered, so connections
+//   that never finish a request hold only themselves. Between requests a kept-alive connection
+//   waits without a thread, in one epoll set (IdleConnections), and gets a worker again when its
+//   next request arrives: a resource manager with thousands of node managers heartbeating over
+//   kept-alive connections needs threads for the requests in progress, not for every node.
 // - A request's line, headers and body must all arrive within `requestReadTimeout` of its first
 //   byte, however slowly they trickle; otherwise the connection is closed. An idle kept-alive
 //   connection is closed after `keepAliveTimeout`.
-// - At most `maxConnectionsPerAddress` connections from one client address are open at once;
-//   further ones get a 503 and are closed at once.
+// - At most `maxConnections` connections in all, and `maxConnectionsPerAddress` from one client
+//   address, are open at once; further ones get a 503 naming the limit and are closed at once.
 // - With a certificate and key, every connection is TLS (the handshake within
 //   requestReadTimeout too).
 
@@ -37,6 +41,10 @@ struct ConnectionLimits {
 };
 
 // PEM files for a TLS server; both empty = plain HTTP.
+class GrowingThreadPool;
+class IdleConnections;
+struct OpenConnection;
+
 struct TlsServerFiles {
   std::string certFile;
   std::string keyFile;
@@ -58,10 +66,19 @@ class GuardedServer : public httplib::Server {
 
  private:
   bool process_and_close_socket(socket_t sock) override;
-  bool admit(const std::string& address);
+  // nullptr when the connection may open, else which limit it is over.
+  const char* admit(const std::string& address);
   void release(const std::string& address);
+  // Serves the connection's requests while they come without waiting, then parks it with
+  // idle_ (or closes it: at its last request, on an error, when the server stops).
+  void serve(std::unique_ptr<OpenConnection> connection);
+  void close(OpenConnection& connection);
 
   ConnectionLimits limits_;
+  // The workers, shared with the TaskQueue httplib holds (it deletes that one when its accept
+  // loop ends, and stops parking first, see ServerQueue).
+  std::shared_ptr<GrowingThreadPool> pool_;
+  std::unique_ptr<IdleConnections> idle_;
   struct SslContextDeleter {
     void operator()(void* context) const;
   };

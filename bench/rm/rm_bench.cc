@@ -163,6 +163,55 @@ void BM_AllocateOverRest(benchmark::State& bench) {
 }
 BENCHMARK(BM_AllocateOverRest)->Apply(batchSizes);
 
+// One scheduling pass, which every node heartbeat that frees something and every allocate call
+// runs, on a cluster of `nodes` nodes (8 cores each) with 100 running applications:
+//   BM_ScheduleSaturated  every node is full and every application still asks for more (a busy
+//                         cluster: each pass finds no room);
+//   BM_ScheduleIdle       the applications hold what they asked for and ask for nothing more.
+// Passes per second is the figure (issue 16 item 3: tide-rm under SLS-style load).
+void scheduleBench(benchmark::State& bench, bool saturated) {
+  initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
+  const int nodes = static_cast<int>(bench.range(0));
+  constexpr int kApplications = 100;
+  ManualClock clock(0);
+  ClusterStateOptions options;
+  options.clusterTimestamp = 1700000000000;
+  options.placementSeed = 1;
+  ClusterState state(options, clock, seededSecretGenerator(1));
+  for (int i = 0; i < nodes; ++i) {
+    const auto node = state.registerNode({"node" + std::to_string(i), 8042, Resource{16384, 8}});
+    state.nodeHeartbeat(node.nodeId, {});
+  }
+  const int freeCores = nodes * 8 - kApplications;
+  std::vector<std::string> attempts;
+  for (int a = 0; a < kApplications; ++a) attempts.push_back(submitAndRegister(state));
+  for (const std::string& attempt : attempts) {
+    rest::AllocateRequest request;
+    rest::ResourceRequest ask;
+    ask.priority = 1;
+    ask.resource = rest::Resource{1024, 1};
+    // Saturated: together they ask for twice the cluster; idle: for a tenth of it.
+    ask.numContainers =
+        saturated ? 2 * freeCores / kApplications + 1 : std::max(1, freeCores / kApplications / 10);
+    request.asks.push_back(ask);
+    state.allocate(attempt, request);
+  }
+  state.takeOutbox();
+  for (auto _ : bench) state.schedule();
+  bench.counters["passes"] =
+      benchmark::Counter(static_cast<double>(bench.iterations()), benchmark::Counter::kIsRate);
+  bench.counters["nodes"] = nodes;
+}
+
+void BM_ScheduleSaturated(benchmark::State& bench) {
+  scheduleBench(bench, true);
+}
+void BM_ScheduleIdle(benchmark::State& bench) {
+  scheduleBench(bench, false);
+}
+BENCHMARK(BM_ScheduleSaturated)->Arg(250)->Arg(1000)->Arg(4000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScheduleIdle)->Arg(250)->Arg(1000)->Arg(4000)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace tide::rm
 

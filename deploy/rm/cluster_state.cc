@@ -952,23 +952,39 @@ void ClusterState::schedule() {
                               }),
                queue_.end());
 
+  // A pass runs after every heartbeat that freed something and every allocate: with thousands
+  // of nodes it must cost nothing when nobody waits, and little when the cluster is full.
+  const auto waitsForAm = [](const Application* app) {
+    const Attempt* attempt = app->current();
+    return app->state == app_state::kAccepted && attempt != nullptr &&
+           attempt->state == Attempt::State::kWaitingForAmContainer;
+  };
+  const auto asksForExecutors = [](const Application* app) {
+    const Attempt* attempt = app->current();
+    return app->state == app_state::kRunning && attempt != nullptr &&
+           attempt->state == Attempt::State::kRegistered && !attempt->asks.empty();
+  };
+  const bool amsWait = std::any_of(queue_.begin(), queue_.end(), waitsForAm);
+  if (!amsWait && std::none_of(queue_.begin(), queue_.end(), asksForExecutors)) return;
+
+  // The nodes a container could go to: alive, ready, and with a core and some memory free (every
+  // container asks for both). Full nodes are left out before the shuffle; the order of the
+  // others is as random as when every node was shuffled.
   std::vector<Node*> alive;
-  alive.reserve(nodes_.size());
   for (auto& [id, node] : nodes_) {
-    if (node->alive && node->ready) alive.push_back(node.get());
+    if (!node->alive || !node->ready) continue;
+    const Resource free = freeOf(*node);
+    if (free.vCores > 0 && free.memoryMb > 0) alive.push_back(node.get());
   }
   std::shuffle(alive.begin(), alive.end(), placementRng_);
 
   // AM containers take strict precedence over executor containers.
-  scheduleAmContainers(alive);
+  if (amsWait) scheduleAmContainers(alive);
 
   // Then executors, FIFO over applications; within one, by ask order (priority first).
   for (Application* app : queue_) {
+    if (!asksForExecutors(app)) continue;
     Attempt* attempt = app->current();
-    if (app->state != app_state::kRunning || attempt == nullptr ||
-        attempt->state != Attempt::State::kRegistered) {
-      continue;
-    }
     for (auto it = attempt->asks.begin(); it != attempt->asks.end();) {
       scheduleAsk(*attempt, it->second, alive);
       // A satisfied ask is dropped: the AM's next ask for it states a new total anyway.
@@ -978,16 +994,20 @@ void ClusterState::schedule() {
 }
 
 void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
-  std::vector<Resource> free;
-  free.reserve(alive.size());
+  // rm.maxAmShare and "more than any node has" are about every ready node, full or not.
   Resource total;
   Resource largest;
-  for (const Node* node : alive) {
-    free.push_back(freeOf(*node));
+  bool anyReady = false;
+  for (const auto& [id, node] : nodes_) {
+    if (!node->alive || !node->ready) continue;
+    anyReady = true;
     total = plus(total, node->capability);
     largest.memoryMb = std::max(largest.memoryMb, node->capability.memoryMb);
     largest.vCores = std::max(largest.vCores, node->capability.vCores);
   }
+  std::vector<Resource> free;
+  free.reserve(alive.size());
+  for (const Node* node : alive) free.push_back(freeOf(*node));
   // What AM containers hold now, for rm.maxAmShare.
   Resource amUsed;
   for (const auto& [id, container] : containers_) {
@@ -1005,7 +1025,7 @@ void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
       continue;
     }
     const Resource& need = app->submission.resource;
-    if (alive.empty()) {
+    if (!anyReady) {
       app->waitingReason = "waiting for AM resources: no node manager is registered and ready";
       continue;
     }

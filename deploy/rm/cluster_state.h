@@ -228,6 +228,7 @@ class ClusterState {
   // Stops the containers an AM gives back (a release of one already stopping is a no-op).
   void releaseContainers(Attempt& attempt, const std::vector<std::string>& releases);
 
+  // `alive`: the shuffled ready nodes with room for a container.
   void scheduleAmContainers(const std::vector<Node*>& alive);
   void scheduleAsk(Attempt& attempt, Ask& ask, const std::vector<Node*>& alive);
   void grantOn(Attempt& attempt, Ask& ask, const std::vector<Node*>& candidates);

@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
         tide::warnUnknownKeys(cli.properties());
         tide::Logger log("rm");
 
+        // A connection per node manager and AM: thousands of nodes need more than the usual
+        // soft limit of 1024 open files.
+        const size_t openFiles = tide::raiseOpenFilesLimit();
+        TIDE_LOG(log, debug) << "open files limit " << openFiles;
+
         tide::rm::ResourceManagerServerOptions options;
         options.config = tide::rm::RmConfig::fromProperties(cli.properties());
         options.placementSeed = std::random_device{}();

@@ -33,8 +33,12 @@ struct ResourceManagerServerOptions {
   const Clock* clock = nullptr;  // unset = a SteadyClock
   // How often nodes and AMs are checked for expiry; 0 = min(250 ms, the expiries / 4).
   DurationMs expiryCheckIntervalMs = 0;
-  // Kept-alive connections (one per node manager and AM) each hold a server thread.
+  // Server threads kept ready; more start while requests are in progress (a kept-alive
+  // connection between requests holds none).
   size_t serverThreads = 64;
+  // Connections open at once (one per node manager and AM); 0 = what the open-files limit
+  // leaves room for (tide-rm raises its soft limit to the hard one first), at least 1024.
+  size_t maxConnections = 0;
   std::string version = "tide-rm";
   // The cluster secret every client token and node credential derives from (config.
   // authenticate); empty = a fresh random one, for in-process use (see clusterSecret()).

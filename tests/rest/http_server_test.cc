@@ -1,7 +1,10 @@
 #include "rest/http_server.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -422,6 +425,88 @@ TEST_F(HttpServerTest, ConnectionsFromOneAddressAreCapped) {
   EXPECT_TRUE(
       testing::eventually([&] { return oneMore.closedByServer() >= 1; }, std::chrono::seconds(20)));
   EXPECT_EQ(client_->request("GET", "/ping").status, 200) << "127.0.0.1 is not 127.0.0.2";
+}
+
+// Beyond maxConnections in all, a connection from any address gets a 503 that says which limit
+// it met (not the per-address one).
+TEST_F(HttpServerTest, ConnectionsBeyondTheServersLimitAreRefusedNamingIt) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 1;
+  options.maxConnections = 3;
+  startServer(makeEchoServer(options));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 3, std::chrono::milliseconds(200),
+                                    "127.0.0.2");
+  ASSERT_TRUE(testing::eventually([&] { return slow.open() == 3; }, std::chrono::seconds(20)));
+  const HttpResponse refused = client_->request("GET", "/ping");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(errorMessage(refused), "too many connections");
+}
+
+// Threads of this process now.
+size_t threadsOfThisProcess() {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                           std::filesystem::directory_iterator{}));
+}
+
+// A kept-alive connection waits for its next request without a thread of its own (issue 16:
+// tide-rm with thousands of node managers heartbeating over kept-alive connections), and is
+// served again, on the same connection, when that request comes.
+TEST_F(HttpServerTest, IdleKeptAliveConnectionsHoldNoThreadAndAreServedAgain) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 2;
+  options.keepAliveTimeout = std::chrono::seconds(30);
+  startServer(makeEchoServer(options));
+  constexpr int kClients = 100;
+  const size_t threadsBefore = threadsOfThisProcess();
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<HttpClient>(server_->baseUrl(), clientOptions()));
+    ASSERT_EQ(clients.back()->request("GET", "/ping").status, 200);
+  }
+  // Every connection is open and idle now; each used to hold a worker until keepAliveTimeout.
+  EXPECT_LT(threadsOfThisProcess(), threadsBefore + 20)
+      << kClients << " idle connections hold a thread each";
+  for (auto& client : clients) {
+    const HttpResponse again = client->request("GET", "/ping");
+    EXPECT_EQ(again.status, 200);
+    EXPECT_EQ(again.newConnections, 0) << "the kept-alive connection was not served again";
+  }
+}
+
+// An idle kept-alive connection is closed after keepAliveTimeout (also while it waits without a
+// thread), so idle clients cannot pile up connections.
+TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
+  HttpServerOptions options = serverOptions();
+  options.keepAliveTimeout = std::chrono::seconds(1);
+  startServer(makeEchoServer(options));
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
+  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&server), sizeof server), 0);
+  const std::string request = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(::send(sock, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  // The answer, then (with nothing more sent) the server's close: a read of 0 bytes.
+  std::string received;
+  bool closed = false;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        char buffer[4096];
+        const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n > 0) received.append(buffer, static_cast<size_t>(n));
+        closed = n == 0;
+        return closed;
+      },
+      std::chrono::seconds(20)))
+      << "the idle connection stayed open";
+  const auto open = std::chrono::steady_clock::now() - start;
+  ::close(sock);
+  EXPECT_THAT(received, StartsWith("HTTP/1.1 200"));
+  EXPECT_GE(open, std::chrono::milliseconds(900)) << "closed before keepAliveTimeout";
 }
 
 // ---- TLS (issue 17.3)

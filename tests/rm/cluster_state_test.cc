@@ -977,6 +977,30 @@ TEST_F(ClusterStateTest, OneAmAlwaysRunsWhenNoneDoesWhateverTheShare) {
   (void)first;
 }
 
+// A scheduling pass offers only the nodes with room left (issue 16: thousands of full nodes cost
+// nothing); an AM that waits because every node is full still says so, not that no node is
+// there, and is placed as soon as a node frees room.
+TEST_F(ClusterStateTest, AnAmWaitingOnFullNodesSaysNoNodeHasRoomAndStartsWhenOneFrees) {
+  RmConfig config;
+  config.maxAmShare = 1.0;
+  create(config);
+  addNode("h1", 1, 2, 4096);
+  addNode("h2", 1, 2, 4096);
+  const std::string first = submit(512, 1);
+  const std::string attempt = registerAm(first);
+  const auto granted = allocate(attempt, {ask(3, 512, 1)}).allocatedContainers;
+  ASSERT_EQ(granted.size(), 3u);  // both nodes are full now
+  const std::string second = submit(512, 1);
+  EXPECT_EQ(state().applicationReport(second).state, "ACCEPTED");
+  EXPECT_THAT(state().applicationReport(second).diagnostics,
+              HasSubstr("no node has 512 MB, 1 vCores free"));
+  const size_t launchesBefore = launches_.size();
+  allocate(attempt, {}, {granted.at(0).id});
+  heartbeatAll();
+  EXPECT_EQ(launches_.size(), launchesBefore + 1) << "the second AM was not placed";
+  EXPECT_EQ(state().applicationReport(second).diagnostics, "");
+}
+
 TEST_F(ClusterStateTest, AnAmLargerThanEveryNodeIsRefusedAtSubmissionWithTheNumbers) {
   create();
   // No node yet: it may still join, so the application waits and says why.

@@ -3,13 +3,19 @@
 
 #include "deploy/rm/rm_server.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <mutex>
 #include <thread>
 
+#include "common/daemon.h"
 #include "rest/http_client.h"
 #include "rest/http_server.h"
 #include "rest/json.h"
@@ -415,6 +421,85 @@ TEST_F(RmServerTest, DuplicateJsonKeysAre400NamingTheKey) {
   const auto response = call("POST", "/ws/v1/cluster/apps", body);
   EXPECT_EQ(response.status, 400) << response.body;
   EXPECT_THAT(errorMessage(response), HasSubstr("duplicate key 'application-name'"));
+}
+
+// A node manager heartbeats every second over one kept-alive connection: the RM keeps an idle
+// connection open longer than that, so that it never closes one just as the next heartbeat goes
+// out on it (which failed that heartbeat).
+TEST_F(RmServerTest, AConnectionIdleLongerThanAHeartbeatIntervalIsStillReused) {
+  ASSERT_EQ(call("GET", "/ws/v1/cluster/info").status, 200);
+  // Idle on purpose: longer than the heartbeat interval (and than HttpServer's default 1 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const rest::HttpResponse again = call("GET", "/ws/v1/cluster/info");
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(again.newConnections, 0) << "the RM closed the idle connection";
+}
+
+// One GET on a raw socket kept alive (HTTP/1.1); its status, with the whole answer read so that
+// the next request on the socket starts clean.
+int getOnSocket(int sock, const std::string& path, const std::string& token) {
+  const std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token + "\r\n\r\n";
+  if (::send(sock, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    return -1;
+  }
+  std::string answer;
+  char buffer[4096];
+  size_t headerEnd = std::string::npos;
+  size_t length = 0;
+  while (headerEnd == std::string::npos || answer.size() < headerEnd + 4 + length) {
+    const ssize_t n = ::recv(sock, buffer, sizeof buffer, 0);  // SO_RCVTIMEO bounds it
+    if (n <= 0) return -1;
+    answer.append(buffer, static_cast<size_t>(n));
+    headerEnd = answer.find("\r\n\r\n");
+    const size_t field = answer.find("Content-Length: ");
+    if (headerEnd != std::string::npos && field != std::string::npos && field < headerEnd) {
+      length = std::stoul(answer.substr(field + 16));
+    }
+  }
+  return answer.rfind("HTTP/1.1 ", 0) == 0 ? std::stoi(answer.substr(9, 3)) : -1;
+}
+
+// Every node manager and AM keeps a connection open: tide-rm serves more than the 1,024 an
+// HTTP server allows by default, all at once (issue 16: tide-rm under SLS-style load).
+TEST(RmServerConnectionsTest, ServesMoreThan1024KeptAliveConnectionsAtOnce) {
+  constexpr int kConnections = 1100;
+  if (raiseOpenFilesLimit() < 2 * kConnections + 512) {
+    GTEST_SKIP() << "the open-files limit is too low for " << kConnections << " connections";
+  }
+  ResourceManagerServerOptions options;
+  options.config.port = 0;
+  options.serverThreads = 4;
+  ResourceManagerServer server(options);
+  server.start();
+  std::vector<int> sockets;
+  for (int i = 0; i < kConnections; ++i) {
+    // From 200 addresses, as from as many hosts (each far below the per-address limit).
+    const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(sock, 0);
+    sockets.push_back(sock);
+    timeval timeout{10, 0};
+    ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, ("127.0.1." + std::to_string(i % 200 + 1)).c_str(), &local.sin_addr);
+    ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof local), 0);
+    sockaddr_in remote{};
+    remote.sin_family = AF_INET;
+    remote.sin_port = htons(static_cast<uint16_t>(server.port()));
+    ::inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr);
+    ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&remote), sizeof remote), 0);
+    ASSERT_EQ(getOnSocket(sock, "/ws/v1/cluster/info", server.clusterSecret()), 200)
+        << "connection " << i;
+  }
+  // All of them are still open: each answers a second request.
+  int answered = 0;
+  for (int sock : sockets) {
+    answered += getOnSocket(sock, "/ws/v1/cluster/metrics", server.clusterSecret()) == 200;
+    ::close(sock);
+  }
+  EXPECT_EQ(answered, kConnections);
 }
 
 }  // namespace
