@@ -15,6 +15,7 @@
 #include "common/append_log.h"
 #include "common/enum_names.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 namespace {
@@ -29,22 +30,98 @@ const char* kindName(Kind kind) {
   return enumName(kind, kKindNames, "?");
 }
 
-void writeTask(rest::JsonWriter& out, const JournalRecord& r) {
-  out.field("task", r.taskId)
-      .field("job", r.jobId)
-      .field("stage", r.stageId)
-      .field("index", r.index)
-      .field("attempt", r.attempt)
-      .field("executor", r.executorId);
+using Fields = rest::JsonFields<JournalRecord>;
+using R = JournalRecord;
+
+// The job is kept as the job file's JSON, nested as an object on the wire.
+void readJob(const rest::JsonObjectReader& in, JournalRecord& r) {
+  r.jobJson = rest::toJsonString(in.requireObject("job").value());
+}
+void writeJob(rest::JsonWriter& out, const JournalRecord& r) {
+  const rapidjson::Document job = rest::parseJson(r.jobJson);
+  out.key("job").value(job);
 }
 
-void readTask(const rest::JsonObjectReader& in, JournalRecord& r) {
-  r.taskId = in.requireInt64("task");
-  r.jobId = in.requireString("job");
-  r.stageId = in.requireString("stage");
-  r.index = in.requireInt64("index");
-  r.attempt = in.requireInt("attempt");
-  r.executorId = in.requireString("executor");
+// A commit's blocks as [partition, size] pairs.
+void readBlocks(const rest::JsonObjectReader& in, JournalRecord& r) {
+  const rest::JsonArrayReader blocks = in.requireArray("blocks");
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const rest::JsonArrayReader pair = blocks.arrayAt(i);
+    if (pair.size() != 2) {
+      throw rest::JsonFieldError(blocks.elementPath(i), "expected [partition, size]");
+    }
+    r.blocks.push_back({pair.int64At(0), pair.int64At(1)});
+  }
+}
+void writeBlocks(rest::JsonWriter& out, const JournalRecord& r) {
+  out.key("blocks").startArray();
+  for (const auto& block : r.blocks) {
+    out.startArray().value(block.partition).value(block.size).endArray();
+  }
+  out.endArray();
+}
+
+bool hasNode(const JournalRecord& r) {
+  return !r.node.empty();
+}
+bool hasUrl(const JournalRecord& r) {
+  return !r.url.empty();
+}
+
+const Fields& taskFields() {
+  static const Fields fields = Fields()
+                                   .required("task", &R::taskId)
+                                   .required("job", &R::jobId)
+                                   .required("stage", &R::stageId)
+                                   .required("index", &R::index)
+                                   .required("attempt", &R::attempt)
+                                   .required("executor", &R::executorId);
+  return fields;
+}
+
+// Each kind's members after "t", as one table that drives its writer and its reader.
+const Fields& kindFields(Kind kind) {
+  static const Fields attempt =
+      Fields().required("n", &R::attemptNumber).required("id", &R::attemptId);
+  static const Fields job = Fields().required("id", &R::jobId).custom("job", readJob, writeJob);
+  static const Fields executor = Fields()
+                                     .required("id", &R::executorId)
+                                     .required("container", &R::containerId)
+                                     .optional("node", &R::node, "")
+                                     .writeIf(hasNode)
+                                     .optional("url", &R::url, "")
+                                     .writeIf(hasUrl);
+  static const Fields commit = Fields()
+                                   .inherit(taskFields())
+                                   .optional("node", &R::node, "")
+                                   .optional("ms", &R::durationMs, 0)
+                                   .custom("blocks", readBlocks, writeBlocks);
+  static const Fields stageDone =
+      Fields().required("job", &R::jobId).required("stage", &R::stageId);
+  static const Fields bounds = Fields()
+                                   .required("min", &R::minExecutors)
+                                   .required("initial", &R::initialExecutors)
+                                   .required("max", &R::maxExecutors);
+  static const Fields unpersist = Fields().required("stage", &R::stageId);
+  switch (kind) {
+    case Kind::kAttempt:
+      return attempt;
+    case Kind::kJob:
+      return job;
+    case Kind::kExecutor:
+      return executor;
+    case Kind::kLaunch:
+      return taskFields();
+    case Kind::kCommit:
+      return commit;
+    case Kind::kStageDone:
+      return stageDone;
+    case Kind::kBounds:
+      return bounds;
+    case Kind::kUnpersist:
+      break;
+  }
+  return unpersist;
 }
 
 JournalRecord decodeRecord(std::string_view line) {
@@ -55,51 +132,7 @@ JournalRecord decodeRecord(std::string_view line) {
   if (!kind) throw rest::JsonFieldError("t", "unknown record type '" + type + "'");
   JournalRecord r;
   r.kind = *kind;
-  switch (r.kind) {
-    case Kind::kAttempt:
-      r.attemptNumber = in.requireInt("n");
-      r.attemptId = in.requireString("id");
-      break;
-    case Kind::kJob:
-      r.jobId = in.requireString("id");
-      r.jobJson = rest::toJsonString(in.requireObject("job").value());
-      break;
-    case Kind::kExecutor:
-      r.executorId = in.requireString("id");
-      r.containerId = in.requireString("container");
-      r.node = in.optionalString("node");
-      r.url = in.optionalString("url");
-      break;
-    case Kind::kLaunch:
-      readTask(in, r);
-      break;
-    case Kind::kCommit: {
-      readTask(in, r);
-      r.node = in.optionalString("node");
-      r.durationMs = in.optionalInt64("ms", 0);
-      const rest::JsonArrayReader blocks = in.requireArray("blocks");
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        const rest::JsonArrayReader pair = blocks.arrayAt(i);
-        if (pair.size() != 2) {
-          throw rest::JsonFieldError(blocks.elementPath(i), "expected [partition, size]");
-        }
-        r.blocks.push_back({pair.int64At(0), pair.int64At(1)});
-      }
-      break;
-    }
-    case Kind::kStageDone:
-      r.jobId = in.requireString("job");
-      r.stageId = in.requireString("stage");
-      break;
-    case Kind::kBounds:
-      r.minExecutors = in.requireInt("min");
-      r.initialExecutors = in.requireInt("initial");
-      r.maxExecutors = in.requireInt("max");
-      break;
-    case Kind::kUnpersist:
-      r.stageId = in.requireString("stage");
-      break;
-  }
+  kindFields(r.kind).readInto(in, r);
   return r;
 }
 
@@ -193,44 +226,7 @@ std::string encodeJournalHeader() {
 std::string encodeJournalRecord(const JournalRecord& r) {
   rest::JsonWriter out;
   out.startObject().field("t", kindName(r.kind));
-  switch (r.kind) {
-    case Kind::kAttempt:
-      out.field("n", r.attemptNumber).field("id", r.attemptId);
-      break;
-    case Kind::kJob: {
-      out.field("id", r.jobId).key("job");
-      const rapidjson::Document job = rest::parseJson(r.jobJson);
-      out.value(job);
-      break;
-    }
-    case Kind::kExecutor:
-      out.field("id", r.executorId).field("container", r.containerId);
-      if (!r.node.empty()) out.field("node", r.node);
-      if (!r.url.empty()) out.field("url", r.url);
-      break;
-    case Kind::kLaunch:
-      writeTask(out, r);
-      break;
-    case Kind::kCommit:
-      writeTask(out, r);
-      out.field("node", r.node).field("ms", r.durationMs).key("blocks").startArray();
-      for (const auto& block : r.blocks) {
-        out.startArray().value(block.partition).value(block.size).endArray();
-      }
-      out.endArray();
-      break;
-    case Kind::kStageDone:
-      out.field("job", r.jobId).field("stage", r.stageId);
-      break;
-    case Kind::kBounds:
-      out.field("min", r.minExecutors)
-          .field("initial", r.initialExecutors)
-          .field("max", r.maxExecutors);
-      break;
-    case Kind::kUnpersist:
-      out.field("stage", r.stageId);
-      break;
-  }
+  kindFields(r.kind).writeMembers(out, r);
   out.endObject();
   return out.str() + "\n";
 }
