@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "rest/http_status.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 
@@ -54,6 +55,39 @@ std::string listDocument(TimeMs nowMs, std::string_view key, const Items& items,
   w.startObject().field("nowMs", nowMs);
   writeArray(w, key, items, write).endObject();
   return w.str();
+}
+
+// Documents of a struct's own fields, as field tables (rest/json_fields.h): the same writer
+// the wire messages use.
+const rest::JsonFields<FailedAttempt>& failedAttemptFields() {
+  using F = FailedAttempt;
+  static const rest::JsonFields<F> fields = rest::JsonFields<F>()
+                                                .required("taskId", &F::taskId)
+                                                .required("stage", &F::stageId)
+                                                .required("index", &F::index)
+                                                .required("attempt", &F::attempt)
+                                                .required("executor", &F::executorId)
+                                                .required("reason", &F::reason)
+                                                .required("exitCode", &F::exitCode)
+                                                .required("stderrTail", &F::stderrTail);
+  return fields;
+}
+
+const rest::JsonFields<DecisionRecord>& decisionFields() {
+  using D = DecisionRecord;
+  static const rest::JsonFields<D> fields =
+      rest::JsonFields<D>()
+          .required("atMs", &D::atMs)
+          .required("lastMs", &D::lastMs)
+          .required("repeats", &D::repeats)
+          .required("source", &D::source)
+          .required("action", &D::action)
+          .required("target", &D::target)
+          .required("why", &D::why)
+          .required("firstTarget", &D::firstTarget)
+          .required("firstWhy", &D::firstWhy)
+          .computed("summary", [](const D& d) { return d.summary(); });
+  return fields;
 }
 
 // A clock time as AM uptime; -1 (not yet) stays -1.
@@ -113,18 +147,8 @@ void writeJob(JsonWriter& w, const JobSummary& job, bool detailed, TimeMs starte
       .field("failedAttempts", job.failedAttempts);
   if (detailed) {
     writeArray(w, "stages", job.stages, writeStage);
-    writeArray(w, "failures", job.recentFailures, [](JsonWriter& out, const FailedAttempt& f) {
-      out.startObject()
-          .field("taskId", f.taskId)
-          .field("stage", f.stageId)
-          .field("index", f.index)
-          .field("attempt", f.attempt)
-          .field("executor", f.executorId)
-          .field("reason", f.reason)
-          .field("exitCode", f.exitCode)
-          .field("stderrTail", f.stderrTail)
-          .endObject();
-    });
+    w.key("failures");
+    failedAttemptFields().writeArray(w, job.recentFailures);
   }
   w.endObject();
 }
@@ -586,20 +610,7 @@ std::string StatusHandlers::decisionsJson(size_t limit) {
   const TimeMs now = master_.nowMs();
   const std::vector<DecisionRecord> records = master_.decisions(limit);  // its own lock
   return listDocument(now - master_.info().startedAt, "decisions", records,
-                      [](JsonWriter& w, const DecisionRecord& d) {
-                        w.startObject()
-                            .field("atMs", d.atMs)
-                            .field("lastMs", d.lastMs)
-                            .field("repeats", d.repeats)
-                            .field("source", d.source)
-                            .field("action", d.action)
-                            .field("target", d.target)
-                            .field("why", d.why)
-                            .field("firstTarget", d.firstTarget)
-                            .field("firstWhy", d.firstWhy)
-                            .field("summary", d.summary())
-                            .endObject();
-                      });
+                      [](JsonWriter& w, const DecisionRecord& d) { decisionFields().write(w, d); });
 }
 
 std::string StatusHandlers::historyJson(TimeMs sinceMs) {

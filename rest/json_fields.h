@@ -289,6 +289,15 @@ class JsonFields {
     return add(std::move(name), std::move(read), std::move(write));
   }
 
+  // A value derived from the message (a summary of other fields) that a document shows:
+  // written as `value(message)`, never read.
+  template <typename Derive>
+  JsonFields& computed(std::string name, Derive value) {
+    return add(
+        name, [](const JsonObjectReader&, T&) {},
+        [name, value](JsonWriter& out, const T& message) { out.field(name, value(message)); });
+  }
+
   // The field added last is written only when `when` holds for the message.
   JsonFields& writeIf(std::function<bool(const T& value)> when) {
     Writer write = std::move(fields_.back().write);
