@@ -113,7 +113,27 @@ void SlurmClient::grant(ExecutorJob& job, HeartbeatResult& result) {
 
 HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
   // Releases first, and kept until delivered: the AM hands each one over only once.
-  for (const auto& containerId : ask.releases) {
+  requestCancels(ask.releases);
+  deliverCancels();
+
+  HeartbeatResult result;
+  // squeue says nothing of what the partition could still hold for this job's size.
+  result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
+  // One listing for all of them.
+  const std::vector<SlurmJob> listed = slurm_->jobs();
+  const int grantedNow = followJobs(ourJobs(listed), result);
+
+  // Pending jobs against what the AM still wants; the grants above are no longer wanted.
+  matchPendingJobs(std::max(0, ask.outstanding - grantedNow), ask.resource);
+
+  for (const auto& [id, job] : jobs_) {
+    if (!job.granted && !job.cancelRequested) result.startingExecutors.push_back(job.executorId);
+  }
+  return result;
+}
+
+void SlurmClient::requestCancels(const std::vector<std::string>& containerIds) {
+  for (const auto& containerId : containerIds) {
     for (auto& [id, job] : jobs_) {
       if (slurmContainerId(id) == containerId && !job.cancelRequested) {
         job.cancelRequested = true;
@@ -121,10 +141,9 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
       }
     }
   }
-  deliverCancels();
+}
 
-  // One listing for all of them.
-  const std::vector<SlurmJob> listed = slurm_->jobs();
+std::map<int64_t, const SlurmJob*> SlurmClient::ourJobs(const std::vector<SlurmJob>& listed) {
   const std::string namePrefix =
       slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_);
   std::map<int64_t, const SlurmJob*> ours;
@@ -138,10 +157,11 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
                   << "): submitted by this AM without its id coming back";
     }
   }
+  return ours;
+}
 
-  HeartbeatResult result;
-  // squeue says nothing of what the partition could still hold for this job's size.
-  result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
+int SlurmClient::followJobs(const std::map<int64_t, const SlurmJob*>& ours,
+                            HeartbeatResult& result) {
   int grantedNow = 0;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     ExecutorJob& job = it->second;
@@ -195,15 +215,16 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
                                 rest::container_state::kComplete, end.diagnostics});
     it = jobs_.erase(it);
   }
+  return grantedNow;
+}
 
-  // Pending jobs against what the AM still wants; the grants above are no longer wanted.
+void SlurmClient::matchPendingJobs(int wanted, const rest::Resource& resource) {
   std::vector<ExecutorJob*> pending;
   for (auto& [id, job] : jobs_) {
     if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested) {
       pending.push_back(&job);
     }
   }
-  const int wanted = std::max(0, ask.outstanding - grantedNow);
   const int pendingCount = static_cast<int>(pending.size());
   if (pendingCount > wanted) {
     // The newest first: the oldest are nearest the front of Slurm's queue.
@@ -214,13 +235,8 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
     }
     deliverCancels();
   } else if (pendingCount < wanted) {
-    submitExecutors(wanted - pendingCount, ask.resource);
+    submitExecutors(wanted - pendingCount, resource);
   }
-
-  for (const auto& [id, job] : jobs_) {
-    if (!job.granted && !job.cancelRequested) result.startingExecutors.push_back(job.executorId);
-  }
-  return result;
 }
 
 void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {

@@ -84,6 +84,14 @@ class SlurmClient final : public ResourceManagerClient {
     int missingPolls = 0;          // consecutive listings that did not show it
   };
 
+  // heartbeat's steps: the AM's releases marked for cancelling; the listed jobs that are this
+  // client's (cancelling ones this AM submitted but never learnt the id of); each job's new
+  // phase, granting and completing containers (returns how many were granted); as many pending
+  // jobs as the AM still wants, cancelling or submitting the difference.
+  void requestCancels(const std::vector<std::string>& containerIds);
+  std::map<int64_t, const SlurmJob*> ourJobs(const std::vector<SlurmJob>& listed);
+  int followJobs(const std::map<int64_t, const SlurmJob*>& ours, HeartbeatResult& result);
+  void matchPendingJobs(int wanted, const rest::Resource& resource);
   void submitExecutors(int count, const rest::Resource& resource);
   void cancelJob(ExecutorJob& job);
   void deliverCancels();
