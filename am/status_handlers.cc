@@ -266,15 +266,15 @@ void StatusHandlers::registerExecutorRoutes(rest::HttpServer& e) {
   });
 }
 
-void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
+rest::RouteHandler StatusHandlers::onControlThread(rest::RouteHandler handler) {
   // Handlers that take the AM's lock, or a lock the loops take under it (decisions, history),
   // run on the control thread at normal priority: see control_thread.h.
-  auto onControlThread = [this](rest::RouteHandler handler) -> rest::RouteHandler {
-    return
-        [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-          control_.run([&] { handler(req, res); });
-        };
+  return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    control_.run([&] { handler(req, res); });
   };
+}
+
+void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
   // Before any route (unknown paths too): every thread of this server serves at low priority.
   // They are paced, too: over ui.maxRequestsPerSecond a request waits its turn.
   auto pacer = std::make_shared<RequestPacer>(master_.info().uiMaxRequestsPerSecond);
@@ -297,6 +297,33 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
     const int64_t removed = rest::queryInteger(req, "removed", kRemovedExecutorsDefault);
     rest::replyJson(res, executorsJson(static_cast<size_t>(removed)));
   });
+  registerLogRoutes(s);
+  registerJobRoutes(s);
+  registerAllocationRoutes(s);
+}
+
+std::string StatusHandlers::failedAttemptExecutor(const std::string& stage, int64_t index,
+                                                  int attempt) {
+  // The failed attempts each job keeps (newest job first).
+  std::string executorId;
+  control_.run([&] {
+    for (const JobSummary& job : master_.jobs()) {
+      for (const FailedAttempt& failure : job.recentFailures) {
+        if (failure.stageId == stage && failure.index == index && failure.attempt == attempt) {
+          executorId = failure.executorId;
+        }
+      }
+    }
+  });
+  if (executorId.empty()) {
+    throw rest::RestError(404, "no failed attempt " + std::to_string(attempt) + " of task " +
+                                   stage + ":" + std::to_string(index) +
+                                   " is known (only failed attempts link to logs)");
+  }
+  return executorId;
+}
+
+void StatusHandlers::registerLogRoutes(rest::HttpServer& s) {
   // An executor's or a failed task attempt's stdout or stderr, from its node manager (the
   // browser holds only this AM's token; the AM holds the containers' tokens).
   s.get(R"(/api/v1/executors/([^/]+)/logs/(stdout|stderr))",
@@ -308,27 +335,13 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
           const std::string stage = req.matches[1];
           const int64_t index = std::stoll(req.matches[2]);
           const int attempt = std::stoi(req.matches[3]);
-          // The executor that ran it: the failed attempts each job keeps (newest job first).
-          std::string executorId;
-          control_.run([&] {
-            for (const JobSummary& job : master_.jobs()) {
-              for (const FailedAttempt& failure : job.recentFailures) {
-                if (failure.stageId == stage && failure.index == index &&
-                    failure.attempt == attempt) {
-                  executorId = failure.executorId;
-                }
-              }
-            }
-          });
-          if (executorId.empty()) {
-            throw rest::RestError(404, "no failed attempt " + std::to_string(attempt) +
-                                           " of task " + stage + ":" + std::to_string(index) +
-                                           " is known (only failed attempts link to logs)");
-          }
           replyLog(
-              req, res, executorId,
+              req, res, failedAttemptExecutor(stage, index, attempt),
               "tasks/" + taskDirName(stage, index, attempt) + "/" + std::string(req.matches[4]));
         });
+}
+
+void StatusHandlers::registerJobRoutes(rest::HttpServer& s) {
   s.get("/api/v1/jobs", onControlThread([this](const httplib::Request&, httplib::Response& res) {
           rest::replyJson(res, jobsJson(std::nullopt));
         }));
@@ -363,6 +376,9 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
           rest::replyJson(
               res, JsonWriter().startObject().field("unpersisted", stageId).endObject().str());
         }));
+}
+
+void StatusHandlers::registerAllocationRoutes(rest::HttpServer& s) {
   s.get("/api/v1/allocation/decisions",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           const int64_t limit = rest::queryInteger(req, "limit", 100);
