@@ -16,6 +16,7 @@
 // field's error names its full path ("asks[0].resource.memory"); a check refuses a value with
 // a JsonFieldError naming the same path. Shapes a table cannot say (a map with rules for its
 // names, a field that depends on another) are `custom` fields with their own read and write.
+// A value a document shows but no reader takes (a summary of other fields) is `computed`.
 
 #include <functional>
 #include <initializer_list>
