@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "rest/http_status.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 
@@ -54,6 +55,39 @@ std::string listDocument(TimeMs nowMs, std::string_view key, const Items& items,
   w.startObject().field("nowMs", nowMs);
   writeArray(w, key, items, write).endObject();
   return w.str();
+}
+
+// Documents of a struct's own fields, as field tables (rest/json_fields.h): the same writer
+// the wire messages use.
+const rest::JsonFields<FailedAttempt>& failedAttemptFields() {
+  using F = FailedAttempt;
+  static const rest::JsonFields<F> fields = rest::JsonFields<F>()
+                                                .required("taskId", &F::taskId)
+                                                .required("stage", &F::stageId)
+                                                .required("index", &F::index)
+                                                .required("attempt", &F::attempt)
+                                                .required("executor", &F::executorId)
+                                                .required("reason", &F::reason)
+                                                .required("exitCode", &F::exitCode)
+                                                .required("stderrTail", &F::stderrTail);
+  return fields;
+}
+
+const rest::JsonFields<DecisionRecord>& decisionFields() {
+  using D = DecisionRecord;
+  static const rest::JsonFields<D> fields =
+      rest::JsonFields<D>()
+          .required("atMs", &D::atMs)
+          .required("lastMs", &D::lastMs)
+          .required("repeats", &D::repeats)
+          .required("source", &D::source)
+          .required("action", &D::action)
+          .required("target", &D::target)
+          .required("why", &D::why)
+          .required("firstTarget", &D::firstTarget)
+          .required("firstWhy", &D::firstWhy)
+          .computed("summary", [](const D& d) { return d.summary(); });
+  return fields;
 }
 
 // A clock time as AM uptime; -1 (not yet) stays -1.
@@ -113,18 +147,8 @@ void writeJob(JsonWriter& w, const JobSummary& job, bool detailed, TimeMs starte
       .field("failedAttempts", job.failedAttempts);
   if (detailed) {
     writeArray(w, "stages", job.stages, writeStage);
-    writeArray(w, "failures", job.recentFailures, [](JsonWriter& out, const FailedAttempt& f) {
-      out.startObject()
-          .field("taskId", f.taskId)
-          .field("stage", f.stageId)
-          .field("index", f.index)
-          .field("attempt", f.attempt)
-          .field("executor", f.executorId)
-          .field("reason", f.reason)
-          .field("exitCode", f.exitCode)
-          .field("stderrTail", f.stderrTail)
-          .endObject();
-    });
+    w.key("failures");
+    failedAttemptFields().writeArray(w, job.recentFailures);
   }
   w.endObject();
 }
@@ -242,15 +266,15 @@ void StatusHandlers::registerExecutorRoutes(rest::HttpServer& e) {
   });
 }
 
-void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
+rest::RouteHandler StatusHandlers::onControlThread(rest::RouteHandler handler) {
   // Handlers that take the AM's lock, or a lock the loops take under it (decisions, history),
   // run on the control thread at normal priority: see control_thread.h.
-  auto onControlThread = [this](rest::RouteHandler handler) -> rest::RouteHandler {
-    return
-        [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-          control_.run([&] { handler(req, res); });
-        };
+  return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    control_.run([&] { handler(req, res); });
   };
+}
+
+void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
   // Before any route (unknown paths too): every thread of this server serves at low priority.
   // They are paced, too: over ui.maxRequestsPerSecond a request waits its turn.
   auto pacer = std::make_shared<RequestPacer>(master_.info().uiMaxRequestsPerSecond);
@@ -273,6 +297,33 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
     const int64_t removed = rest::queryInteger(req, "removed", kRemovedExecutorsDefault);
     rest::replyJson(res, executorsJson(static_cast<size_t>(removed)));
   });
+  registerLogRoutes(s);
+  registerJobRoutes(s);
+  registerAllocationRoutes(s);
+}
+
+std::string StatusHandlers::failedAttemptExecutor(const std::string& stage, int64_t index,
+                                                  int attempt) {
+  // The failed attempts each job keeps (newest job first).
+  std::string executorId;
+  control_.run([&] {
+    for (const JobSummary& job : master_.jobs()) {
+      for (const FailedAttempt& failure : job.recentFailures) {
+        if (failure.stageId == stage && failure.index == index && failure.attempt == attempt) {
+          executorId = failure.executorId;
+        }
+      }
+    }
+  });
+  if (executorId.empty()) {
+    throw rest::RestError(404, "no failed attempt " + std::to_string(attempt) + " of task " +
+                                   stage + ":" + std::to_string(index) +
+                                   " is known (only failed attempts link to logs)");
+  }
+  return executorId;
+}
+
+void StatusHandlers::registerLogRoutes(rest::HttpServer& s) {
   // An executor's or a failed task attempt's stdout or stderr, from its node manager (the
   // browser holds only this AM's token; the AM holds the containers' tokens).
   s.get(R"(/api/v1/executors/([^/]+)/logs/(stdout|stderr))",
@@ -284,27 +335,13 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
           const std::string stage = req.matches[1];
           const int64_t index = std::stoll(req.matches[2]);
           const int attempt = std::stoi(req.matches[3]);
-          // The executor that ran it: the failed attempts each job keeps (newest job first).
-          std::string executorId;
-          control_.run([&] {
-            for (const JobSummary& job : master_.jobs()) {
-              for (const FailedAttempt& failure : job.recentFailures) {
-                if (failure.stageId == stage && failure.index == index &&
-                    failure.attempt == attempt) {
-                  executorId = failure.executorId;
-                }
-              }
-            }
-          });
-          if (executorId.empty()) {
-            throw rest::RestError(404, "no failed attempt " + std::to_string(attempt) +
-                                           " of task " + stage + ":" + std::to_string(index) +
-                                           " is known (only failed attempts link to logs)");
-          }
           replyLog(
-              req, res, executorId,
+              req, res, failedAttemptExecutor(stage, index, attempt),
               "tasks/" + taskDirName(stage, index, attempt) + "/" + std::string(req.matches[4]));
         });
+}
+
+void StatusHandlers::registerJobRoutes(rest::HttpServer& s) {
   s.get("/api/v1/jobs", onControlThread([this](const httplib::Request&, httplib::Response& res) {
           rest::replyJson(res, jobsJson(std::nullopt));
         }));
@@ -339,6 +376,9 @@ void StatusHandlers::registerStatusRoutes(rest::HttpServer& s) {
           rest::replyJson(
               res, JsonWriter().startObject().field("unpersisted", stageId).endObject().str());
         }));
+}
+
+void StatusHandlers::registerAllocationRoutes(rest::HttpServer& s) {
   s.get("/api/v1/allocation/decisions",
         onControlThread([this](const httplib::Request& req, httplib::Response& res) {
           const int64_t limit = rest::queryInteger(req, "limit", 100);
@@ -623,20 +663,7 @@ std::string StatusHandlers::decisionsJson(size_t limit) {
   const TimeMs now = master_.nowMs();
   const std::vector<DecisionRecord> records = master_.decisions(limit);  // its own lock
   return listDocument(now - master_.info().startedAt, "decisions", records,
-                      [](JsonWriter& w, const DecisionRecord& d) {
-                        w.startObject()
-                            .field("atMs", d.atMs)
-                            .field("lastMs", d.lastMs)
-                            .field("repeats", d.repeats)
-                            .field("source", d.source)
-                            .field("action", d.action)
-                            .field("target", d.target)
-                            .field("why", d.why)
-                            .field("firstTarget", d.firstTarget)
-                            .field("firstWhy", d.firstWhy)
-                            .field("summary", d.summary())
-                            .endObject();
-                      });
+                      [](JsonWriter& w, const DecisionRecord& d) { decisionFields().write(w, d); });
 }
 
 std::string StatusHandlers::historyJson(TimeMs sinceMs) {

@@ -34,6 +34,14 @@ class StatusHandlers {
   std::string historyJson(TimeMs sinceMs);
 
  private:
+  // The status port's routes by what they serve: logs, jobs and cached stages, allocation.
+  void registerLogRoutes(rest::HttpServer& server);
+  void registerJobRoutes(rest::HttpServer& server);
+  void registerAllocationRoutes(rest::HttpServer& server);
+  // `handler` run on the control thread (control_thread.h).
+  rest::RouteHandler onControlThread(rest::RouteHandler handler);
+  // The executor that ran a failed attempt the jobs keep; a 404 RestError for any other.
+  std::string failedAttemptExecutor(const std::string& stage, int64_t index, int attempt);
   std::string jobsJson(const std::optional<std::string>& jobId);
   std::string cacheJson();
   void handleBoundsUpdate(const httplib::Request& req, httplib::Response& res);

@@ -26,23 +26,23 @@ class Clock {
   virtual TimeMs nowMs() const = 0;
 };
 
+// A std::chrono clock's now in milliseconds since its epoch.
+template <typename ChronoClock>
+TimeMs chronoNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             ChronoClock::now().time_since_epoch())
+      .count();
+}
+
 class SteadyClock final : public Clock {
  public:
-  TimeMs nowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  TimeMs nowMs() const override { return chronoNowMs<std::chrono::steady_clock>(); }
 };
 
 // Milliseconds since the Unix epoch: for what is compared with files' modification times.
 class SystemClock final : public Clock {
  public:
-  TimeMs nowMs() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
+  TimeMs nowMs() const override { return chronoNowMs<std::chrono::system_clock>(); }
 };
 
 // A clock that moves only when told to: the simulator's virtual time and the tests' fake.

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -103,6 +104,51 @@ void makeTlsPathsAbsolute(Properties& props) {
   }
 }
 
+// --work-dir, or a new directory under $TMPDIR.
+std::string runWorkDir(const std::optional<std::string>& option) {
+  if (option) return absolute(*option);
+  const char* tmp = getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tide-run-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create " + pattern);
+  return pattern;
+}
+
+// The node's logs outlive the run (and its work dir): `tide logs APP` here reads them once the
+// cluster is gone. Sets nm.logDir unless it is set.
+void keepLogsOutsideWorkDir(Properties& props, const std::string& workDir) {
+  if (props.has("nm.logDir")) return;
+  std::error_code unwritable;
+  std::filesystem::create_directories(kEmbeddedLogDir, unwritable);
+  if (unwritable) {
+    std::cerr << "tide: warning: cannot create " << absolute(kEmbeddedLogDir) << " ("
+              << unwritable.message() << "): the logs stay in " << workDir
+              << "/logs, removed if the job succeeds\n";
+    props.set("nm.logDir", workDir + "/logs");
+  } else {
+    // The logs are private: only this user may read them (as .tide's pointer file).
+    ::chmod(std::filesystem::path(kEmbeddedLogDir).parent_path().c_str(), 0700);
+    props.set("nm.logDir", absolute(kEmbeddedLogDir));
+  }
+}
+
+// One node; the nm.*, rm.* and log.* properties go to the daemons they are for.
+EmbeddedClusterOptions embeddedClusterOptionsOf(const Properties& props, const std::string& workDir,
+                                                const rest::TlsSettings& tls) {
+  EmbeddedClusterOptions options;
+  options.workDir = workDir;
+  options.nodes = 1;
+  options.tls = tls;
+  for (const auto& [key, entry] : props.entries()) {
+    if (key.rfind("nm.", 0) == 0) options.nmConf.emplace_back(key, entry.value);
+    if (key.rfind("rm.", 0) == 0) options.rmConf.emplace_back(key, entry.value);
+    if (key.rfind("log.", 0) == 0) {
+      options.nmConf.emplace_back(key, entry.value);
+      options.rmConf.emplace_back(key, entry.value);
+    }
+  }
+  return options;
+}
+
 }  // namespace
 
 int runRunCommand(int argc, char** argv) {
@@ -144,44 +190,9 @@ int runRunCommand(int argc, char** argv) {
         // executors (in the node's containers); this command verifies them against tls.caFile.
         const rest::TlsSettings tls = rest::TlsSettings::fromProperties(props);
 
-        std::string workDir;
-        if (auto dir = cli.option("work-dir")) {
-          workDir = absolute(*dir);
-        } else {
-          const char* tmp = getenv("TMPDIR");
-          std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/tide-run-XXXXXX";
-          if (mkdtemp(pattern.data()) == nullptr)
-            throw std::runtime_error("cannot create " + pattern);
-          workDir = pattern;
-        }
-        // The node's logs outlive the run (and its work dir): `tide logs APP` here reads them
-        // once the cluster is gone.
-        if (!props.has("nm.logDir")) {
-          std::error_code unwritable;
-          std::filesystem::create_directories(kEmbeddedLogDir, unwritable);
-          if (unwritable) {
-            std::cerr << "tide: warning: cannot create " << absolute(kEmbeddedLogDir) << " ("
-                      << unwritable.message() << "): the logs stay in " << workDir
-                      << "/logs, removed if the job succeeds\n";
-            props.set("nm.logDir", workDir + "/logs");
-          } else {
-            // The logs are private: only this user may read them (as .tide's pointer file).
-            ::chmod(std::filesystem::path(kEmbeddedLogDir).parent_path().c_str(), 0700);
-            props.set("nm.logDir", absolute(kEmbeddedLogDir));
-          }
-        }
-        EmbeddedClusterOptions options;
-        options.workDir = workDir;
-        options.nodes = 1;
-        options.tls = tls;
-        for (const auto& [key, entry] : props.entries()) {
-          if (key.rfind("nm.", 0) == 0) options.nmConf.emplace_back(key, entry.value);
-          if (key.rfind("rm.", 0) == 0) options.rmConf.emplace_back(key, entry.value);
-          if (key.rfind("log.", 0) == 0) {
-            options.nmConf.emplace_back(key, entry.value);
-            options.rmConf.emplace_back(key, entry.value);
-          }
-        }
+        const std::string workDir = runWorkDir(cli.option("work-dir"));
+        keepLogsOutsideWorkDir(props, workDir);
+        const EmbeddedClusterOptions options = embeddedClusterOptionsOf(props, workDir, tls);
         std::cerr << "tide: starting an embedded cluster in " << workDir << "\n";
         EmbeddedCluster cluster(options);
         // `tide app` and `tide status` run here find this cluster while it runs.

@@ -265,6 +265,69 @@ bool applicationEnded(const Target& target, const std::string& master, const Pro
   }
 }
 
+// Once the application has ended: its final status, from its history or the RM.
+void printFinalStatus(const std::string& applicationId, const Target& target,
+                      const std::string& master, const Properties& props, bool json) {
+  try {
+    if (auto history = statusFromHistory(applicationId, props, json, false)) {
+      std::cout << *history << std::flush;
+      return;
+    }
+    if (target.applicationId) {
+      ClusterClient cluster(master, rest::rmClientToken(props), caFileOf(props));
+      std::cout << statusFromReport(cluster.application(applicationId), props, json) << std::flush;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tide status: no final status for " << applicationId << ": " << e.what() << "\n";
+  }
+}
+
+// --watch: redraws every second until interrupted or the application ends, then prints its
+// final status.
+int watchStatus(StatusView& view, const Target& target, const std::string& master,
+                const Properties& props, bool json) {
+  struct sigaction action {};
+  action.sa_handler = onStatusInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  bool shownOnce = false;
+  std::string applicationId = target.applicationId.value_or("");
+  while (!statusInterrupted) {
+    std::string frame;
+    try {
+      if (applicationId.empty()) applicationId = view.status()["applicationId"].GetString();
+      frame = json ? view.statusText() + "\n" : view.render();
+    } catch (const rest::HttpError& e) {
+      // The AM goes away when its application ends: that ends the watch with its final
+      // status.
+      if (shownOnce && (e.isTransportError() || applicationEnded(target, master, props))) {
+        std::cerr << "tide status: the application master at " << target.amUrl
+                  << " is gone (the application ended)\n";
+        if (!applicationId.empty()) printFinalStatus(applicationId, target, master, props, json);
+        return 0;
+      }
+      throw;
+    }
+    if (terminal && !json) {
+      std::cout << "\033[H\033[2J";  // home and clear: redraw in place
+    } else if (shownOnce && !json) {
+      std::cout << "\n";
+    }
+    std::cout << frame << std::flush;
+    shownOnce = true;
+    if (applicationEnded(target, master, props)) {
+      printFinalStatus(applicationId, target, master, props, json);
+      return 0;
+    }
+    // Sleep in small steps so that Ctrl-C ends the watch at once.
+    for (int i = 0; i < 20 && !statusInterrupted; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int runStatusCommand(int argc, char** argv) {
@@ -305,25 +368,6 @@ int runStatusCommand(int argc, char** argv) {
                     << std::flush;
           return 0;
         }
-        // Once the application has ended: its final status, from its history or the RM.
-        const auto printFinal = [&](const std::string& applicationId) {
-          try {
-            if (auto history = statusFromHistory(applicationId, cli.properties(), json, false)) {
-              std::cout << *history << std::flush;
-              return;
-            }
-            if (target.applicationId) {
-              ClusterClient cluster(master, rest::rmClientToken(cli.properties()),
-                                    caFileOf(cli.properties()));
-              std::cout << statusFromReport(cluster.application(applicationId), cli.properties(),
-                                            json)
-                        << std::flush;
-            }
-          } catch (const std::exception& e) {
-            std::cerr << "tide status: no final status for " << applicationId << ": " << e.what()
-                      << "\n";
-          }
-        };
         if (target.applicationId && !target.controlToken.empty()) {
           // Once, on stderr: the page with the token that lets it change the bounds.
           std::cerr << "tide status: page " << pageUrlWithToken(target.amUrl, target.controlToken)
@@ -334,48 +378,7 @@ int runStatusCommand(int argc, char** argv) {
           std::cout << (json ? view.statusText() + "\n" : view.render()) << std::flush;
           return 0;
         }
-
-        struct sigaction action {};
-        action.sa_handler = onStatusInterrupt;
-        sigaction(SIGINT, &action, nullptr);
-        sigaction(SIGTERM, &action, nullptr);
-        const bool terminal = isatty(STDOUT_FILENO) != 0;
-        bool shownOnce = false;
-        std::string applicationId = target.applicationId.value_or("");
-        while (!statusInterrupted) {
-          std::string frame;
-          try {
-            if (applicationId.empty()) applicationId = view.status()["applicationId"].GetString();
-            frame = json ? view.statusText() + "\n" : view.render();
-          } catch (const rest::HttpError& e) {
-            // The AM goes away when its application ends: that ends the watch with its final
-            // status.
-            if (shownOnce &&
-                (e.isTransportError() || applicationEnded(target, master, cli.properties()))) {
-              std::cerr << "tide status: the application master at " << target.amUrl
-                        << " is gone (the application ended)\n";
-              if (!applicationId.empty()) printFinal(applicationId);
-              return 0;
-            }
-            throw;
-          }
-          if (terminal && !json) {
-            std::cout << "\033[H\033[2J";  // home and clear: redraw in place
-          } else if (shownOnce && !json) {
-            std::cout << "\n";
-          }
-          std::cout << frame << std::flush;
-          shownOnce = true;
-          if (applicationEnded(target, master, cli.properties())) {
-            printFinal(applicationId);
-            return 0;
-          }
-          // Sleep in small steps so that Ctrl-C ends the watch at once.
-          for (int i = 0; i < 20 && !statusInterrupted; ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-        }
-        return 0;
+        return watchStatus(view, target, master, cli.properties(), json);
       },
       "tide status");
 }

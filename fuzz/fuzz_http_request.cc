@@ -33,6 +33,7 @@
 #include "deploy/rm/rm_server.h"
 #include "rest/http_server.h"
 #include "rest/messages/credentials.h"
+#include "tests/support/stand_in_master.h"
 
 namespace {
 
@@ -42,7 +43,7 @@ constexpr char kAppSecret[] = "fuzz-app-secret";
 
 // The AM core as the handlers see it: answers every read with an empty or small document and
 // takes every well-formed control request.
-class StandInMaster : public am::MasterControl {
+class StandInMaster : public testing_support::StandInMasterControl {
  public:
   StandInMaster() {
     info_.applicationId = "application_1_0001";
@@ -50,21 +51,13 @@ class StandInMaster : public am::MasterControl {
     info_.session = true;
     info_.uiMaxRequestsPerSecond = 0;
   }
-  const am::MasterInfo& info() const override { return info_; }
   TimeMs nowMs() const override { return 1000; }
-  std::shared_ptr<const am::StatusSnapshot> status() override {
-    return std::make_shared<am::StatusSnapshot>();
-  }
   std::optional<am::JobSummary> job(const std::string& jobId) override {
     if (jobId != "job-1") return std::nullopt;
     am::JobSummary summary;
     summary.jobId = jobId;
     return summary;
   }
-  std::vector<am::JobSummary> jobs() override { return {}; }
-  std::vector<am::CachedStageSummary> cachedStages() override { return {}; }
-  std::vector<am::DecisionRecord> decisions(size_t) override { return {}; }
-  const am::AllocationHistory& history() const override { return history_; }
   std::string metricsText() const override { return "tide_up 1\n"; }
   std::string submitJob(am::Job) override { return "job-2"; }
   Status unpersist(const std::string& stageId) override {
@@ -97,10 +90,6 @@ class StandInMaster : public am::MasterControl {
                                     const rest::CommitRequest&) override {
     return {executorId == "e1", executorId == "e1" ? "" : "not registered"};
   }
-
- private:
-  am::MasterInfo info_;
-  am::AllocationHistory history_;
 };
 
 struct Servers {

@@ -16,6 +16,7 @@
 // field's error names its full path ("asks[0].resource.memory"); a check refuses a value with
 // a JsonFieldError naming the same path. Shapes a table cannot say (a map with rules for its
 // names, a field that depends on another) are `custom` fields with their own read and write.
+// A value a document shows but no reader takes (a summary of other fields) is `computed`.
 
 #include <functional>
 #include <initializer_list>
@@ -287,6 +288,15 @@ class JsonFields {
   // A field with hand-written reading and writing (`write` writes the key too, or nothing).
   JsonFields& custom(std::string name, Reader read, Writer write) {
     return add(std::move(name), std::move(read), std::move(write));
+  }
+
+  // A value derived from the message (a summary of other fields) that a document shows:
+  // written as `value(message)`, never read.
+  template <typename Derive>
+  JsonFields& computed(std::string name, Derive value) {
+    return add(
+        name, [](const JsonObjectReader&, T&) {},
+        [name, value](JsonWriter& out, const T& message) { out.field(name, value(message)); });
   }
 
   // The field added last is written only when `when` holds for the message.

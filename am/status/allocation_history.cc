@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 
@@ -46,33 +47,32 @@ uint64_t AllocationHistory::thinned() const {
   return thinned_;
 }
 
+namespace {
+
+// One table drives the point's writer and its reader (the history a replayed event log shows).
+const rest::JsonFields<AllocationPoint>& allocationPointFields() {
+  using P = AllocationPoint;
+  static const rest::JsonFields<P> fields = rest::JsonFields<P>()
+                                                .required("atMs", &P::atMs)
+                                                .required("target", &P::target)
+                                                .required("live", &P::live)
+                                                .required("busy", &P::busy)
+                                                .required("pendingExecutors", &P::pendingExecutors)
+                                                .required("pendingTasks", &P::pendingTasks)
+                                                .required("runningTasks", &P::runningTasks)
+                                                .required("min", &P::minExecutors)
+                                                .required("max", &P::maxExecutors);
+  return fields;
+}
+
+}  // namespace
+
 void writeAllocationPoint(rest::JsonWriter& w, const AllocationPoint& p) {
-  w.startObject()
-      .field("atMs", p.atMs)
-      .field("target", p.target)
-      .field("live", p.live)
-      .field("busy", p.busy)
-      .field("pendingExecutors", p.pendingExecutors)
-      .field("pendingTasks", p.pendingTasks)
-      .field("runningTasks", p.runningTasks)
-      .field("min", p.minExecutors)
-      .field("max", p.maxExecutors)
-      .endObject();
+  allocationPointFields().write(w, p);
 }
 
 AllocationPoint allocationPointFromJson(const rapidjson::Value& json) {
-  const rest::JsonObjectReader r(json);
-  AllocationPoint p;
-  p.atMs = r.requireInt64("atMs");
-  p.target = r.requireInt("target");
-  p.live = r.requireInt("live");
-  p.busy = r.requireInt("busy");
-  p.pendingExecutors = r.requireInt("pendingExecutors");
-  p.pendingTasks = r.requireInt64("pendingTasks");
-  p.runningTasks = r.requireInt64("runningTasks");
-  p.minExecutors = r.requireInt("min");
-  p.maxExecutors = r.requireInt("max");
-  return p;
+  return allocationPointFields().read(rest::JsonObjectReader(json));
 }
 
 std::string allocationHistoryDocument(TimeMs nowMs, const AllocationHistory& history,

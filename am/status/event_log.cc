@@ -13,6 +13,7 @@
 #include "common/append_log.h"
 #include "common/version.h"
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 namespace {
@@ -34,30 +35,22 @@ std::string headerLine() {
   return line(w);
 }
 
-std::string applicationLine(const EventLogApplication& app) {
+// A record: its type, then the members its table writes.
+template <typename T>
+std::string recordLine(const char* type, const rest::JsonFields<T>& fields, const T& value) {
   JsonWriter w;
-  w.startObject()
-      .field("type", "application")
-      .field("applicationId", app.applicationId)
-      .field("attemptId", app.attemptId)
-      .field("user", app.user)
-      .field("startedAtEpochMs", app.startedAtEpochMs)
-      .endObject();
+  w.startObject().field("type", type);
+  fields.writeMembers(w, value);
+  w.endObject();
   return line(w);
 }
 
+std::string applicationLine(const EventLogApplication& app) {
+  return recordLine("application", eventLogApplicationFields(), app);
+}
+
 std::string addedLine(const ExecutorLifetime& e) {
-  JsonWriter w;
-  w.startObject()
-      .field("type", "executorAdded")
-      .field("id", e.id)
-      .field("host", e.host)
-      .field("container", e.container)
-      .field("node", e.node)
-      .field("pid", e.pid)
-      .field("atMs", e.addedAtMs)
-      .endObject();
-  return line(w);
+  return recordLine("executorAdded", executorAddedFields(), e);
 }
 
 std::string removedLine(const std::string& id, TimeMs atMs, const std::string& reason) {
@@ -93,6 +86,28 @@ int openForAppend(const std::string& path) {
 }
 
 }  // namespace
+
+const rest::JsonFields<EventLogApplication>& eventLogApplicationFields() {
+  using A = EventLogApplication;
+  static const rest::JsonFields<A> fields = rest::JsonFields<A>()
+                                                .required("applicationId", &A::applicationId)
+                                                .required("attemptId", &A::attemptId)
+                                                .optional("user", &A::user, "")
+                                                .required("startedAtEpochMs", &A::startedAtEpochMs);
+  return fields;
+}
+
+const rest::JsonFields<ExecutorLifetime>& executorAddedFields() {
+  using E = ExecutorLifetime;
+  static const rest::JsonFields<E> fields = rest::JsonFields<E>()
+                                                .required("id", &E::id)
+                                                .optional("host", &E::host, "")
+                                                .optional("container", &E::container, "")
+                                                .optional("node", &E::node, "")
+                                                .optional("pid", &E::pid, 0)
+                                                .required("atMs", &E::addedAtMs);
+  return fields;
+}
 
 std::string eventLogPath(const std::string& dir, const std::string& applicationId) {
   return dir + "/" + applicationId + ".jsonl";

@@ -32,6 +32,11 @@
 #include "am/status/allocation_history.h"
 #include "common/clock.h"
 
+namespace tide::rest {
+template <typename T>
+class JsonFields;
+}  // namespace tide::rest
+
 namespace tide::am {
 
 constexpr int kEventLogVersion = 1;
@@ -57,6 +62,11 @@ struct ExecutorLifetime {
   TimeMs removedAtMs = -1;  // -1 while it runs
   std::string removedReason;
 };
+
+// The members after "type" of the application and executorAdded records: one table drives
+// the writer here and the reader in event_log_replay.cc.
+const rest::JsonFields<EventLogApplication>& eventLogApplicationFields();
+const rest::JsonFields<ExecutorLifetime>& executorAddedFields();
 
 // What the live API serves, as it serves it (GET /api/v1/status, /executors, /jobs,
 // /allocation/decisions).

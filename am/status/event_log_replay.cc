@@ -4,6 +4,7 @@
 #include <map>
 
 #include "rest/json.h"
+#include "rest/json_fields.h"
 
 namespace tide::am {
 namespace {
@@ -15,18 +16,9 @@ using rest::JsonWriter;
 void apply(ReplayedApplication& app, std::map<std::string, size_t>& executorIndex,
            const std::string& type, const JsonObjectReader& r) {
   if (type == "application") {
-    app.application.applicationId = r.requireString("applicationId");
-    app.application.attemptId = r.requireString("attemptId");
-    app.application.user = r.optionalString("user");
-    app.application.startedAtEpochMs = r.requireInt64("startedAtEpochMs");
+    app.application = eventLogApplicationFields().read(r);
   } else if (type == "executorAdded") {
-    ExecutorLifetime e;
-    e.id = r.requireString("id");
-    e.host = r.optionalString("host");
-    e.container = r.optionalString("container");
-    e.node = r.optionalString("node");
-    e.pid = r.optionalInt64("pid", 0);
-    e.addedAtMs = r.requireInt64("atMs");
+    ExecutorLifetime e = executorAddedFields().read(r);
     if (executorIndex.emplace(e.id, app.executors.size()).second) {
       app.executors.push_back(std::move(e));
     }

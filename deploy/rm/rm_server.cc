@@ -179,15 +179,17 @@ void ResourceManagerServer::stop() {
 }
 
 void ResourceManagerServer::addRoutes() {
+  addApplicationRoutes();
+  addClusterRoutes();
+  addNodeRoutes();
+  addApplicationMasterRoutes();
+}
+
+// ---- Client API: the applications (YARN's /ws/v1/cluster/apps)
+void ResourceManagerServer::addApplicationRoutes() {
   using httplib::Request;
   using httplib::Response;
 
-  server_.get("/", [](const Request&, Response& res) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(std::string(resourceManagerPageHtml()), "text/html; charset=utf-8");
-  });
-
-  // ---- Client API
   server_.post("/ws/v1/cluster/apps/new-application", [this](const Request&, Response& res) {
     rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.newApplication(); })));
   });
@@ -266,6 +268,17 @@ void ResourceManagerServer::addRoutes() {
                       toJson(withState([&](ClusterState& s) { return s.killApplication(id); })));
     });
   });
+}
+
+// ---- Client API: the page and the cluster's own state
+void ResourceManagerServer::addClusterRoutes() {
+  using httplib::Request;
+  using httplib::Response;
+
+  server_.get("/", [](const Request&, Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_content(std::string(resourceManagerPageHtml()), "text/html; charset=utf-8");
+  });
   server_.get("/ws/v1/cluster/metrics", [this](const Request&, Response& res) {
     rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.metrics(); })));
   });
@@ -281,8 +294,13 @@ void ResourceManagerServer::addRoutes() {
   };
   server_.get("/ws/v1/cluster/info", info);
   server_.get("/ws/v1/cluster", info);
+}
 
-  // ---- Node managers
+// ---- Node managers: registration and heartbeats
+void ResourceManagerServer::addNodeRoutes() {
+  using httplib::Request;
+  using httplib::Response;
+
   server_.post("/ws/v1/nm/register", [this](const Request& req, Response& res) {
     const rapidjson::Document body = rest::parseJson(req.body);
     const rest::NodeRegistration registration = rest::nodeRegistrationFromJson(body);
@@ -306,6 +324,11 @@ void ResourceManagerServer::addRoutes() {
                       })));
     });
   });
+}
+
+void ResourceManagerServer::addApplicationMasterRoutes() {
+  using httplib::Request;
+  using httplib::Response;
 
   // ---- ApplicationMaster protocol: POST /ws/v1/am/<attempt id>/<call>, each the same way: the
   // attempt's token first, then the body (decoded with `decode`), then the state's `method`.

@@ -94,6 +94,10 @@ class ResourceManagerServer {
 
  private:
   void addRoutes();
+  void addApplicationRoutes();
+  void addClusterRoutes();
+  void addNodeRoutes();
+  void addApplicationMasterRoutes();
   // Writes what the state queued for the store (under stateMutex_). A store that cannot be
   // written ends the process: answering as if it had been would lose applications silently.
   void persist();

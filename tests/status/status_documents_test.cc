@@ -14,6 +14,7 @@
 #include "rest/json.h"
 #include "tests/support/files.h"
 #include "tests/support/headless_chromium.h"
+#include "tests/support/stand_in_master.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::am {
@@ -23,7 +24,7 @@ using ::testing::HasSubstr;
 
 constexpr TimeMs kStartedAt = 50000;  // clock time the AM started; the API says uptime
 
-class FakeMaster : public MasterControl {
+class FakeMaster : public testing_support::StandInMasterControl {
  public:
   FakeMaster() {
     info_.applicationId = "application_1_0001";
@@ -34,40 +35,16 @@ class FakeMaster : public MasterControl {
     snapshot_->takenAt = kStartedAt + 9000;
     snapshot_->removed = std::make_shared<const std::vector<RemovedExecutor>>();
   }
-  const MasterInfo& info() const override { return info_; }
   TimeMs nowMs() const override { return kStartedAt + 9000; }
   std::shared_ptr<const StatusSnapshot> status() override { return snapshot_; }
-  std::optional<JobSummary> job(const std::string&) override { return std::nullopt; }
   std::vector<JobSummary> jobs() override { return snapshot_->jobs; }
-  std::vector<CachedStageSummary> cachedStages() override { return {}; }
   std::vector<DecisionRecord> decisions(size_t limit) override { return log.newest(limit); }
-  const AllocationHistory& history() const override { return history_; }
-  std::string metricsText() const override { return ""; }
-  std::string submitJob(Job) override { return ""; }
-  Status unpersist(const std::string&) override { return Status(); }
-  Status changeBounds(std::optional<int>, std::optional<int>, std::optional<int>,
-                      const std::string&, allocation::Bounds*) override {
-    return Status();
-  }
-  Status registerExecutor(const rest::ExecutorRegistration&, const std::string&,
-                          rest::ExecutorRegistered*) override {
-    return Status();
-  }
-  Status syncExecutor(const std::string&, const rest::ExecutorSync&,
-                      rest::ExecutorSyncReply*) override {
-    return Status();
-  }
-  rest::CommitDecision decideCommit(const std::string&, const rest::CommitRequest&) override {
-    return {};
-  }
 
   StatusSnapshot& snapshot() { return *snapshot_; }
   DecisionLog log;
 
  private:
-  MasterInfo info_;
   std::shared_ptr<StatusSnapshot> snapshot_ = std::make_shared<StatusSnapshot>();
-  AllocationHistory history_;
 };
 
 StageSummary stage(const std::string& id, StageState state, TimeMs submitted, TimeMs completed) {
