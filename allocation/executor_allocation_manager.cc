@@ -364,8 +364,7 @@ void ExecutorAllocationManager::removeExecutors(const std::vector<ExecutorId>& t
     if (!tracker->cachedData.empty()) why += " with cached data";
     removed.push_back(tracker->id);
     --left.remaining;
-    result.decisions.push_back(
-        {releaseAction(), target_, tracker->id, why, tracker->profileId});
+    result.decisions.push_back({releaseAction(), target_, tracker->id, why, tracker->profileId});
   }
   for (const auto& [profileId, left] : byProfile) {
     if (left.kept.empty()) continue;
