@@ -121,7 +121,9 @@ TEST_F(DataIntegrationTest, TheExampleJobFileRunsWithTideRun) {
 TEST_F(DataIntegrationTest, WordcountSurvivesAnExecutorKilledDuringTheReduceStage) {
   startCluster();
   const fs::path output = dir.path() / "out";
-  submit(wordcountJob(output.string(), 4),
+  // Reduce tasks of 10 s: a window the polls below find even when the AM's status threads
+  // (nice 19) wait seconds for a core on a loaded machine (with 4 s, a CI run missed it).
+  submit(wordcountJob(output.string(), 10),
          {{"dynamicAllocation.maxExecutors", "3"},
           {"dynamicAllocation.initialExecutors", "3"},
           {"dynamicAllocation.executorIdleTimeout", "60s"},
