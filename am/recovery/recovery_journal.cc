@@ -203,13 +203,9 @@ JournalRecord decodeRecord(std::string_view line) {
       readTask(in, r);
       r.node = in.optionalString("node");
       r.durationMs = in.optionalInt64("ms", 0);
-      const rest::JsonArrayReader blocks = in.requireArray("blocks");
-      for (size_t i = 0; i < blocks.size(); ++i) {
-        const rest::JsonArrayReader pair = blocks.arrayAt(i);
-        if (pair.size() != 2) {
-          throw rest::JsonFieldError(blocks.elementPath(i), "expected [partition, size]");
-        }
-        r.blocks.push_back({pair.int64At(0), pair.int64At(1)});
+      for (const auto& [partition, size] :
+           readPairs(in.requireArray("blocks"), "expected [partition, size]")) {
+        r.blocks.push_back({partition, size});
       }
       break;
     }
