@@ -6,6 +6,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -20,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -194,6 +197,23 @@ class GuardedStream : public httplib::Stream {
   }
 
   bool hasBuffered() const { return ssl_ && SSL_pending(ssl_) > 0; }
+  // A request arrived (or the peer closed): reading will not wait.
+  bool readableNow() const {
+    if (hasBuffered()) return true;
+    pollfd fd{sock_, POLLIN, 0};
+    return ::poll(&fd, 1, 0) > 0;
+  }
+  void setSwallow(bool swallow) { swallow_ = swallow; }
+  // Writes all of `data`; false when the connection cannot take it.
+  bool writeAll(const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = write(data.data() + done, data.size() - done);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
 
   bool is_readable() const override { return hasBuffered() || waitFor(POLLIN, readUntil()); }
 
@@ -214,6 +234,7 @@ class GuardedStream : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (swallow_) return static_cast<ssize_t>(size);  // a deferred reply's placeholder answer
     if (ssl_) return tlsWrite(ptr, size);
     const auto until = Clock::now() + limits_.writeTimeout;
     while (true) {
@@ -292,6 +313,7 @@ class GuardedStream : public httplib::Stream {
   const std::atomic<socket_t>& serverSocket_;
   SSL* ssl_;
   Clock::time_point deadline_ = Clock::now();
+  bool swallow_ = false;
 };
 
 void refuseBusy(socket_t sock, bool tls) {
@@ -310,6 +332,236 @@ void refuseBusy(socket_t sock, bool tls) {
   ::close(sock);
 }
 
+// A deferred reply's answer, written by the server itself (httplib wrote only a placeholder).
+std::string responseText(const httplib::Response& res, bool close) {
+  std::string text = "HTTP/1.1 " + std::to_string(res.status) + " " +
+                     (res.status < 400   ? "OK"
+                      : res.status < 500 ? "Client Error"
+                                         : "Server Error") +
+                     "\r\n";
+  for (const auto& [name, value] : res.headers) {
+    if (name == "Content-Length" || name == "Connection") continue;
+    text += name + ": " + value + "\r\n";
+  }
+  text += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  text += close ? "Connection: close\r\n\r\n" : "Connection: Keep-Alive\r\n\r\n";
+  return text + res.body;
+}
+
+}  // namespace
+
+// One accepted connection, passed between the workers and the parking. Closed (and its slot
+// released) when the last reference goes.
+struct GuardedServer::Connection {
+  Connection(GuardedServer& owner, socket_t socket, std::string peer)
+      : server(owner), sock(socket), address(std::move(peer)) {}
+  ~Connection() {
+    stream.reset();
+    if (ssl) {
+      if (ok) SSL_shutdown(ssl);  // best effort: the socket is non-blocking
+      SSL_free(ssl);
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    server.release(address);
+  }
+  GuardedServer& server;
+  socket_t sock;
+  std::string address;
+  SSL* ssl = nullptr;
+  bool ok = true;
+  std::unique_ptr<GuardedStream> stream;
+  size_t left = 0;  // requests it may still make (keepAliveMaxCount)
+  // Set by deferReply during a request: how it is answered, and whether the connection closes
+  // after that answer.
+  std::shared_ptr<DeferredReply> deferred;
+  bool closeAfter = false;
+  // While parked (guarded by the parking's mutex).
+  std::multimap<Clock::time_point, Connection*>::iterator deadline;
+  bool watched = false;  // in the epoll set, for its next request
+};
+
+namespace {
+
+// The connection whose request this thread is serving, for deferReply.
+thread_local GuardedServer::Connection* servingNow = nullptr;
+
+}  // namespace
+
+bool deferReply(DeferredReply reply) {
+  GuardedServer::Connection* connection = servingNow;
+  if (connection == nullptr || connection->deferred) return false;
+  connection->deferred = std::make_shared<DeferredReply>(std::move(reply));
+  connection->stream->setSwallow(true);
+  return true;
+}
+
+// Where connections wait without a thread: idle kept-alive ones in an epoll set for their next
+// request (until keepAliveTimeout), deferred replies for wakeDeferred() (until their deadline).
+// One thread watches both and hands what is ready to the worker pool.
+class GuardedServer::Parking {
+ public:
+  Parking(GuardedServer& server, size_t minThreads, size_t maxThreads)
+      : server_(server), pool_(minThreads, maxThreads) {
+    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_ < 0 || wake_ < 0) throw std::runtime_error("http server: no epoll or eventfd");
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.ptr = nullptr;  // the wake-up
+    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
+  }
+  ~Parking() {
+    stop();
+    ::close(epoll_);
+    ::close(wake_);
+  }
+
+  void start() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { loop(); });
+  }
+
+  void enqueue(std::function<void()> task) { pool_.enqueue(std::move(task)); }
+
+  // `deferred`: waits for wakeDeferred() or the deadline; else for its next request.
+  void park(std::shared_ptr<Connection> connection, Clock::time_point until, bool deferred) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopping_) return;  // closed as `connection` goes
+    Connection* c = connection.get();
+    const bool earliest = deadlines_.empty() || until < deadlines_.begin()->first;
+    c->deadline = deadlines_.emplace(until, c);
+    if (deferred) {
+      deferred_.insert(c);
+    } else {
+      epoll_event event{};
+      event.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      event.data.ptr = c;
+      c->watched = ::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->sock, &event) == 0;
+    }
+    parked_.emplace(c, std::move(connection));
+    lock.unlock();
+    if (earliest) poke();
+  }
+
+  void wakeDeferred() {
+    std::vector<std::shared_ptr<Connection>> woken;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (deferred_.empty()) return;
+      for (Connection* c : deferred_) woken.push_back(unpark(c));
+      deferred_.clear();
+    }
+    for (auto& c : woken) {
+      pool_.enqueue([this, c] { server_.resume(c, false); });
+    }
+  }
+
+  // Closes every parked connection and ends the pool once its running tasks are done.
+  void stop() {
+    std::map<Connection*, std::shared_ptr<Connection>> closing;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      closing.swap(parked_);
+      deferred_.clear();
+      deadlines_.clear();
+    }
+    poke();
+    if (thread_.joinable()) thread_.join();
+    closing.clear();
+    pool_.shutdown();
+  }
+
+ private:
+  void poke() {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+  }
+
+  // Under mutex_: takes `c` out of the parking.
+  std::shared_ptr<Connection> unpark(Connection* c) {
+    auto it = parked_.find(c);
+    std::shared_ptr<Connection> connection = std::move(it->second);
+    parked_.erase(it);
+    deadlines_.erase(c->deadline);
+    if (c->watched) {
+      ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->sock, nullptr);
+      c->watched = false;
+    }
+    return connection;
+  }
+
+  void loop() {
+    std::vector<epoll_event> events(256);
+    while (true) {
+      int timeoutMs = -1;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) return;
+        if (!deadlines_.empty()) {
+          const auto wait = deadlines_.begin()->first - Clock::now();
+          timeoutMs = static_cast<int>(std::clamp<int64_t>(
+              std::chrono::duration_cast<Millis>(wait).count() + 1, 0, kStopCheckInterval.count()));
+        }
+      }
+      const int n =
+          ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()),
+                       timeoutMs < 0 ? static_cast<int>(kStopCheckInterval.count()) : timeoutMs);
+      std::vector<std::shared_ptr<Connection>> readable, timedOut, expired;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) return;
+        for (int i = 0; i < n; ++i) {
+          auto* c = static_cast<Connection*>(events[i].data.ptr);
+          if (c == nullptr) {
+            uint64_t value = 0;
+            [[maybe_unused]] ssize_t r = ::read(wake_, &value, sizeof value);
+            continue;
+          }
+          // Gone meanwhile (woken, or expired in an earlier batch): the event is stale.
+          if (parked_.count(c) == 0 || !c->watched) continue;
+          readable.push_back(unpark(c));
+        }
+        const Clock::time_point now = Clock::now();
+        while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+          Connection* c = deadlines_.begin()->second;
+          const bool deferred = deferred_.erase(c) > 0;
+          (deferred ? timedOut : expired).push_back(unpark(c));
+        }
+      }
+      for (auto& c : readable) pool_.enqueue([this, c] { server_.serve(c); });
+      for (auto& c : timedOut) pool_.enqueue([this, c] { server_.resume(c, true); });
+      expired.clear();  // idle past keepAliveTimeout: closed here
+    }
+  }
+
+  GuardedServer& server_;
+  GrowingThreadPool pool_;
+  int epoll_ = -1;
+  int wake_ = -1;
+  std::thread thread_;
+  std::mutex mutex_;
+  bool stopping_ = false;                                      // guarded by mutex_
+  std::map<Connection*, std::shared_ptr<Connection>> parked_;  // guarded by mutex_
+  std::multimap<Clock::time_point, Connection*> deadlines_;    // guarded by mutex_
+  std::set<Connection*> deferred_;                             // guarded by mutex_
+};
+
+namespace {
+
+// httplib's task queue for one listen(): the parking's pool; its shutdown ends the parking.
+class ParkingQueue : public httplib::TaskQueue {
+ public:
+  explicit ParkingQueue(std::shared_ptr<GuardedServer::Parking> parking)
+      : parking_(std::move(parking)) {}
+  void enqueue(std::function<void()> fn) override { parking_->enqueue(std::move(fn)); }
+  void shutdown() override { parking_->stop(); }
+
+ private:
+  std::shared_ptr<GuardedServer::Parking> parking_;
+};
+
 }  // namespace
 
 void GuardedServer::SslContextDeleter::operator()(void* context) const {
@@ -317,10 +569,11 @@ void GuardedServer::SslContextDeleter::operator()(void* context) const {
 }
 
 GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls) : limits_(limits) {
-  const size_t minThreads = limits_.minThreads;
-  const size_t maxThreads = limits_.maxConnections;
-  new_task_queue = [minThreads, maxThreads] {
-    return new GrowingThreadPool(minThreads, maxThreads);
+  const size_t maxThreads = limits_.maxThreads > 0 ? limits_.maxThreads : limits_.maxConnections;
+  parking_ = std::make_shared<Parking>(*this, limits_.minThreads, maxThreads);
+  new_task_queue = [parking = parking_] {
+    parking->start();
+    return new ParkingQueue(parking);
   };
   if (!tls.enabled()) return;
   if (tls.keyFile.empty()) {
@@ -376,6 +629,10 @@ void GuardedServer::release(const std::string& address) {
   if (it != perAddress_.end() && --it->second == 0) perAddress_.erase(it);
 }
 
+void GuardedServer::wakeDeferred() {
+  parking_->wakeDeferred();
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   SSL_CTX* context = static_cast<SSL_CTX*>(sslContext_.get());
   std::string address;
@@ -394,36 +651,75 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   const int flags = ::fcntl(sock, F_GETFL, 0);
   ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);
 
-  SSL* ssl = nullptr;
-  bool ok = true;
+  auto connection = std::make_shared<Connection>(*this, sock, address);
   if (context) {
-    ssl = SSL_new(context);
-    ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1;
+    connection->ssl = SSL_new(context);
+    connection->ok = connection->ssl != nullptr && SSL_set_fd(connection->ssl, sock) == 1;
   }
-  GuardedStream stream(sock, limits_, svr_sock_, ssl);
-  if (ok && ssl) {
-    stream.beginRequest();
-    ok = stream.handshake();
+  connection->stream = std::make_unique<GuardedStream>(sock, limits_, svr_sock_, connection->ssl);
+  connection->left = limits_.keepAliveMaxCount;
+  if (connection->ok && connection->ssl) {
+    connection->stream->beginRequest();
+    connection->ok = connection->stream->handshake();
   }
-  bool served = false;
-  for (size_t left = limits_.keepAliveMaxCount; ok && left > 0 && !stream.stopping(); --left) {
-    // An idle kept-alive connection waits at most keepAliveTimeout for its next request.
-    if (!stream.hasBuffered() && !stream.waitFor(POLLIN, Clock::now() + limits_.keepAliveTimeout)) {
-      break;
+  if (!connection->ok) return false;
+  serve(std::move(connection));
+  return true;
+}
+
+void GuardedServer::serve(std::shared_ptr<Connection> connection) {
+  GuardedStream& stream = *connection->stream;
+  while (connection->left > 0 && !stream.stopping()) {
+    // Nothing to read yet: the connection waits for its next request (up to keepAliveTimeout)
+    // in the parking, not on this thread.
+    if (!stream.readableNow()) {
+      parking_->park(std::move(connection), Clock::now() + limits_.keepAliveTimeout, false);
+      return;
     }
     stream.beginRequest();
     bool closed = false;
-    served = process_request(stream, left == 1, closed, nullptr);
-    if (!served || closed) break;
+    servingNow = connection.get();
+    const bool served = process_request(stream, connection->left == 1, closed, nullptr);
+    servingNow = nullptr;
+    --connection->left;
+    if (connection->deferred) {
+      stream.setSwallow(false);
+      connection->closeAfter = closed || !served;
+      const Clock::time_point deadline = connection->deferred->deadline;
+      parking_->park(std::move(connection), deadline, true);
+      return;
+    }
+    if (!served || closed) return;
   }
-  if (ssl) {
-    if (ok) SSL_shutdown(ssl);  // best effort: the socket is non-blocking
-    SSL_free(ssl);
+}
+
+void GuardedServer::resume(std::shared_ptr<Connection> connection, bool timedOut) {
+  httplib::Response res;
+  res.status = 200;
+  bool answer = false;
+  try {
+    answer = connection->deferred->resume(res, timedOut) || timedOut;
+  } catch (const std::exception& error) {
+    res = httplib::Response();
+    res.status = 500;
+    std::string message = error.what();
+    for (char& ch : message) {
+      if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    }
+    res.set_content(R"({"error":{"code":500,"message":")" + message + R"("}})", "application/json");
+    answer = true;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  release(address);
-  return served;
+  if (!answer) {
+    const Clock::time_point deadline = connection->deferred->deadline;
+    parking_->park(std::move(connection), deadline, true);
+    return;
+  }
+  connection->deferred.reset();
+  if (!connection->stream->writeAll(responseText(res, connection->closeAfter)) ||
+      connection->closeAfter) {
+    return;
+  }
+  serve(std::move(connection));
 }
 
 }  // namespace tide::rest

@@ -4,8 +4,14 @@
 // tide's own handling of each accepted socket, so that slow or greedy clients cannot take a
 // server from everyone else (the slowloris attack) and so that TLS is served when configured.
 //
-// - Each connection runs on its own worker (a pool that keeps `minThreads` warm and grows up to
-//   `maxConnections`), so connections that never finish a request hold only themselves.
+// - A connection holds a worker (a pool that keeps `minThreads` warm and grows up to
+//   `maxThreads`) only while it has a request to read or answer, so connections that never
+//   finish a request hold only themselves. Between requests a kept-alive connection waits in
+//   one epoll set of the server's, holding no thread: thousands of executors each keeping a
+//   connection to the AM cost file descriptors, not threads.
+// - A handler may leave its answer for later (deferReply: a long poll): the connection then
+//   waits without a thread too, until wakeDeferred() or the reply's deadline, when a worker
+//   resumes it and writes the answer.
 // - A request's line, headers and body must all arrive within `requestReadTimeout` of its first
 //   byte, however slowly they trickle; otherwise the connection is closed. An idle kept-alive
 //   connection is closed after `keepAliveTimeout`.
@@ -18,6 +24,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +39,7 @@ struct ConnectionLimits {
   std::chrono::milliseconds requestReadTimeout{10000};  // whole request line, headers and body
   size_t keepAliveMaxCount = 100;                       // requests per connection
   size_t minThreads = 8;
+  size_t maxThreads = 0;  // 0: maxConnections
   size_t maxConnections = 1024;
   size_t maxConnectionsPerAddress = 256;
 };
@@ -42,6 +50,21 @@ struct TlsServerFiles {
   std::string keyFile;
   bool enabled() const { return !certFile.empty(); }
 };
+
+// A reply a handler leaves for later (see deferReply).
+struct DeferredReply {
+  // Runs on a worker when the server is woken (timedOut false) or at `deadline` (true), outside
+  // any lock of the server's: fills `res` and returns true to answer now, or false to wait on (a
+  // resume with timedOut must answer). Its answer goes out as status, Content-Type and body.
+  std::function<bool(httplib::Response& res, bool timedOut)> resume;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+// From inside a route handler on a GuardedServer's worker: the request is answered later, by
+// `reply.resume`, and the worker is free as soon as the handler returns (whatever the handler
+// put into its response is discarded). False when the calling thread is not serving a
+// GuardedServer's request: the handler must answer now.
+bool deferReply(DeferredReply reply);
 
 class GuardedServer : public httplib::Server {
  public:
@@ -55,9 +78,17 @@ class GuardedServer : public httplib::Server {
   void widenBacklog(int backlog);
   // Connections open right now (for tests and status).
   size_t openConnections() const;
+  // Every deferred reply is resumed soon (each on a worker). Thread-safe; cheap when none waits.
+  void wakeDeferred();
+
+  struct Connection;
+  class Parking;
 
  private:
   bool process_and_close_socket(socket_t sock) override;
+  // Serves `connection`'s requests while they come without waiting; then parks it.
+  void serve(std::shared_ptr<Connection> connection);
+  void resume(std::shared_ptr<Connection> connection, bool timedOut);
   bool admit(const std::string& address);
   void release(const std::string& address);
 
@@ -66,6 +97,9 @@ class GuardedServer : public httplib::Server {
     void operator()(void* context) const;
   };
   std::unique_ptr<void, SslContextDeleter> sslContext_;  // SSL_CTX*
+  // The pool and the parking of the current listen(): made by httplib's task queue factory,
+  // ended by its shutdown.
+  std::shared_ptr<Parking> parking_;
   mutable std::mutex mutex_;
   std::map<std::string, size_t> perAddress_;  // guarded by mutex_
   size_t open_ = 0;                           // guarded by mutex_
