@@ -312,6 +312,8 @@ class Bench {
       return registered_ >= options_.executors;
     });
     const double joinSeconds = std::chrono::duration<double>(Clock::now() - joinStart).count();
+    std::cerr << "executor_load: " << registered_ << " executors registered with the AM (pid "
+              << amPid_ << ") in " << joinSeconds << " s; idle window" << std::endl;
     // The one-task warm-up job ran on the first executors; let its end settle.
     std::this_thread::sleep_for(std::chrono::seconds(1));
 
@@ -336,6 +338,7 @@ class Bench {
                                posted.body);
     }
     std::this_thread::sleep_for(std::chrono::seconds(options_.warmupSeconds));
+    std::cerr << "executor_load: busy window" << std::endl;
     Window busy = open();
     std::this_thread::sleep_for(std::chrono::seconds(options_.busySeconds));
     close(w, "busy", busy);

@@ -22,6 +22,7 @@ constexpr Millis kFirstBackoff{100};
 constexpr Millis kMaxBackoff{2000};
 constexpr Millis kGiveUpAfter{120000};  // network.timeout's default
 constexpr size_t kMaxErrors = 20;
+constexpr uint64_t kWakeUp = ~uint64_t{0};  // the eventfd's epoll data; sockets carry shard|fd
 
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -34,8 +35,17 @@ size_t collect(char* data, size_t size, size_t count, void* target) {
 
 }  // namespace
 
+// The executors of one node: their multi handle and its timer.
+struct ExecutorSwarm::Shard {
+  ExecutorSwarm* swarm = nullptr;
+  uint32_t index = 0;  // in shards_, and the high half of its sockets' epoll data
+  CURLM* multi = nullptr;
+  Clock::time_point timer = Clock::time_point::max();
+};
+
 struct ExecutorSwarm::Sim {
   SimulatedExecutor spec;
+  Shard* shard = nullptr;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   bool registered = false;
@@ -57,29 +67,42 @@ struct ExecutorSwarm::Sim {
 ExecutorSwarm::ExecutorSwarm(std::function<void(const std::string&, int)> onExit)
     : onExit_(std::move(onExit)) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  multi_ = curl_multi_init();
   epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (multi_ == nullptr || epoll_ < 0 || wake_ < 0) throw std::runtime_error("swarm: no multi");
+  if (epoll_ < 0 || wake_ < 0) throw std::runtime_error("swarm: no epoll or eventfd");
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.fd = wake_;
+  event.data.u64 = kWakeUp;
   ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
-  curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &ExecutorSwarm::onSocket);
-  curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
-  curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &ExecutorSwarm::onTimer);
-  curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+}
+
+ExecutorSwarm::Shard& ExecutorSwarm::shardFor(const std::string& host) {
+  auto found = shardByHost_.find(host);
+  if (found != shardByHost_.end()) return *found->second;
+  auto shard = std::make_unique<Shard>();
+  shard->swarm = this;
+  shard->index = static_cast<uint32_t>(shards_.size());
+  shard->multi = curl_multi_init();
+  if (shard->multi == nullptr) throw std::runtime_error("swarm: no curl multi handle");
+  curl_multi_setopt(shard->multi, CURLMOPT_SOCKETFUNCTION, &ExecutorSwarm::onSocket);
+  curl_multi_setopt(shard->multi, CURLMOPT_SOCKETDATA, shard.get());
+  curl_multi_setopt(shard->multi, CURLMOPT_TIMERFUNCTION, &ExecutorSwarm::onTimer);
+  curl_multi_setopt(shard->multi, CURLMOPT_TIMERDATA, shard.get());
   // Every executor keeps its connection: the cache must hold them all.
-  curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 100000L);
+  curl_multi_setopt(shard->multi, CURLMOPT_MAXCONNECTS, 100000L);
+  Shard& added = *shard;
+  shardByHost_[host] = shard.get();
+  shards_.push_back(std::move(shard));
+  return added;
 }
 
 ExecutorSwarm::~ExecutorSwarm() {
   for (auto& sim : sims_) {
-    if (sim->inRequest) curl_multi_remove_handle(multi_, sim->easy);
+    if (sim->inRequest) curl_multi_remove_handle(sim->shard->multi, sim->easy);
     curl_easy_cleanup(sim->easy);
     curl_slist_free_all(sim->headers);
   }
-  curl_multi_cleanup(multi_);
+  for (auto& shard : shards_) curl_multi_cleanup(shard->multi);
   ::close(epoll_);
   ::close(wake_);
 }
@@ -121,21 +144,22 @@ void ExecutorSwarm::error(const std::string& message) {
 }
 
 int ExecutorSwarm::onSocket(CURL*, curl_socket_t fd, int what, void* self, void* socketData) {
-  auto* swarm = static_cast<ExecutorSwarm*>(self);
+  auto* shard = static_cast<Shard*>(self);
+  ExecutorSwarm* swarm = shard->swarm;
   if (what == CURL_POLL_REMOVE) {
     ::epoll_ctl(swarm->epoll_, EPOLL_CTL_DEL, fd, nullptr);
-    curl_multi_assign(swarm->multi_, fd, nullptr);
+    curl_multi_assign(shard->multi, fd, nullptr);
     return 0;
   }
   epoll_event event{};
-  event.data.fd = fd;
+  event.data.u64 = (uint64_t{shard->index} << 32) | static_cast<uint32_t>(fd);
   if (what & CURL_POLL_IN) event.events |= EPOLLIN;
   if (what & CURL_POLL_OUT) event.events |= EPOLLOUT;
   if (socketData == nullptr) {
     if (::epoll_ctl(swarm->epoll_, EPOLL_CTL_ADD, fd, &event) != 0) {
       ::epoll_ctl(swarm->epoll_, EPOLL_CTL_MOD, fd, &event);
     }
-    curl_multi_assign(swarm->multi_, fd, swarm);  // any non-null: known to epoll
+    curl_multi_assign(shard->multi, fd, shard);  // any non-null: known to epoll
   } else {
     ::epoll_ctl(swarm->epoll_, EPOLL_CTL_MOD, fd, &event);
   }
@@ -143,8 +167,8 @@ int ExecutorSwarm::onSocket(CURL*, curl_socket_t fd, int what, void* self, void*
 }
 
 int ExecutorSwarm::onTimer(CURLM*, long timeoutMs, void* self) {
-  auto* swarm = static_cast<ExecutorSwarm*>(self);
-  swarm->curlTimer_ = timeoutMs < 0 ? Clock::time_point::max() : Clock::now() + Millis(timeoutMs);
+  auto* shard = static_cast<Shard*>(self);
+  shard->timer = timeoutMs < 0 ? Clock::time_point::max() : Clock::now() + Millis(timeoutMs);
   return 0;
 }
 
@@ -159,6 +183,7 @@ void ExecutorSwarm::drainCommands() {
   for (SimulatedExecutor& spec : adds) {
     auto sim = std::make_unique<Sim>();
     sim->spec = std::move(spec);
+    sim->shard = &shardFor(sim->spec.host);
     sim->easy = curl_easy_init();
     sim->headers = curl_slist_append(sim->headers, "Content-Type: application/json");
     sim->headers =
@@ -185,7 +210,7 @@ void ExecutorSwarm::drainCommands() {
     if (it == byContainer_.end() || it->second->gone) continue;
     Sim& sim = *it->second;
     if (sim.inRequest) {
-      curl_multi_remove_handle(multi_, sim.easy);
+      curl_multi_remove_handle(sim.shard->multi, sim.easy);
       sim.inRequest = false;
     }
     sim.gone = true;
@@ -241,7 +266,7 @@ void ExecutorSwarm::send(Sim& sim) {
                    static_cast<long>((sim.held ? sim.heartbeatMs : 0) + kGiveUpAfter.count()));
   sim.sentAt = Clock::now();
   sim.inRequest = true;
-  curl_multi_add_handle(multi_, sim.easy);
+  curl_multi_add_handle(sim.shard->multi, sim.easy);
 }
 
 void ExecutorSwarm::exitSim(Sim& sim, int status, const std::string& why) {
@@ -259,7 +284,7 @@ void ExecutorSwarm::finished(CURL* easy, CURLcode code) {
   Sim* found = nullptr;
   curl_easy_getinfo(easy, CURLINFO_PRIVATE, &found);
   Sim& sim = *found;
-  curl_multi_remove_handle(multi_, easy);
+  curl_multi_remove_handle(sim.shard->multi, easy);
   sim.inRequest = false;
   if (sim.gone) return;
   const double elapsedMs = msSince(sim.sentAt);
@@ -358,7 +383,8 @@ void ExecutorSwarm::run() {
       timers_.erase(timers_.begin());
       if (sim->timerAt == at && !sim->gone && !sim->inRequest) send(*sim);
     }
-    Clock::time_point next = curlTimer_;
+    Clock::time_point next = Clock::time_point::max();
+    for (const auto& shard : shards_) next = std::min(next, shard->timer);
     if (!timers_.empty()) next = std::min(next, timers_.begin()->first);
     now = Clock::now();
     int waitMs = 100;
@@ -369,8 +395,8 @@ void ExecutorSwarm::run() {
     }
     const int n = ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), waitMs);
     for (int i = 0; i < n; ++i) {
-      const int fd = events[i].data.fd;
-      if (fd == wake_) {
+      const uint64_t data = events[i].data.u64;
+      if (data == kWakeUp) {
         uint64_t value = 0;
         (void)!::read(wake_, &value, sizeof(value));
         continue;
@@ -379,15 +405,20 @@ void ExecutorSwarm::run() {
       if (events[i].events & EPOLLIN) flags |= CURL_CSELECT_IN;
       if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
       if (events[i].events & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
-      curl_multi_socket_action(multi_, fd, flags, &running);
+      Shard& shard = *shards_[data >> 32];
+      curl_multi_socket_action(shard.multi, static_cast<curl_socket_t>(data & 0xffffffffu), flags,
+                               &running);
     }
-    if (Clock::now() >= curlTimer_) {
-      curlTimer_ = Clock::time_point::max();
-      curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
-    }
-    int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi_, &left)) {
-      if (message->msg == CURLMSG_DONE) finished(message->easy_handle, message->data.result);
+    now = Clock::now();
+    for (const auto& shard : shards_) {
+      if (now >= shard->timer) {
+        shard->timer = Clock::time_point::max();
+        curl_multi_socket_action(shard->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
+      int left = 0;
+      while (CURLMsg* message = curl_multi_info_read(shard->multi, &left)) {
+        if (message->msg == CURLMSG_DONE) finished(message->easy_handle, message->data.result);
+      }
     }
   }
 }

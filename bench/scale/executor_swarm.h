@@ -4,9 +4,11 @@
 // (rest/messages/executor.h) as executor/executor_backend.cc does (register, then sync: report
 // every finished task at once, long-poll when it has nothing to say, wait out the interval after
 // an early empty answer, retry 503s and transport errors with backoff), and runs every task it is
-// given as a builtin noop that is done at once. One libcurl multi handle drives all of them over
-// epoll (curl_multi_socket_action), so one core serves thousands of connections; each executor
-// keeps its own keep-alive connection, from its node's loopback address.
+// given as a builtin noop that is done at once. One thread drives all of them over epoll
+// (curl_multi_socket_action), with a libcurl multi handle per node: libcurl looks for a
+// connection to reuse among all those of its multi handle to the same host, so one multi handle
+// for 2,000 executors spent more time scanning its connection cache than the AM spent answering.
+// Each executor keeps its own keep-alive connection, from its node's loopback address.
 
 #include <curl/curl.h>
 
@@ -66,6 +68,8 @@ class ExecutorSwarm {
 
  private:
   struct Sim;
+  struct Shard;
+  Shard& shardFor(const std::string& host);
   void drainCommands();
   void send(Sim& sim);
   void finished(CURL* easy, CURLcode code);
@@ -76,10 +80,10 @@ class ExecutorSwarm {
   static int onTimer(CURLM* multi, long timeoutMs, void* self);
 
   std::function<void(const std::string&, int)> onExit_;
-  CURLM* multi_ = nullptr;
   int epoll_ = -1;
   int wake_ = -1;  // eventfd: commands are waiting
-  std::chrono::steady_clock::time_point curlTimer_ = std::chrono::steady_clock::time_point::max();
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::map<std::string, Shard*> shardByHost_;
   std::vector<std::unique_ptr<Sim>> sims_;
   std::map<std::string, Sim*> byContainer_;
   std::multimap<std::chrono::steady_clock::time_point, Sim*> timers_;
