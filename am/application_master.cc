@@ -121,8 +121,11 @@ int ApplicationMaster::start() {
   options.maxConnections =
       static_cast<size_t>(std::clamp<int64_t>(int64_t{executors} * 2 + 64, 1024, 100000));
   options.maxConnectionsPerAddress = options.maxConnections;
-  options.threadCount = 16;  // kept warm: no thread churn as syncs come in bursts
-  options.maxThreads = 64;
+  // Kept warm (no thread churn as syncs come in bursts), and no more: every sync takes the AM's
+  // lock, so more workers only queue on it and crowd out the allocation loop's ticks (64 workers
+  // let 2,000 busy executors starve it to 3 ticks a second on 2 cores).
+  options.threadCount = 16;
+  options.maxThreads = 16;
   options.maxRequestBodyBytes = 64 << 20;  // a sync from a busy executor carries many updates
   // Executors prove they belong to this application; this port serves only them (the
   // status pages are on ui.port).
