@@ -24,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,20 @@ using Millis = std::chrono::milliseconds;
 
 // How often a waiting connection looks whether its server is stopping.
 constexpr Millis kStopCheckInterval{100};
+// How often a connection whose request head trickles in is looked at again.
+constexpr Millis kTrickleRecheck{50};
+
+// Whether the request head (line and headers) waiting on plain socket `sock` has arrived
+// whole, looking without reading; true too for a closed or failed socket (the worker then
+// sees it) and for a head larger than what is looked at.
+bool requestHeadArrived(int sock) {
+  char buffer[16384];
+  const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  if (static_cast<size_t>(n) == sizeof buffer) return true;
+  return std::string_view(buffer, static_cast<size_t>(n)).find("\r\n\r\n") !=
+         std::string_view::npos;
+}
 
 // Workers for connections: `minThreads` stay for the next connection, more are started while
 // connections wait (up to `maxThreads`) and leave once there is nothing to do. Each connection
@@ -379,6 +394,10 @@ struct GuardedServer::Connection {
   // While parked (guarded by the parking's mutex).
   std::multimap<Clock::time_point, Connection*>::iterator deadline;
   bool watched = false;  // in the epoll set, for its next request
+  // A request has begun to arrive but its head has not (plain HTTP): it waits in the parking,
+  // looked at again every kTrickleRecheck, until it is whole or this deadline passes.
+  bool trickling = false;
+  Clock::time_point requestDeadline = Clock::time_point::max();
 };
 
 namespace {
@@ -433,6 +452,8 @@ class GuardedServer::Parking {
     c->deadline = deadlines_.emplace(until, c);
     if (deferred) {
       deferred_.insert(c);
+    } else if (c->trickling) {
+      // Looked at again at `until` (not in the epoll set: its unread bytes would wake it at once).
     } else {
       epoll_event event{};
       event.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
@@ -527,7 +548,18 @@ class GuardedServer::Parking {
         while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
           Connection* c = deadlines_.begin()->second;
           const bool deferred = deferred_.erase(c) > 0;
-          (deferred ? timedOut : expired).push_back(unpark(c));
+          if (deferred) {
+            timedOut.push_back(unpark(c));
+          } else if (c->trickling && now < c->requestDeadline) {
+            if (!requestHeadArrived(c->sock)) {  // still not whole: look again later
+              deadlines_.erase(c->deadline);
+              c->deadline = deadlines_.emplace(now + kTrickleRecheck, c);
+              continue;
+            }
+            readable.push_back(unpark(c));
+          } else {
+            expired.push_back(unpark(c));
+          }
         }
       }
       for (auto& c : readable) pool_.enqueue([this, c] { server_.serve(c); });
@@ -676,7 +708,26 @@ void GuardedServer::serve(std::shared_ptr<Connection> connection) {
       parking_->park(std::move(connection), Clock::now() + limits_.keepAliveTimeout, false);
       return;
     }
-    stream.beginRequest();
+    // A request that trickles in (slowloris) waits in the parking until its head is whole, so
+    // that however few workers a server has, slow clients hold none of them. (Over TLS the
+    // bytes cannot be looked at: the worker reads them, within requestReadTimeout.)
+    if (!connection->ssl && !requestHeadArrived(connection->sock)) {
+      const Clock::time_point now = Clock::now();
+      if (!connection->trickling) {
+        connection->trickling = true;
+        connection->requestDeadline = now + limits_.requestReadTimeout;
+      }
+      if (now >= connection->requestDeadline) return;  // too slow: closed
+      parking_->park(std::move(connection), now + kTrickleRecheck, false);
+      return;
+    }
+    if (connection->trickling) {
+      stream.setDeadline(connection->requestDeadline);
+      connection->trickling = false;
+      connection->requestDeadline = Clock::time_point::max();
+    } else {
+      stream.beginRequest();
+    }
     bool closed = false;
     servingNow = connection.get();
     const bool served = process_request(stream, connection->left == 1, closed, nullptr);

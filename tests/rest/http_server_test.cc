@@ -398,6 +398,23 @@ TEST_F(HttpServerTest, SlowClientsDoNotStarveOthers) {
   }
 }
 
+// The same with only 2 workers: a request whose head trickles in waits for the rest without
+// one (the server looks at the bytes without reading them), so the slow 200 hold no worker.
+TEST_F(HttpServerTest, SlowClientsHoldNoWorkerEvenWhenWorkersAreFew) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 2;
+  options.maxThreads = 2;
+  startServer(makeEchoServer(options));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
+  ASSERT_EQ(slow.open(), 200);
+  HttpClientOptions quick = clientOptions();
+  quick.requestTimeout = std::chrono::seconds(1);
+  for (int i = 0; i < 20; ++i) {
+    HttpClient client(server_->baseUrl(), quick);
+    ASSERT_EQ(client.request("GET", "/ping").status, 200) << "request " << i;
+  }
+}
+
 // A request whose headers trickle in is cut off requestReadTimeout after its first byte, even
 // though each line arrives well within readTimeout.
 TEST_F(HttpServerTest, ARequestThatNeverFinishesIsCutOff) {
