@@ -13,8 +13,10 @@
 //   waits without a thread too, until wakeDeferred() or the reply's deadline, when a worker
 //   resumes it and writes the answer.
 // - A request's line, headers and body must all arrive within `requestReadTimeout` of its first
-//   byte, however slowly they trickle; otherwise the connection is closed. An idle kept-alive
-//   connection is closed after `keepAliveTimeout`.
+//   byte, however slowly they trickle; otherwise the connection is closed. Over plain HTTP a
+//   request whose head is still trickling in waits without a worker too (its bytes looked at,
+//   not read, every 50 ms), so slow clients hold none. An idle kept-alive connection is closed
+//   after `keepAliveTimeout`.
 // - At most `maxConnectionsPerAddress` connections from one client address are open at once;
 //   further ones get a 503 and are closed at once.
 // - With a certificate and key, every connection is TLS (the handshake within
