@@ -268,7 +268,7 @@ void ApplicationMaster::recover(const std::vector<rest::Container>& previousCont
     recordDecision("recovery", "recovered", allocator_.target(), why, "");
   }
   journal(JournalRecord::attemptStarted(attemptNumber_, identity_.attemptId), /*sync=*/true);
-  workAvailable_.notify_all();
+  wakeExecutors();
 }
 
 void ApplicationMaster::resumeExecutor(Executor& executor,

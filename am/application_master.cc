@@ -89,8 +89,10 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
 }
 
 ApplicationMaster::~ApplicationMaster() {
-  withState([&] { stopping_ = true; });
-  workAvailable_.notify_all();
+  withState([&] {
+    stopping_ = true;
+    wakeExecutors();
+  });
   heartbeatWake_.notify_all();
   launchWake_.notify_all();
   stateChanged_.notify_all();
@@ -111,11 +113,20 @@ int ApplicationMaster::start() {
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
   options.port = 0;  // executors are told where it is
-  // Each executor's long poll holds a worker while it waits.
+  // Every executor keeps a connection open, many of them from one host; between syncs and while
+  // its sync is held (a long poll) it holds no worker, so a few workers serve thousands of
+  // executors, and more would only contend for the AM's lock.
   const int executors = config_.allocation.enabled ? config_.allocation.bounds.maxExecutors
                                                    : config_.allocation.executorInstances;
-  // maxExecutors defaults to INT_MAX (Spark's "infinity"): add in 64 bits.
-  options.threadCount = static_cast<size_t>(std::clamp<int64_t>(int64_t{executors} + 8, 16, 256));
+  // maxExecutors defaults to INT_MAX (Spark's "infinity"): add in 64 bits, then bound it.
+  options.maxConnections =
+      static_cast<size_t>(std::clamp<int64_t>(int64_t{executors} * 2 + 64, 1024, 100000));
+  options.maxConnectionsPerAddress = options.maxConnections;
+  // Kept warm (no thread churn as syncs come in bursts), and no more: every sync takes the AM's
+  // lock, so more workers only queue on it and crowd out the allocation loop's ticks (64 workers
+  // let 2,000 busy executors starve it to 3 ticks a second on 2 cores).
+  options.threadCount = 16;
+  options.maxThreads = 16;
   options.maxRequestBodyBytes = 64 << 20;  // a sync from a busy executor carries many updates
   // Executors prove they belong to this application; this port serves only them (the
   // status pages are on ui.port).
@@ -178,7 +189,7 @@ std::string ApplicationMaster::submitJob(Job job) {
     journal(JournalRecord::jobAccepted(jobId, json), /*sync=*/true);
     ++jobsSubmitted_;
     log_.info() << "submitted job " << jobId << " (" << name << ")";
-    workAvailable_.notify_all();
+    wakeExecutors();
     return jobId;
   });
 }
@@ -260,7 +271,7 @@ AmOutcome ApplicationMaster::run() {
     if (failedJobMessages_.empty()) return AmOutcome{"SUCCEEDED", ""};
     return AmOutcome{"FAILED", failedJobMessages_.front()};
   });
-  workAvailable_.notify_all();
+  withState([&] { wakeExecutors(); });
   launchWake_.notify_all();
   heartbeatWake_.notify_all();
   stateChanged_.notify_all();  // the allocation and event log loops wait on it
@@ -329,7 +340,11 @@ void ApplicationMaster::allocationLoop() {
       detectSilentExecutors(now);
       releaseExcludedExecutors(now);
       // The scheduler looks for slow tasks at most every speculation.interval.
-      if (scheduler_->checkSpeculatableTasks() > 0) workAvailable_.notify_all();
+      // Held syncs are woken when there are copies of slow tasks to run, and while tasks wait
+      // (for their locality wait, say): a held executor may take them now.
+      if (scheduler_->checkSpeculatableTasks() > 0 || scheduler_->hasPendingTasks()) {
+        wakeExecutors();
+      }
       observeTick(
           now, std::chrono::duration<double>(std::chrono::steady_clock::now() - tickStart).count());
       const TimeMs next = now + config_.allocation.interval;
@@ -392,7 +407,7 @@ void ApplicationMaster::releaseExecutor(const std::string& executorId, const std
   log_.info() << "releasing executor " << executorId << " (" << reason << ")";
   heartbeatRequested_ = true;
   heartbeatWake_.notify_all();
-  workAvailable_.notify_all();
+  wakeExecutors();
 }
 
 void ApplicationMaster::forgetExecutor(const std::string& executorId, const std::string& reason,
@@ -541,7 +556,7 @@ void ApplicationMaster::applyAllocatorActions(AllocatorActions& actions, TimeMs 
     // Lost executors are replaced while the target stands: ask at once, not a beat later.
     heartbeatRequested_ = true;
     heartbeatWake_.notify_all();
-    workAvailable_.notify_all();
+    wakeExecutors();
   }
 }
 
@@ -663,7 +678,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       reply->heartbeatIntervalMs = config_.executorSyncWait;
       reply->taskSlots = executor.slots;
       reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
-      workAvailable_.notify_all();
+      wakeExecutors();
       return Status();
     }
     if (!stopping_ && startingExecutors_.count(registration.executorId) != 0 &&
@@ -746,14 +761,34 @@ rest::CommitDecision ApplicationMaster::decideCommit(const std::string& executor
 Status ApplicationMaster::syncExecutor(const std::string& executorId,
                                        const rest::ExecutorSync& sync,
                                        rest::ExecutorSyncReply* reply) {
+  int64_t holdMs = 0;
+  Status status = beginSync(executorId, sync, reply, &holdMs);
+  if (!status.ok() || holdMs == 0) return status;
+  // Held here, on the caller's thread (the HTTP port holds it without one: resumeSync).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(holdMs);
+  while (true) {
+    const bool timedOut = std::chrono::steady_clock::now() >= deadline;
+    const uint64_t seen = withState([&] { return wakeGeneration_; });
+    bool answered = false;
+    status = resumeSync(executorId, HeldSync::of(sync), timedOut, reply, &answered);
+    if (!status.ok() || answered) return status;
+    withState([&](StateLock& lock) {
+      workAvailable_.wait_until(lock, deadline, [&] { return wakeGeneration_ != seen; });
+    });
+  }
+}
+
+Status ApplicationMaster::beginSync(const std::string& executorId, const rest::ExecutorSync& sync,
+                                    rest::ExecutorSyncReply* reply, int64_t* holdMs) {
   // The commits this reply acknowledges, and those the launches it hands out may read, must be
   // fsync'd before the executor hears of it (launch records are written, not fsync'd). The fsync is
   // taken after the AM's mutex is released, and shared by the replies waiting at the same time
   // (group commit): many executors' commits cost one fdatasync, and nobody waits for it holding
   // the mutex.
+  *holdMs = 0;
   std::shared_ptr<RecoveryJournal> durable;
   uint64_t position = 0;
-  const Status status = withState([&](StateLock& lock) {
+  const Status status = withState([&] {
     if (executors_.count(executorId) == 0) {
       if (releasedExecutors_.count(executorId) == 0) {
         return Status::notFound("executor " + executorId + " is not registered");
@@ -761,20 +796,20 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
       reply->shutdown = true;
       return Status();
     }
-    bool changed = false;
     bool committedAny = false;
+    const bool reportedAny = !sync.updates.empty() || !sync.returned.empty();
+    const int64_t pendingBefore = reportedAny ? scheduler_->pendingTaskCount() : 0;
+    const bool jobEndedBefore = jobEndedSincePublish_;
     if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
     // Queued tasks it has started since (pipelining): running for the listeners from now on.
     if (scheduler_->queuedTaskCount() > 0) {
       for (int64_t taskId : sync.running) scheduler_->taskStarted(taskId, executorId);
     }
-    for (int64_t taskId : sync.returned) {
-      if (scheduler_->queuedTaskReturned(taskId, executorId)) changed = true;
-    }
+    // Queued tasks it gives back (not started) are pending again: that may wake held syncs.
+    for (int64_t taskId : sync.returned) scheduler_->queuedTaskReturned(taskId, executorId);
     for (const auto& update : sync.updates) {
       std::optional<CommittedTask> committed;
       if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
-        changed = true;
         metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
       }
       if (committed) {
@@ -789,20 +824,22 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
         committedAny = true;
       }
     }
+    // Executors waiting for work hear of these updates only when they made some: tasks that
+    // became runnable (a stage finished and released the next, a failed task to run again) or
+    // a job that ended (its blocks to drop). A task that merely ended wakes nobody: with
+    // thousands of executors, waking every held sync at every task end made each sync cost
+    // O(executors).
+    const bool jobEnded = !jobEndedBefore && jobEndedSincePublish_;
     if (jobEndedSincePublish_) publishStatusSnapshot(clock_.nowMs());
-    if (changed) workAvailable_.notify_all();  // finished stages may have released others
+    if (reportedAny && (jobEnded || scheduler_->pendingTaskCount() > pendingBefore)) {
+      wakeExecutors();
+    }
 
-    // With nothing to report, the executor waits here for work, up to its maxWaitMs.
-    const auto deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::milliseconds(
-            sync.updates.empty() ? std::min(sync.maxWaitMs, config_.executorSyncWait) : 0);
-    while (!takeWork(executorId, sync.freeSlots, sync.returned.empty(), *reply)) {
-      if (workAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        auto it = executors_.find(executorId);
-        if (it != executors_.end()) it->second.lastSeen = clock_.nowMs();
-        break;
-      }
+    // With nothing to report and nothing to do, the executor may be held, up to its maxWaitMs.
+    // One that just gave queued tasks back is not handed queued ones again.
+    if (!takeWork(executorId, sync.freeSlots, sync.returned.empty(), *reply) &&
+        sync.updates.empty()) {
+      *holdMs = std::max<int64_t>(0, std::min(sync.maxWaitMs, config_.executorSyncWait));
     }
     if (journal_ && (committedAny || !reply->launches.empty())) {
       durable = journal_;
@@ -811,13 +848,39 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
     return Status();
   });
   if (!durable || !status.ok()) return status;
+  return makeDurable(*durable, position);
+}
+
+Status ApplicationMaster::resumeSync(const std::string& executorId, const HeldSync& held,
+                                     bool timedOut, rest::ExecutorSyncReply* reply,
+                                     bool* answered) {
+  std::shared_ptr<RecoveryJournal> durable;
+  uint64_t position = 0;
+  withState([&] {
+    *answered = takeWork(executorId, held.freeSlots, held.mayQueue, *reply) || timedOut;
+    if (*answered && journal_ && !reply->launches.empty()) {
+      durable = journal_;
+      position = journaledCommits_;
+    }
+  });
+  if (!durable) return Status();
+  return makeDurable(*durable, position);
+}
+
+Status ApplicationMaster::makeDurable(RecoveryJournal& journal, uint64_t position) {
   try {
-    durable->syncTo(position);
+    journal.syncTo(position);
   } catch (const JournalError& e) {
     withState([&] { journalFailed(e.what()); });
     return Status::unavailable(std::string("the AM cannot write its journal: ") + e.what());
   }
-  return status;
+  return Status();
+}
+
+void ApplicationMaster::wakeExecutors() {
+  ++wakeGeneration_;
+  workAvailable_.notify_all();
+  if (executorServer_) executorServer_->wakeDeferred();
 }
 
 bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots, bool mayQueue,

@@ -110,6 +110,10 @@ class ApplicationMaster : public MasterControl {
                           rest::ExecutorRegistered* reply) override;
   Status syncExecutor(const std::string& executorId, const rest::ExecutorSync& sync,
                       rest::ExecutorSyncReply* reply) override;
+  Status beginSync(const std::string& executorId, const rest::ExecutorSync& sync,
+                   rest::ExecutorSyncReply* reply, int64_t* holdMs) override;
+  Status resumeSync(const std::string& executorId, const HeldSync& held, bool timedOut,
+                    rest::ExecutorSyncReply* reply, bool* answered) override;
   rest::CommitDecision decideCommit(const std::string& executorId,
                                     const rest::CommitRequest& request) override;
   Status executorLog(const std::string& executorId, const std::string& path,
@@ -197,6 +201,11 @@ class ApplicationMaster : public MasterControl {
   // excludeOnFailure.killExcludedExecutors: executors the scheduler excluded are released.
   void releaseExcludedExecutors(TimeMs now);
   void routeKills();
+  // Under mu_: held syncs look for work again (new tasks, kills, releases, stopping): those
+  // waiting here on workAvailable_ and those the executor port holds without a thread.
+  void wakeExecutors();
+  // Outside mu_: fsyncs the journal up to `position` for a sync's reply.
+  Status makeDurable(RecoveryJournal& journal, uint64_t position);
   // Fills `reply` with what the executor should do now: true when that is something (tasks,
   // kills, blocks to drop, or shutting down), false when it may wait for work.
   // `mayQueue`: it may be handed tasks beyond its free slots (not when it just handed some
@@ -257,6 +266,7 @@ class ApplicationMaster : public MasterControl {
   // Each of these waits under mu_ (withState's lock) and is notified with or after the change
   // it waits for, made under mu_.
   std::condition_variable workAvailable_;  // new tasks or kills: wakes executors' long polls
+  uint64_t wakeGeneration_ = 0;            // guarded by mu_: wakeExecutors() calls so far
   std::condition_variable heartbeatWake_;  // heartbeatRequested_ or stopping_: heartbeat now
   std::condition_variable stateChanged_;   // jobs ended or stop requested
   std::condition_variable launchWake_;     // launchQueue_ has work, or stopping_

@@ -88,6 +88,31 @@ class MasterControl {
   // maxWaitMs for some when it brought none. kNotFound for an executor never registered.
   virtual Status syncExecutor(const std::string& executorId, const rest::ExecutorSync& sync,
                               rest::ExecutorSyncReply* reply) = 0;
+  // The same without waiting on the caller's thread (the executor port holds a sync without
+  // one): takes the updates and fills `reply` with the work there is; when there is none and
+  // the executor may wait, `*holdMs` (> 0) says for how long, and the caller answers later with
+  // resumeSync, once woken or at the end of that time.
+  virtual Status beginSync(const std::string& executorId, const rest::ExecutorSync& sync,
+                           rest::ExecutorSyncReply* reply, int64_t* holdMs) {
+    *holdMs = 0;
+    return syncExecutor(executorId, sync, reply);
+  }
+  // What a held sync still needs of the sync that began it.
+  struct HeldSync {
+    int freeSlots = 0;
+    bool mayQueue = true;  // false when it gave queued tasks back (pipelining)
+    static HeldSync of(const rest::ExecutorSync& sync) {
+      return HeldSync{sync.freeSlots, sync.returned.empty()};
+    }
+  };
+  // For a held sync: `*answered` when `reply` now carries something (work, kills, shutdown), or
+  // always with `timedOut` (then an empty reply); otherwise it is held on.
+  virtual Status resumeSync(const std::string& executorId, const HeldSync& held, bool timedOut,
+                            rest::ExecutorSyncReply* reply, bool* answered) {
+    (void)executorId, (void)held, (void)timedOut, (void)reply;
+    *answered = true;
+    return Status();
+  }
   // The output commit protocol: may this task attempt commit (TaskScheduler::canCommit)? A
   // refusal carries its reason; an executor no longer registered is refused.
   virtual rest::CommitDecision decideCommit(const std::string& executorId,

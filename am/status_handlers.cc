@@ -252,13 +252,36 @@ void StatusHandlers::registerExecutorRoutes(rest::HttpServer& e) {
     rest::throwIfError(master_.registerExecutor(registration, req.remote_addr, &reply));
     rest::replyJson(res, rest::toJson(reply));
   });
-  e.post(R"(/api/v1/executors/([^/]+)/sync)",
-         [this](const httplib::Request& req, httplib::Response& res) {
-           const rest::ExecutorSync sync = rest::executorSyncFromJson(rest::parseJson(req.body));
-           rest::ExecutorSyncReply reply;
-           rest::throwIfError(master_.syncExecutor(req.matches[1], sync, &reply));
-           rest::replyJson(res, rest::toJson(reply));
-         });
+  e.post(R"(/api/v1/executors/([^/]+)/sync)", [this](const httplib::Request& req,
+                                                     httplib::Response& res) {
+    const std::string executorId = req.matches[1];
+    const rest::ExecutorSync sync = rest::executorSyncFromJson(rest::parseJson(req.body));
+    rest::ExecutorSyncReply reply;
+    int64_t holdMs = 0;
+    rest::throwIfError(master_.beginSync(executorId, sync, &reply, &holdMs));
+    if (holdMs > 0) {
+      // A long poll: held without a thread until work comes (the AM wakes the port) or holdMs.
+      rest::DeferredReply later;
+      later.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(holdMs);
+      later.resume = [this, executorId, held = MasterControl::HeldSync::of(sync)](
+                         httplib::Response& out, bool timedOut) {
+        rest::ExecutorSyncReply work;
+        bool answered = false;
+        const Status status = master_.resumeSync(executorId, held, timedOut, &work, &answered);
+        if (!status.ok()) {
+          rest::replyError(out, rest::httpStatusOf(status.code()), status.message());
+          return true;
+        }
+        if (answered) rest::replyJson(out, rest::toJson(work));
+        return answered;
+      };
+      if (rest::deferReply(std::move(later))) return;
+      bool answered = false;  // not on a server that holds replies: answer now, empty
+      rest::throwIfError(master_.resumeSync(executorId, MasterControl::HeldSync::of(sync), true,
+                                            &reply, &answered));
+    }
+    rest::replyJson(res, rest::toJson(reply));
+  });
   e.post(R"(/api/v1/executors/([^/]+)/commit)", [this](const httplib::Request& req,
                                                        httplib::Response& res) {
     const rest::CommitRequest request = rest::commitRequestFromJson(rest::parseJson(req.body));

@@ -22,7 +22,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -34,14 +36,25 @@ using Millis = std::chrono::milliseconds;
 
 // How often a waiting connection looks whether its server is stopping.
 constexpr Millis kStopCheckInterval{100};
-
+// How often a connection whose request head trickles in is looked at again.
+constexpr Millis kTrickleRecheck{50};
 // How long a worker beyond minThreads waits for work before it leaves.
 constexpr Millis kExtraWorkerLinger{2000};
+// Workers beyond maxThreads: the parking's watcher, and a few that only refuse connections
+// over the limit, which is quick.
+constexpr size_t kWatcherAndRefusingWorkers = 1 + 4;
 
-// Workers beyond maxConnections: they only refuse connections over the limit, which is quick.
-constexpr size_t kRefusingWorkers = 4;
-
-}  // namespace
+// Whether the request head (line and headers) waiting on plain socket `sock` has arrived
+// whole, looking without reading; true too for a closed or failed socket (the worker then
+// sees it) and for a head larger than what is looked at.
+bool requestHeadArrived(int sock) {
+  char buffer[16384];
+  const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  if (static_cast<size_t>(n) == sizeof buffer) return true;
+  return std::string_view(buffer, static_cast<size_t>(n)).find("\r\n\r\n") !=
+         std::string_view::npos;
+}
 
 // Workers for connections: `minThreads` stay for the next connection, more are started while
 // connections wait (up to `maxThreads`) and leave once there is nothing to do. Each connection
@@ -154,8 +167,6 @@ class GrowingThreadPool : public httplib::TaskQueue {
   std::shared_ptr<State> state_;
 };
 
-namespace {
-
 std::string sslErrors() {
   std::string text;
   while (unsigned long code = ERR_get_error()) {
@@ -213,6 +224,23 @@ class GuardedStream : public httplib::Stream {
   }
 
   bool hasBuffered() const { return ssl_ && SSL_pending(ssl_) > 0; }
+  // A request arrived (or the peer closed): reading will not wait.
+  bool readableNow() const {
+    if (hasBuffered()) return true;
+    pollfd fd{sock_, POLLIN, 0};
+    return ::poll(&fd, 1, 0) > 0;
+  }
+  void setSwallow(bool swallow) { swallow_ = swallow; }
+  // Writes all of `data`; false when the connection cannot take it.
+  bool writeAll(const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = write(data.data() + done, data.size() - done);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
 
   bool is_readable() const override { return hasBuffered() || waitFor(POLLIN, readUntil()); }
 
@@ -233,6 +261,7 @@ class GuardedStream : public httplib::Stream {
   }
 
   ssize_t write(const char* ptr, size_t size) override {
+    if (swallow_) return static_cast<ssize_t>(size);  // a deferred reply's placeholder answer
     if (ssl_) return tlsWrite(ptr, size);
     const auto until = Clock::now() + limits_.writeTimeout;
     while (true) {
@@ -311,6 +340,7 @@ class GuardedStream : public httplib::Stream {
   const std::atomic<socket_t>& serverSocket_;
   SSL* ssl_;
   Clock::time_point deadline_ = Clock::now();
+  bool swallow_ = false;
 };
 
 // `why` names the limit that was reached.
@@ -329,157 +359,244 @@ void refuseBusy(socket_t sock, bool tls, const char* why) {
   ::close(sock);
 }
 
+// A deferred reply's answer, written by the server itself (httplib wrote only a placeholder).
+std::string responseText(const httplib::Response& res, bool close) {
+  std::string text = "HTTP/1.1 " + std::to_string(res.status) + " " +
+                     (res.status < 400   ? "OK"
+                      : res.status < 500 ? "Client Error"
+                                         : "Server Error") +
+                     "\r\n";
+  for (const auto& [name, value] : res.headers) {
+    if (name == "Content-Length" || name == "Connection") continue;
+    text += name + ": " + value + "\r\n";
+  }
+  text += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  text += close ? "Connection: close\r\n\r\n" : "Connection: Keep-Alive\r\n\r\n";
+  return text + res.body;
+}
+
 }  // namespace
 
-// An admitted connection between two of its requests.
-struct OpenConnection {
-  socket_t sock = INVALID_SOCKET;
+// One accepted connection, passed between the workers and the parking. Closed (and its slot
+// released) when the last reference goes.
+struct GuardedServer::Connection {
+  Connection(GuardedServer& owner, socket_t socket, std::string peer)
+      : server(owner), sock(socket), address(std::move(peer)) {}
+  ~Connection() {
+    stream.reset();
+    if (ssl) {
+      if (ok) SSL_shutdown(ssl);  // best effort: the socket is non-blocking
+      SSL_free(ssl);
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    server.release(address);
+  }
+  GuardedServer& server;
+  socket_t sock;
+  std::string address;
   SSL* ssl = nullptr;
-  std::string address;  // the client's, as admit() counted it
-  size_t requestsLeft = 0;
+  bool ok = true;
+  std::unique_ptr<GuardedStream> stream;
+  size_t left = 0;  // requests it may still make (keepAliveMaxCount)
+  // Set by deferReply during a request: how it is answered, and whether the connection closes
+  // after that answer.
+  std::shared_ptr<DeferredReply> deferred;
+  bool closeAfter = false;
+  // While parked (guarded by the parking's mutex).
+  std::multimap<Clock::time_point, Connection*>::iterator deadline;
+  bool watched = false;  // in the epoll set, for its next request
+  // A request has begun to arrive but its head has not (plain HTTP): it waits in the parking,
+  // looked at again every kTrickleRecheck, until it is whole or this deadline passes.
+  bool trickling = false;
+  Clock::time_point requestDeadline = Clock::time_point::max();
 };
 
-// Kept-alive connections waiting for their next request, all in one epoll set, watched by one
-// pool worker at a time (the watcher; leader/followers): when a connection becomes readable
-// the watcher hands the watching to another worker and serves that connection itself, so a
-// request waits for one thread to wake, as when each connection had its own (a hand-over to
-// a second thread made every request wait for two, which a loaded machine made costly). One
-// idle for keepAliveTimeout is closed. Once stopped, nothing more is parked or resumed.
-class IdleConnections {
- public:
-  using Task = std::function<void()>;
-  // Runs a task on a pool worker.
-  using Spawn = std::function<void(Task)>;
-  // Serves a connection on the calling thread (then parks or closes it).
-  using Serve = std::function<void(std::unique_ptr<OpenConnection>)>;
-  using Close = std::function<void(OpenConnection&)>;
+namespace {
 
-  IdleConnections(Millis keepAliveTimeout, Spawn spawn, Serve serve, Close close)
-      : keepAliveTimeout_(keepAliveTimeout),
-        spawn_(std::move(spawn)),
-        serve_(std::move(serve)),
-        close_(std::move(close)) {
+// The connection whose request this thread is serving, for deferReply.
+thread_local GuardedServer::Connection* servingNow = nullptr;
+
+}  // namespace
+
+bool deferReply(DeferredReply reply) {
+  GuardedServer::Connection* connection = servingNow;
+  if (connection == nullptr || connection->deferred) return false;
+  connection->deferred = std::make_shared<DeferredReply>(std::move(reply));
+  connection->stream->setSwallow(true);
+  return true;
+}
+
+// Where connections wait without a thread: idle kept-alive ones in an epoll set for their next
+// request (until keepAliveTimeout), deferred replies for wakeDeferred() (until their deadline),
+// requests whose head trickles in (looked at every kTrickleRecheck). One pool worker at a time
+// watches them all (the watcher; leader/followers): when something is ready it hands the
+// watching to another worker and serves the first ready connection itself, so a request waits
+// for one thread to wake, as when each connection had its own (a hand-over to a second thread
+// made every request wait for two, which a loaded machine made costly).
+class GuardedServer::Parking {
+ public:
+  Parking(GuardedServer& server, size_t minThreads, size_t maxThreads)
+      : server_(server), pool_(minThreads, maxThreads) {
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_ < 0 || wake_ < 0) {
-      throw std::runtime_error(std::string("http server: epoll: ") + std::strerror(errno));
-    }
+    if (epoll_ < 0 || wake_ < 0) throw std::runtime_error("http server: no epoll or eventfd");
     epoll_event event{};
     event.events = EPOLLIN;
-    event.data.fd = wake_;
+    event.data.ptr = nullptr;  // the wake-up
     ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
   }
-
-  ~IdleConnections() {
+  ~Parking() {
     stop();
-    ::close(wake_);
     ::close(epoll_);
+    ::close(wake_);
   }
 
-  // Takes the connection (true) to serve it again once readable; false once stopped (the
-  // caller closes it). The first parking starts the watcher.
-  bool park(std::unique_ptr<OpenConnection>& connection) {
+  // The first listen() starts the watcher.
+  void start() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopped_) return false;
-    if (!watcherStarted_) {
-      watcherStarted_ = true;
-      ++watchers_;
-      spawn_([this] { watch(); });
-    }
-    const socket_t sock = connection->sock;
-    Parked& parked = parked_[sock];
-    parked.connection = std::move(connection);
-    parked.serial = ++serial_;
-    // The watcher waits for the earliest expiry; without one it waits for events only.
-    if (expiries_.empty()) wake();
-    expiries_.push_back({Clock::now() + keepAliveTimeout_, sock, parked.serial});
-    epoll_event event{};
-    event.events = EPOLLIN | EPOLLRDHUP;
-    event.data.fd = sock;
-    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &event) != 0) {
-      connection = std::move(parked.connection);
-      parked_.erase(sock);
-      return false;
-    }
-    return true;
+    if (watcherStarted_ || stopping_) return;
+    watcherStarted_ = true;
+    ++watchers_;
+    pool_.enqueue([this] { watch(); });
   }
 
-  // Ends the watching (waits for the watcher to leave) and closes every parked connection;
+  void enqueue(std::function<void()> task) { pool_.enqueue(std::move(task)); }
+
+  // `deferred`: waits for wakeDeferred() or the deadline; else for its next request.
+  void park(std::shared_ptr<Connection> connection, Clock::time_point until, bool deferred) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stopping_) return;  // closed as `connection` goes
+    Connection* c = connection.get();
+    const bool earliest = deadlines_.empty() || until < deadlines_.begin()->first;
+    c->deadline = deadlines_.emplace(until, c);
+    if (deferred) {
+      deferred_.insert(c);
+    } else if (c->trickling) {
+      // Looked at again at `until` (not in the epoll set: its unread bytes would wake it at once).
+    } else {
+      epoll_event event{};
+      event.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      event.data.ptr = c;
+      c->watched = ::epoll_ctl(epoll_, EPOLL_CTL_ADD, c->sock, &event) == 0;
+    }
+    parked_.emplace(c, std::move(connection));
+    lock.unlock();
+    if (earliest) poke();
+  }
+
+  void wakeDeferred() {
+    std::vector<std::shared_ptr<Connection>> woken;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (deferred_.empty()) return;
+      for (Connection* c : deferred_) woken.push_back(unpark(c));
+      deferred_.clear();
+    }
+    for (auto& c : woken) {
+      pool_.enqueue([this, c] { server_.resume(c, false); });
+    }
+  }
+
+  // Closes every parked connection and ends the pool once its running tasks are done;
   // idempotent.
   void stop() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (stopped_) return;
-    stopped_ = true;
-    wake();
-    watchersLeft_.wait(lock, [this] { return watchers_ == 0; });
-    for (auto& [sock, parked] : parked_) close_(*parked.connection);
-    parked_.clear();
+    std::map<Connection*, std::shared_ptr<Connection>> closing;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      stopping_ = true;
+      closing.swap(parked_);
+      deferred_.clear();
+      deadlines_.clear();
+      poke();
+      watchersLeft_.wait(lock, [this] { return watchers_ == 0; });
+    }
+    closing.clear();
+    pool_.shutdown();
   }
 
  private:
-  struct Parked {
-    std::unique_ptr<OpenConnection> connection;
-    uint64_t serial = 0;  // which parking of this socket an expiry is for
-  };
-  struct Expiry {
-    Clock::time_point at;
-    socket_t sock;
-    uint64_t serial;
-  };
-
-  void wake() {
+  void poke() {
     const uint64_t one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
+    [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof one);
+  }
+
+  // Under mutex_: takes `c` out of the parking.
+  std::shared_ptr<Connection> unpark(Connection* c) {
+    auto it = parked_.find(c);
+    std::shared_ptr<Connection> connection = std::move(it->second);
+    parked_.erase(it);
+    deadlines_.erase(c->deadline);
+    if (c->watched) {
+      ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c->sock, nullptr);
+      c->watched = false;
+    }
+    return connection;
   }
 
   // The watcher's loop, on a pool worker: returns to the pool once it has handed the watching
   // on and served a connection, or when stopped.
   void watch() {
-    epoll_event events[64];
+    std::vector<epoll_event> events(256);
     while (true) {
       int timeoutMs = -1;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopped_) return leaveLocked();
-        if (!expiries_.empty()) {
-          const auto wait = std::chrono::duration_cast<Millis>(expiries_.front().at - Clock::now());
-          timeoutMs = static_cast<int>(std::max<int64_t>(0, wait.count() + 1));
+        if (stopping_) return leaveLocked();
+        if (!deadlines_.empty()) {
+          const auto wait = deadlines_.begin()->first - Clock::now();
+          timeoutMs = static_cast<int>(std::clamp<int64_t>(
+              std::chrono::duration_cast<Millis>(wait).count() + 1, 0, kStopCheckInterval.count()));
         }
       }
-      const int ready = ::epoll_wait(epoll_, events, 64, timeoutMs);
-      std::vector<std::unique_ptr<OpenConnection>> readable, expired;
+      const int n =
+          ::epoll_wait(epoll_, events.data(), static_cast<int>(events.size()),
+                       timeoutMs < 0 ? static_cast<int>(kStopCheckInterval.count()) : timeoutMs);
+      std::vector<std::shared_ptr<Connection>> readable, timedOut, expired;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopped_) return leaveLocked();
-        for (int i = 0; i < ready; ++i) {
-          if (events[i].data.fd == wake_) {
-            uint64_t count = 0;
-            [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
+        if (stopping_) return leaveLocked();
+        for (int i = 0; i < n; ++i) {
+          auto* c = static_cast<Connection*>(events[i].data.ptr);
+          if (c == nullptr) {
+            uint64_t value = 0;
+            [[maybe_unused]] ssize_t r = ::read(wake_, &value, sizeof value);
             continue;
           }
-          if (auto connection = take(events[i].data.fd)) readable.push_back(std::move(connection));
+          // Gone meanwhile (woken, or expired in an earlier batch): the event is stale.
+          if (parked_.count(c) == 0 || !c->watched) continue;
+          readable.push_back(unpark(c));
         }
-        // Every parking waits the same keepAliveTimeout, so expiries are in time order.
-        const auto now = Clock::now();
-        while (!expiries_.empty() && expiries_.front().at <= now) {
-          const Expiry expiry = expiries_.front();
-          expiries_.pop_front();
-          auto found = parked_.find(expiry.sock);
-          if (found != parked_.end() && found->second.serial == expiry.serial) {
-            expired.push_back(take(expiry.sock));
+        const Clock::time_point now = Clock::now();
+        while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+          Connection* c = deadlines_.begin()->second;
+          const bool deferred = deferred_.erase(c) > 0;
+          if (deferred) {
+            timedOut.push_back(unpark(c));
+          } else if (c->trickling && now < c->requestDeadline) {
+            if (!requestHeadArrived(c->sock)) {  // still not whole: look again later
+              deadlines_.erase(c->deadline);
+              c->deadline = deadlines_.emplace(now + kTrickleRecheck, c);
+              continue;
+            }
+            readable.push_back(unpark(c));
+          } else {
+            expired.push_back(unpark(c));
           }
         }
       }
-      for (auto& connection : expired) close_(*connection);
-      if (readable.empty()) continue;
-      // The next watcher takes this one's place in watchers_.
-      spawn_([this] { watch(); });
-      // The others go to workers of their own; this thread serves the first.
-      for (size_t i = 1; i < readable.size(); ++i) {
-        OpenConnection* raw = readable[i].release();
-        spawn_([this, raw] { serve_(std::unique_ptr<OpenConnection>(raw)); });
-      }
-      serve_(std::move(readable.front()));
+      expired.clear();  // idle past keepAliveTimeout: closed here
+      std::vector<std::function<void()>> ready;
+      for (auto& c : readable) ready.push_back([this, c] { server_.serve(c); });
+      for (auto& c : timedOut) ready.push_back([this, c] { server_.resume(c, true); });
+      readable.clear();
+      timedOut.clear();
+      if (ready.empty()) continue;
+      // The next watcher takes this one's place in watchers_; the others go to workers of
+      // their own; this thread serves the first.
+      pool_.enqueue([this] { watch(); });
+      for (size_t i = 1; i < ready.size(); ++i) pool_.enqueue(std::move(ready[i]));
+      ready.front()();
       return;
     }
   }
@@ -490,57 +607,33 @@ class IdleConnections {
     watchersLeft_.notify_all();
   }
 
-  // Under mutex_: removes the socket from the set and hands its connection back.
-  std::unique_ptr<OpenConnection> take(socket_t sock) {
-    auto found = parked_.find(sock);
-    if (found == parked_.end()) return nullptr;
-    std::unique_ptr<OpenConnection> connection = std::move(found->second.connection);
-    parked_.erase(found);
-    ::epoll_ctl(epoll_, EPOLL_CTL_DEL, sock, nullptr);
-    return connection;
-  }
-
-  const Millis keepAliveTimeout_;
-  const Spawn spawn_;
-  const Serve serve_;
-  const Close close_;
+  GuardedServer& server_;
+  GrowingThreadPool pool_;
   int epoll_ = -1;
   int wake_ = -1;
   std::mutex mutex_;
   std::condition_variable watchersLeft_;
-  bool stopped_ = false;               // guarded by mutex_
-  bool watcherStarted_ = false;        // guarded by mutex_
-  int watchers_ = 0;                   // guarded by mutex_: the running or spawned watcher (0 or 1)
-  std::map<socket_t, Parked> parked_;  // guarded by mutex_
-  std::deque<Expiry> expiries_;        // guarded by mutex_
-  uint64_t serial_ = 0;                // guarded by mutex_
+  bool stopping_ = false;        // guarded by mutex_
+  bool watcherStarted_ = false;  // guarded by mutex_
+  int watchers_ = 0;             // guarded by mutex_: the running or spawned watcher (0 or 1)
+  std::map<Connection*, std::shared_ptr<Connection>> parked_;  // guarded by mutex_
+  std::multimap<Clock::time_point, Connection*> deadlines_;    // guarded by mutex_
+  std::set<Connection*> deferred_;                             // guarded by mutex_
 };
 
 namespace {
 
-// What httplib holds as its task queue (and deletes when its accept loop ends): the server's
-// pool, with parking stopped before the pool shuts down, so that no parked connection is
-// resumed onto a pool that is gone.
-class ServerQueue : public httplib::TaskQueue {
+// httplib's task queue for one listen(): the parking's pool; its shutdown ends the parking.
+class ParkingQueue : public httplib::TaskQueue {
  public:
-  ServerQueue(std::shared_ptr<GrowingThreadPool> pool, IdleConnections& idle)
-      : pool_(std::move(pool)), idle_(idle) {}
-  void enqueue(std::function<void()> fn) override { pool_->enqueue(std::move(fn)); }
-  void shutdown() override {
-    idle_.stop();
-    pool_->shutdown();
-  }
+  explicit ParkingQueue(std::shared_ptr<GuardedServer::Parking> parking)
+      : parking_(std::move(parking)) {}
+  void enqueue(std::function<void()> fn) override { parking_->enqueue(std::move(fn)); }
+  void shutdown() override { parking_->stop(); }
 
  private:
-  std::shared_ptr<GrowingThreadPool> pool_;
-  IdleConnections& idle_;
+  std::shared_ptr<GuardedServer::Parking> parking_;
 };
-
-// Whether a read would find something (data, or the peer's close) right now.
-bool readableNow(socket_t sock) {
-  pollfd fd{sock, POLLIN, 0};
-  return ::poll(&fd, 1, 0) > 0;
-}
 
 }  // namespace
 
@@ -548,19 +641,18 @@ void GuardedServer::SslContextDeleter::operator()(void* context) const {
   SSL_CTX_free(static_cast<SSL_CTX*>(context));
 }
 
-GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls)
-    : limits_(limits),
-      // As many workers as connections may be open (a handler that blocks, a long poll, holds
-      // its worker, and every open connection may be in one), and a few more, so that a
-      // connection beyond maxConnections is refused at once even then.
-      pool_(std::make_shared<GrowingThreadPool>(limits_.minThreads,
-                                                limits_.maxConnections + kRefusingWorkers)),
-      idle_(std::make_unique<IdleConnections>(
-          limits_.keepAliveTimeout,
-          [this](IdleConnections::Task task) { pool_->enqueue(std::move(task)); },
-          [this](std::unique_ptr<OpenConnection> connection) { serve(std::move(connection)); },
-          [this](OpenConnection& connection) { close(connection); })) {
-  new_task_queue = [this] { return new ServerQueue(pool_, *idle_); };
+GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls) : limits_(limits) {
+  // Without maxThreads, as many workers as connections may be open (a handler that blocks holds
+  // its worker, and every open connection may be in one), and a few more, so that a connection
+  // beyond maxConnections is refused at once even then. Either way one more for the watcher.
+  const size_t maxThreads = limits_.maxThreads > 0
+                                ? limits_.maxThreads + 1
+                                : limits_.maxConnections + kWatcherAndRefusingWorkers;
+  parking_ = std::make_shared<Parking>(*this, limits_.minThreads, maxThreads);
+  new_task_queue = [parking = parking_] {
+    parking->start();
+    return new ParkingQueue(parking);
+  };
   if (!tls.enabled()) return;
   if (tls.keyFile.empty()) {
     throw std::runtime_error("TLS: a certificate without a key (tls.keyFile is not set)");
@@ -585,9 +677,8 @@ GuardedServer::GuardedServer(ConnectionLimits limits, const TlsServerFiles& tls)
 }
 
 GuardedServer::~GuardedServer() {
-  // Before the members the parked connections' close() uses (mutex_, perAddress_) go.
-  idle_->stop();
-  pool_->shutdown();
+  // Before the members the parked connections' release() uses (mutex_, perAddress_) go.
+  parking_->stop();
 }
 
 void GuardedServer::widenBacklog(int backlog) {
@@ -623,6 +714,10 @@ void GuardedServer::release(const std::string& address) {
   if (it != perAddress_.end() && --it->second == 0) perAddress_.erase(it);
 }
 
+void GuardedServer::wakeDeferred() {
+  parking_->wakeDeferred();
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   SSL_CTX* context = static_cast<SSL_CTX*>(sslContext_.get());
   std::string address;
@@ -641,56 +736,94 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   const int flags = ::fcntl(sock, F_GETFL, 0);
   ::fcntl(sock, F_SETFL, flags | O_NONBLOCK);
 
-  SSL* ssl = nullptr;
-  bool ok = true;
+  auto connection = std::make_shared<Connection>(*this, sock, address);
   if (context) {
-    ssl = SSL_new(context);
-    ok = ssl != nullptr && SSL_set_fd(ssl, sock) == 1;
+    connection->ssl = SSL_new(context);
+    connection->ok = connection->ssl != nullptr && SSL_set_fd(connection->ssl, sock) == 1;
   }
-  auto connection = std::make_unique<OpenConnection>();
-  connection->sock = sock;
-  connection->ssl = ssl;
-  connection->address = address;
-  connection->requestsLeft = limits_.keepAliveMaxCount;
-  if (ok && ssl) {
-    GuardedStream stream(sock, limits_, svr_sock_, ssl);
-    stream.beginRequest();
-    ok = stream.handshake();
+  connection->stream = std::make_unique<GuardedStream>(sock, limits_, svr_sock_, connection->ssl);
+  connection->left = limits_.keepAliveMaxCount;
+  if (connection->ok && connection->ssl) {
+    connection->stream->beginRequest();
+    connection->ok = connection->stream->handshake();
   }
-  if (!ok) {
-    close(*connection);
-    return false;
-  }
+  if (!connection->ok) return false;
   serve(std::move(connection));
   return true;
 }
 
-void GuardedServer::serve(std::unique_ptr<OpenConnection> connection) {
-  GuardedStream stream(connection->sock, limits_, svr_sock_, connection->ssl);
-  while (connection->requestsLeft > 0 && !stream.stopping()) {
-    // Between requests the connection waits without a worker (at most keepAliveTimeout).
-    if (!stream.hasBuffered() && !readableNow(connection->sock)) {
-      if (idle_->park(connection)) return;
-      break;
+void GuardedServer::serve(std::shared_ptr<Connection> connection) {
+  GuardedStream& stream = *connection->stream;
+  while (connection->left > 0 && !stream.stopping()) {
+    // Nothing to read yet: the connection waits for its next request (up to keepAliveTimeout)
+    // in the parking, not on this thread.
+    if (!stream.readableNow()) {
+      parking_->park(std::move(connection), Clock::now() + limits_.keepAliveTimeout, false);
+      return;
     }
-    stream.beginRequest();
+    // A request that trickles in (slowloris) waits in the parking until its head is whole, so
+    // that however few workers a server has, slow clients hold none of them. (Over TLS the
+    // bytes cannot be looked at: the worker reads them, within requestReadTimeout.)
+    if (!connection->ssl && !requestHeadArrived(connection->sock)) {
+      const Clock::time_point now = Clock::now();
+      if (!connection->trickling) {
+        connection->trickling = true;
+        connection->requestDeadline = now + limits_.requestReadTimeout;
+      }
+      if (now >= connection->requestDeadline) return;  // too slow: closed
+      parking_->park(std::move(connection), now + kTrickleRecheck, false);
+      return;
+    }
+    if (connection->trickling) {
+      stream.setDeadline(connection->requestDeadline);
+      connection->trickling = false;
+      connection->requestDeadline = Clock::time_point::max();
+    } else {
+      stream.beginRequest();
+    }
     bool closed = false;
-    const bool served = process_request(stream, connection->requestsLeft == 1, closed, nullptr);
-    --connection->requestsLeft;
-    if (!served || closed) break;
+    servingNow = connection.get();
+    const bool served = process_request(stream, connection->left == 1, closed, nullptr);
+    servingNow = nullptr;
+    --connection->left;
+    if (connection->deferred) {
+      stream.setSwallow(false);
+      connection->closeAfter = closed || !served;
+      const Clock::time_point deadline = connection->deferred->deadline;
+      parking_->park(std::move(connection), deadline, true);
+      return;
+    }
+    if (!served || closed) return;
   }
-  close(*connection);
 }
 
-void GuardedServer::close(OpenConnection& connection) {
-  if (connection.ssl) {
-    SSL_shutdown(connection.ssl);  // best effort: the socket is non-blocking
-    SSL_free(connection.ssl);
-    connection.ssl = nullptr;
+void GuardedServer::resume(std::shared_ptr<Connection> connection, bool timedOut) {
+  httplib::Response res;
+  res.status = 200;
+  bool answer = false;
+  try {
+    answer = connection->deferred->resume(res, timedOut) || timedOut;
+  } catch (const std::exception& error) {
+    res = httplib::Response();
+    res.status = 500;
+    std::string message = error.what();
+    for (char& ch : message) {
+      if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+    }
+    res.set_content(R"({"error":{"code":500,"message":")" + message + R"("}})", "application/json");
+    answer = true;
   }
-  ::shutdown(connection.sock, SHUT_RDWR);
-  ::close(connection.sock);
-  release(connection.address);
+  if (!answer) {
+    const Clock::time_point deadline = connection->deferred->deadline;
+    parking_->park(std::move(connection), deadline, true);
+    return;
+  }
+  connection->deferred.reset();
+  if (!connection->stream->writeAll(responseText(res, connection->closeAfter)) ||
+      connection->closeAfter) {
+    return;
+  }
+  serve(std::move(connection));
 }
 
 }  // namespace tide::rest

@@ -116,6 +116,8 @@ HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options))
   limits.writeTimeout = options_.writeTimeout;
   limits.requestReadTimeout = options_.requestReadTimeout;
   limits.minThreads = std::max<size_t>(1, options_.threadCount);
+  limits.maxThreads =
+      options_.maxThreads == 0 ? 0 : std::max(options_.maxThreads, limits.minThreads);
   limits.maxConnections = std::max(options_.maxConnections, limits.minThreads);
   limits.maxConnectionsPerAddress = std::max<size_t>(1, options_.maxConnectionsPerAddress);
   server_ = std::make_unique<GuardedServer>(

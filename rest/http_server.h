@@ -55,9 +55,12 @@ struct HttpServerOptions {
   int portRetries = 0;
   // Serve on this Unix domain socket instead of bindAddress:port when set.
   std::string unixSocketPath;
-  // Worker threads kept ready. Each open connection holds one; more are started, up to
-  // maxConnections, while connections wait (so slow clients hold only themselves).
+  // Worker threads kept ready; more are started, up to maxThreads, while requests wait (so slow
+  // clients hold only themselves).
   size_t threadCount = 8;
+  // At most this many workers (0: maxConnections). A connection holds one only while it has a
+  // request to read or answer: idle kept-alive connections and deferred replies hold none.
+  size_t maxThreads = 0;
   // Connections open at once, in all and from one client address; beyond either, a new
   // connection gets a 503 and is closed.
   size_t maxConnections = 1024;
@@ -108,6 +111,9 @@ class HttpServer {
   void stop();
 
   bool running() const;
+  // Resumes every reply a handler deferred (rest::deferReply, a long poll) soon, each on a
+  // worker. Thread-safe.
+  void wakeDeferred() { server_->wakeDeferred(); }
   // The bound port once started (the real one when options.port was 0).
   int port() const { return boundPort_; }
   // "http://127.0.0.1:PORT" ("https://" with TLS), or "unix:/path" for a Unix socket: what

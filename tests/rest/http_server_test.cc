@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -397,6 +398,23 @@ TEST_F(HttpServerTest, SlowClientsDoNotStarveOthers) {
   }
 }
 
+// The same with only 2 workers: a request whose head trickles in waits for the rest without
+// one (the server looks at the bytes without reading them), so the slow 200 hold no worker.
+TEST_F(HttpServerTest, SlowClientsHoldNoWorkerEvenWhenWorkersAreFew) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 2;
+  options.maxThreads = 2;
+  startServer(makeEchoServer(options));
+  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
+  ASSERT_EQ(slow.open(), 200);
+  HttpClientOptions quick = clientOptions();
+  quick.requestTimeout = std::chrono::seconds(1);
+  for (int i = 0; i < 20; ++i) {
+    HttpClient client(server_->baseUrl(), quick);
+    ASSERT_EQ(client.request("GET", "/ping").status, 200) << "request " << i;
+  }
+}
+
 // A request whose headers trickle in is cut off requestReadTimeout after its first byte, even
 // though each line arrives well within readTimeout.
 TEST_F(HttpServerTest, ARequestThatNeverFinishesIsCutOff) {
@@ -507,6 +525,169 @@ TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
   ::close(sock);
   EXPECT_THAT(received, StartsWith("HTTP/1.1 200"));
   EXPECT_GE(open, std::chrono::milliseconds(900)) << "closed before keepAliveTimeout";
+}
+
+// ---- Connections without threads: kept-alive connections and deferred replies (issue 16.2)
+
+// A client connection speaking raw HTTP/1.1 keep-alive: one request, then its answer.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    sock_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in server{};
+    server.sin_family = AF_INET;
+    server.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
+    if (::connect(sock_, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
+      ::close(sock_);
+      sock_ = -1;
+    }
+  }
+  ~RawConnection() {
+    if (sock_ >= 0) ::close(sock_);
+  }
+  bool connected() const { return sock_ >= 0; }
+  bool send(const std::string& method, const std::string& path) {
+    const std::string request =
+        method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+    return ::send(sock_, request.data(), request.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(request.size());
+  }
+  // The status and body of the next answer, within `bound`; status 0 when none came.
+  std::pair<int, std::string> receive(std::chrono::milliseconds bound = std::chrono::seconds(20)) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    while (true) {
+      const size_t end = buffer_.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        const size_t at = buffer_.find("Content-Length: ");
+        const size_t length =
+            at == std::string::npos || at > end ? 0 : std::stoul(buffer_.substr(at + 16));
+        if (buffer_.size() >= end + 4 + length) {
+          const int status = std::stoi(buffer_.substr(9, 3));
+          std::string body = buffer_.substr(end + 4, length);
+          buffer_.erase(0, end + 4 + length);
+          return {status, body};
+        }
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {0, ""};
+      pollfd fd{sock_, POLLIN, 0};
+      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return {0, ""};
+      char chunk[4096];
+      const ssize_t n = ::recv(sock_, chunk, sizeof chunk, 0);
+      if (n <= 0) return {0, ""};
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int sock_ = -1;
+  std::string buffer_;
+};
+
+// 300 clients that keep their connection open between requests (as executors do with the AM)
+// hold no worker while they are idle: the server runs on at most 4 threads and still answers
+// each of them again on its own connection, and a newcomer at once. With a worker per open
+// connection, the 300 would take 300 threads (or, capped, leave the newcomer waiting).
+TEST_F(HttpServerTest, KeptAliveConnectionsHoldNoThreadBetweenRequests) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 2;
+  options.maxThreads = 4;
+  options.maxConnectionsPerAddress = 1000;
+  options.keepAliveTimeout = std::chrono::seconds(30);
+  startServer(makeEchoServer(options));
+  const size_t threadsBefore = threadsOfThisProcess();
+  std::vector<std::unique_ptr<RawConnection>> clients;
+  for (int i = 0; i < 300; ++i) {
+    clients.push_back(std::make_unique<RawConnection>(server_->port()));
+    ASSERT_TRUE(clients.back()->connected()) << i;
+    ASSERT_TRUE(clients.back()->send("GET", "/ping"));
+    ASSERT_EQ(clients.back()->receive().first, 200) << "client " << i;
+  }
+  EXPECT_LE(threadsOfThisProcess(), threadsBefore + 4)
+      << "300 idle kept-alive connections hold threads";
+  HttpClientOptions quick = clientOptions();
+  quick.requestTimeout = std::chrono::seconds(2);
+  HttpClient newcomer(server_->baseUrl(), quick);
+  EXPECT_EQ(newcomer.request("GET", "/ping").status, 200);
+  for (size_t i = 0; i < clients.size(); ++i) {
+    ASSERT_TRUE(clients[i]->send("GET", "/ping"));
+    ASSERT_EQ(clients[i]->receive().first, 200) << "client " << i << " on its kept connection";
+  }
+  clients.clear();
+}
+
+// A long poll: the handler defers its reply until woken. 200 requests wait at once on a server
+// of at most 4 workers, other requests are answered meanwhile, and wakeDeferred() answers every
+// one of them (those not ready yet wait on), each on its own connection, which then serves its
+// next request.
+TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
+  HttpServerOptions options = serverOptions();
+  options.threadCount = 2;
+  options.maxThreads = 4;
+  options.maxConnectionsPerAddress = 1000;
+  options.keepAliveTimeout = std::chrono::seconds(30);
+  auto server = makeEchoServer(options);
+  std::atomic<int> waiting{0};
+  std::atomic<bool> ready{false};
+  server->post("/wait", [&](const httplib::Request&, httplib::Response&) {
+    DeferredReply reply;
+    reply.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    reply.resume = [&](httplib::Response& res, bool timedOut) {
+      if (!ready && !timedOut) return false;
+      replyJson(res, timedOut ? R"({"woken":false})" : R"({"woken":true})");
+      return true;
+    };
+    ASSERT_TRUE(deferReply(std::move(reply)));
+    ++waiting;
+  });
+  startServer(std::move(server));
+  const size_t threadsBefore = threadsOfThisProcess();
+  std::vector<std::unique_ptr<RawConnection>> polls;
+  for (int i = 0; i < 200; ++i) {
+    polls.push_back(std::make_unique<RawConnection>(server_->port()));
+    ASSERT_TRUE(polls.back()->connected() && polls.back()->send("POST", "/wait")) << i;
+  }
+  ASSERT_TRUE(testing::eventually([&] { return waiting == 200; }, std::chrono::seconds(20)))
+      << waiting << " of 200 deferred";
+  EXPECT_LE(threadsOfThisProcess(), threadsBefore + 4) << "200 deferred replies hold threads";
+  EXPECT_EQ(client_->request("GET", "/ping").status, 200);
+
+  server_->wakeDeferred();  // not ready yet: every one waits on
+  EXPECT_EQ(polls.front()->receive(std::chrono::milliseconds(300)).first, 0);
+  ready = true;
+  server_->wakeDeferred();
+  for (size_t i = 0; i < polls.size(); ++i) {
+    const auto [status, body] = polls[i]->receive();
+    ASSERT_EQ(status, 200) << "poll " << i;
+    EXPECT_EQ(body, R"({"woken":true})");
+    ASSERT_TRUE(polls[i]->send("GET", "/ping"));
+    ASSERT_EQ(polls[i]->receive().first, 200) << "poll " << i << "'s next request";
+  }
+  polls.clear();
+}
+
+// A deferred reply nobody wakes is resumed at its deadline, told so.
+TEST_F(HttpServerTest, ADeferredReplyIsResumedAtItsDeadline) {
+  auto server = makeEchoServer(serverOptions());
+  server->post("/wait", [](const httplib::Request&, httplib::Response&) {
+    DeferredReply reply;
+    reply.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    reply.resume = [](httplib::Response& res, bool timedOut) {
+      if (!timedOut) return false;
+      replyJson(res, R"({"timedOut":true})");
+      return true;
+    };
+    deferReply(std::move(reply));
+  });
+  startServer(std::move(server));
+  const auto start = std::chrono::steady_clock::now();
+  const HttpResponse response = client_->request("POST", "/wait", "{}");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, R"({"timedOut":true})");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(190));
+  EXPECT_FALSE(deferReply(DeferredReply{})) << "outside a request there is nothing to defer";
 }
 
 // ---- TLS (issue 17.3)
