@@ -456,10 +456,7 @@ void ApplicationMaster::heartbeatLoop() {
       const StateLock lock = lockState();
       if (stopping_) return;
       std::optional<AskChange> change;
-      int64_t localityAwareTasks = 0;
-      auto tasksByNode = scheduler_->containerPlacementHints(&localityAwareTasks);
-      allocator_.setLocalityHints(std::move(tasksByNode), localityAwareTasks,
-                                  config_.allocation.tasksPerExecutor());
+      allocator_.setLocalityHints(scheduler_->containerPlacementHints());
       ask = allocator_.nextAsk(&change);
       if (change) {
         log_.info() << change->why;
