@@ -57,6 +57,27 @@ class ApplicationMaster::TaskMetricsListener : public SchedulerListener {
   AmMetrics& metrics_;
 };
 
+// Writes stage submissions, with their resource profile, to the event log (as Spark's
+// SparkListenerStageSubmitted carries its StageInfo's resourceProfileId).
+class ApplicationMaster::EventLogListener : public SchedulerListener {
+ public:
+  explicit EventLogListener(ApplicationMaster& am) : am_(am) {}
+  void onStageSubmitted(const std::string& stageId, int64_t numTasks, int taskCpus,
+                        const allocation::ResourceProfile& profile) override {
+    // Posted by the scheduler, under mu_.
+    if (!am_.eventLog_) return;
+    const bool isDefault = profile.id == allocation::kDefaultProfileId;
+    am_.eventLog_->stageSubmitted(
+        {stageId, numTasks, taskCpus, profile.id,
+         isDefault ? am_.config_.allocation.executorCores : profile.executorCores,
+         isDefault ? am_.config_.containers.executorResource.memoryMb : profile.executorMemoryMb,
+         am_.clock_.nowMs() - am_.startedAt_});
+  }
+
+ private:
+  ApplicationMaster& am_;
+};
+
 ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
                                      std::unique_ptr<ResourceManagerClient> rm)
     : config_(std::move(config)),
@@ -75,6 +96,7 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
       allocationListener_(allocation_),
       jobEndListener_(std::make_unique<JobEndListener>(*this)),
       metricsListener_(std::make_unique<TaskMetricsListener>(metrics_)),
+      eventLogListener_(std::make_unique<EventLogListener>(*this)),
       scheduler_(std::make_unique<TaskScheduler>(config_.scheduler, clock_,
                                                  static_cast<uint64_t>(startedAt_))),
       allocator_(config_.containers, clock_),
@@ -85,6 +107,7 @@ ApplicationMaster::ApplicationMaster(AmConfig config, AmIdentity identity,
   scheduler_->subscribe(allocationListener_);
   scheduler_->subscribe(*metricsListener_);
   scheduler_->subscribe(*jobEndListener_);
+  scheduler_->subscribe(*eventLogListener_);
   allocator_.setTarget(allocation_.initialTarget());
 }
 
@@ -471,10 +494,7 @@ void ApplicationMaster::heartbeatLoop() {
       const StateLock lock = lockState();
       if (stopping_) return;
       std::optional<AskChange> change;
-      int64_t localityAwareTasks = 0;
-      auto tasksByNode = scheduler_->containerPlacementHints(&localityAwareTasks);
-      allocator_.setLocalityHints(std::move(tasksByNode), localityAwareTasks,
-                                  config_.allocation.tasksPerExecutor());
+      allocator_.setLocalityHints(scheduler_->containerPlacementHints());
       ask = allocator_.nextAsk(&change);
       if (change) {
         log_.info() << change->why;
@@ -714,8 +734,15 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     }
     allocation_.onExecutorAdded(executor.id, executor.profileId);
     if (eventLog_) {
+      const allocation::ResourceProfile* profile = scheduler_->profiles().find(executor.profileId);
+      const bool isDefault = executor.profileId == allocation::kDefaultProfileId;
       eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
-                                executor.pid, now - startedAt_, -1, ""});
+                                executor.pid, now - startedAt_, -1, "", executor.profileId,
+                                isDefault || profile == nullptr ? config_.allocation.executorCores
+                                                                : profile->executorCores,
+                                isDefault || profile == nullptr
+                                    ? config_.containers.executorResource.memoryMb
+                                    : profile->executorMemoryMb});
     }
     journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
                                            executor.blockUrl));

@@ -251,6 +251,7 @@ class ApplicationMaster : public MasterControl {
   // The task scheduler's subscribers (besides the allocation policy's AllocationListener).
   class JobEndListener;
   class TaskMetricsListener;
+  class EventLogListener;
 
   // Set at construction, then only read: no lock.
   AmConfig config_;
@@ -277,6 +278,7 @@ class ApplicationMaster : public MasterControl {
   AllocationListener allocationListener_;                 // subscribed to scheduler_
   std::unique_ptr<JobEndListener> jobEndListener_;        // subscribed to scheduler_
   std::unique_ptr<TaskMetricsListener> metricsListener_;  // subscribed to scheduler_
+  std::unique_ptr<EventLogListener> eventLogListener_;    // subscribed to scheduler_
   std::unique_ptr<TaskScheduler> scheduler_;
   ContainerAllocator allocator_;
   Decommissioner decommissioner_;

@@ -109,6 +109,7 @@ JsonWriter& writeStageProgress(JsonWriter& w, const StageSummary& stage) {
 void writeStage(JsonWriter& w, const StageSummary& stage) {
   writeStageProgress(w.startObject(), stage);
   writeStrings(w, "dependsOn", stage.dependsOn);
+  w.field("resourceProfileId", stage.profile.id);
   const DurationMs duration =
       stage.submittedMs < 0
           ? 0

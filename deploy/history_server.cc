@@ -274,11 +274,10 @@ void HistoryServer::registerRoutes() {
         read([](const App& app, const Req&) { return am::replayedStatusDocument(app); }));
   s.get(R"(/history/([^/]+)/api/v1/executors)",
         read([](const App& app, const Req&) { return am::replayedExecutorsDocument(app); }));
-  s.get(R"(/history/([^/]+)/api/v1/jobs)", read([](const App& app, const Req&) {
-          return app.last.jobs.empty() ? std::string(R"({"jobs":[]})") : app.last.jobs;
-        }));
+  s.get(R"(/history/([^/]+)/api/v1/jobs)",
+        read([](const App& app, const Req&) { return am::replayedJobsDocument(app); }));
   s.get(R"(/history/([^/]+)/api/v1/jobs/([^/]+))", read([](const App& app, const Req& req) {
-          return jobDocument(app.last.jobs, req.matches[2]);
+          return jobDocument(am::replayedJobsDocument(app), req.matches[2]);
         }));
   s.get(R"(/history/([^/]+)/api/v1/allocation/decisions)", read([](const App& app, const Req& req) {
           const int64_t limit = rest::queryInteger(req, "limit", 100);

@@ -135,28 +135,39 @@ ContainerAsk ContainerAllocator::nextAsk(std::optional<AskChange>* change) {
   ask.resource = defaultProfile.resource;
   ask.priority = defaultProfile.priority;
   ask.outstanding = defaultProfile.outstanding;
-  // Locality-preferred placement (Spark's LocalityPreferredContainerPlacementStrategy) of the
-  // default profile's requests. Every heartbeat states all the requests still wanted (they
-  // replace the previous ones), so all of `outstanding` is placed afresh and no earlier request
-  // counts as pending on a node; the executors already on each node (granted, started or not)
-  // are subtracted.
-  if (ask.outstanding > 0 && !localityHints_.empty()) {
-    PlacementInput placement;
-    placement.containers = ask.outstanding;
-    placement.localityAwareTasks = localityAwareTasks_;
-    placement.tasksPerExecutor = slotsPerExecutor_;
-    placement.tasksByHost = localityHints_;
-    for (const auto& [containerId, held] : held_)
-      if (held.profileId == 0) ++placement.executorsByHost[held.container.nodeId];
-    ask.hostAsks = hostAsksFor(localityOfRequestedContainers(placement));
-  }
+  ask.hostAsks = hostAsksOf(0, defaultProfile);
   for (const auto& [profileId, profile] : profiles_) {
     if (profileId == 0) continue;
-    ask.profileAsks.push_back({profileId, profile.resource, profile.priority, profile.outstanding});
+    ask.profileAsks.push_back({profileId, profile.resource, profile.priority, profile.outstanding,
+                               hostAsksOf(profileId, profile)});
   }
   ask.releases = std::move(toRelease_);
   toRelease_.clear();
   return ask;
+}
+
+std::vector<std::pair<std::string, int>> ContainerAllocator::hostAsksOf(
+    int profileId, const ProfileContainers& profile) const {
+  // Locality-preferred placement (Spark's LocalityPreferredContainerPlacementStrategy), per
+  // resource profile as in Spark's YarnAllocator: the profile's own pending-task locality and
+  // tasks per executor, less the profile's own executors on each node. Every heartbeat states
+  // all the requests still wanted (they replace the previous ones), so all of `outstanding` is
+  // placed afresh and no earlier request counts as pending on a node; the executors already on
+  // each node (granted, started or not) are subtracted.
+  auto hints = localityHints_.find(profileId);
+  if (profile.outstanding <= 0 || hints == localityHints_.end() ||
+      hints->second.tasksByHost.empty()) {
+    return {};
+  }
+  PlacementInput placement;
+  placement.containers = profile.outstanding;
+  placement.localityAwareTasks = hints->second.localityAwareTasks;
+  placement.tasksPerExecutor = std::max(1, hints->second.tasksPerExecutor);
+  placement.tasksByHost = hints->second.tasksByHost;
+  for (const auto& [containerId, held] : held_) {
+    if (held.profileId == profileId) ++placement.executorsByHost[held.container.nodeId];
+  }
+  return hostAsksFor(localityOfRequestedContainers(placement));
 }
 
 void ContainerAllocator::onHeartbeatFailed(const ContainerAsk& ask) {

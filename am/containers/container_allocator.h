@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "am/containers/container_placement.h"
 #include "am/containers/resource_manager_client.h"
 #include "common/clock.h"
 
@@ -105,15 +106,21 @@ class ContainerAllocator {
   void addProfile(int profileId, const rest::Resource& resource);
   // Every profile's target, by profile id (as the allocation policy's tick reports them).
   void setTargets(const std::map<int, int>& targets);
-  // Tasks of the submitted stages by the node they prefer (their input's; a task preferring two
-  // nodes counts on both) and how many prefer some node: nextAsk places the containers still
-  // wanted with Spark's locality-preferred strategy (container_placement.h), less the executors
-  // already on each node.
+  // Each resource profile's pending-task locality (by profile id; a profile left out has
+  // none): nextAsk places each profile's containers still wanted with Spark's
+  // locality-preferred strategy (container_placement.h), from that profile's tasks and less
+  // that profile's executors already on each node, as Spark's YarnAllocator does per
+  // ResourceProfile.
+  void setLocalityHints(std::map<int, LocalityHints> hintsByProfile) {
+    localityHints_ = std::move(hintsByProfile);
+  }
+  // The default profile's alone (the only one when no stage asks for its own shape): its
+  // tasks by the node they prefer (a task preferring two nodes counts on both), how many
+  // prefer some node, and its tasks per executor.
   void setLocalityHints(std::map<std::string, int64_t> pendingTasksByNode,
                         int64_t localityAwareTasks, int slotsPerExecutor) {
-    localityHints_ = std::move(pendingTasksByNode);
-    localityAwareTasks_ = localityAwareTasks;
-    slotsPerExecutor_ = std::max(1, slotsPerExecutor);
+    localityHints_[0] = {std::move(pendingTasksByNode), localityAwareTasks,
+                         std::max(1, slotsPerExecutor)};
   }
   // The targets of all profiles, summed.
   int target() const;
@@ -170,6 +177,9 @@ class ContainerAllocator {
   int profileForGrant(const rest::Resource& resource) const;
   // Forgets a held container (lost, released, failed to launch).
   void dropHeld(std::map<std::string, Held>::iterator it);
+  // Where a profile's outstanding requests should go (container_placement.h's host asks).
+  std::vector<std::pair<std::string, int>> hostAsksOf(int profileId,
+                                                      const ProfileContainers& profile) const;
   int outstandingTotal() const;
   int startingTotal() const;
 
@@ -183,9 +193,7 @@ class ContainerAllocator {
   std::vector<std::string> toRelease_;  // to send with the next heartbeat
   std::deque<TimeMs> failureTimes_;
   int nextExecutorNumber_ = 1;
-  std::map<std::string, int64_t> localityHints_;
-  int64_t localityAwareTasks_ = 0;
-  int slotsPerExecutor_ = 1;
+  std::map<int, LocalityHints> localityHints_;  // by resource profile id
 };
 
 }  // namespace tide::am

@@ -13,6 +13,21 @@
 
 namespace tide::am {
 
+// One resource profile's pending-task locality (Spark's hostToLocalTaskCount and
+// numLocalityAwareTasks, which ExecutorAllocationManager keeps per ResourceProfile): its
+// submitted stages' tasks by the host they prefer, how many prefer some host, and how many of
+// its tasks one of its executors runs.
+struct LocalityHints {
+  std::map<std::string, int64_t> tasksByHost;
+  int64_t localityAwareTasks = 0;
+  int tasksPerExecutor = 1;
+
+  bool operator==(const LocalityHints& other) const {
+    return tasksByHost == other.tasksByHost && localityAwareTasks == other.localityAwareTasks &&
+           tasksPerExecutor == other.tasksPerExecutor;
+  }
+};
+
 struct PlacementInput {
   int containers = 0;              // requests to place (Spark's numContainer)
   int64_t localityAwareTasks = 0;  // pending tasks that prefer some host

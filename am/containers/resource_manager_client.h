@@ -25,13 +25,16 @@ struct AmEndpoint {
 };
 
 // The containers wanted of one resource profile's executor shape other than the default's
-// (stage-level executor shapes, Spark's ResourceProfile): always "anywhere", at its own
-// priority. A profile with none outstanding is still listed (0 withdraws its earlier ask).
+// (stage-level executor shapes, Spark's ResourceProfile), at its own priority. A profile with
+// none outstanding is still listed (0 withdraws its earlier ask).
 struct ProfileAsk {
   int profileId = 0;
   rest::Resource resource;
   int priority = 1;
   int outstanding = 0;
+  // Of `outstanding`, how many to ask for on each host, for the profile's own pending tasks
+  // whose data is there (as ContainerAsk::hostAsks for the default profile).
+  std::vector<std::pair<std::string, int>> hostAsks;
 };
 
 // What the AM asks for in one heartbeat.

@@ -70,16 +70,12 @@ HeartbeatResult TideRmClient::heartbeat(const ContainerAsk& ask) {
   return result;
 }
 
-rest::AllocateRequest TideRmClient::allocateRequest(const ContainerAsk& ask) {
-  rest::AllocateRequest request;
-  request.responseId = responseId_;
-  request.progress = ask.progress;
-  rest::ResourceRequest any;
-  any.priority = ask.priority;
-  any.resource = ask.resource;
+int TideRmClient::addHostAsks(rest::AllocateRequest& request, const rest::ResourceRequest& any,
+                              const std::vector<std::pair<std::string, int>>& hostAsks,
+                              int profileId) {
   int onHosts = 0;
   std::set<std::string> asked;
-  for (const auto& [host, count] : ask.hostAsks) {
+  for (const auto& [host, count] : hostAsks) {
     asked.insert(host);
     // tide-rm grants each ask on its own, so the host asks and "*" add up to `outstanding`.
     rest::ResourceRequest local = any;
@@ -89,24 +85,38 @@ rest::AllocateRequest TideRmClient::allocateRequest(const ContainerAsk& ask) {
     request.asks.push_back(local);
     onHosts += count;
   }
-  for (const std::string& host : askedHosts_) {
+  std::set<std::string>& before = askedHosts_[profileId];
+  for (const std::string& host : before) {
     if (asked.count(host) != 0) continue;
     rest::ResourceRequest withdrawn = any;
     withdrawn.resourceName = host;
     withdrawn.numContainers = 0;
     request.asks.push_back(withdrawn);
   }
-  askedHosts_ = std::move(asked);
+  before = std::move(asked);
+  return onHosts;
+}
+
+rest::AllocateRequest TideRmClient::allocateRequest(const ContainerAsk& ask) {
+  rest::AllocateRequest request;
+  request.responseId = responseId_;
+  request.progress = ask.progress;
+  rest::ResourceRequest any;
+  any.priority = ask.priority;
+  any.resource = ask.resource;
   // The other resource profiles' shapes, each at its own priority (Spark's YarnAllocator asks
-  // each ResourceProfile at a priority of its own). Before the default's "*" ask: tide-rm
-  // counts the containers that fit of the last "*" size it was asked, which stays the default.
+  // each ResourceProfile at a priority of its own), with their own host asks. Before the
+  // default's "*" ask: tide-rm counts the containers that fit of the last "*" size it was
+  // asked, which stays the default.
   for (const ProfileAsk& profile : ask.profileAsks) {
     rest::ResourceRequest other;
     other.priority = profile.priority;
     other.resource = profile.resource;
-    other.numContainers = std::max(0, profile.outstanding);
+    const int onHosts = addHostAsks(request, other, profile.hostAsks, profile.profileId);
+    other.numContainers = std::max(0, profile.outstanding - onHosts);
     request.asks.push_back(other);
   }
+  const int onHosts = addHostAsks(request, any, ask.hostAsks, 0);
   any.numContainers = std::max(0, ask.outstanding - onHosts);
   request.asks.push_back(any);
   request.releases = ask.releases;

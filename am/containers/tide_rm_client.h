@@ -35,6 +35,9 @@ class TideRmClient final : public ResourceManagerClient {
   // status.
   void unregister(const std::string& finalStatus, const std::string& diagnostics) override;
   static constexpr std::chrono::milliseconds kUnregisterPatience{std::chrono::minutes(3)};
+  // The allocate request a heartbeat sends for `ask` (each profile's "*" and host asks, and 0
+  // for hosts no longer asked on); it remembers the hosts asked, so call it once per heartbeat.
+  rest::AllocateRequest allocateRequest(const ContainerAsk& ask);
   // GET /api/v1/logs/{app}/{container}/{path} on the container's node manager.
   Status readContainerLog(const rest::Container& container, const std::string& applicationId,
                           const std::string& path, std::optional<int64_t> tailBytes,
@@ -43,7 +46,11 @@ class TideRmClient final : public ResourceManagerClient {
  private:
   rest::HttpClient& nodeClient(const std::string& nodeHttpAddress);
 
-  rest::AllocateRequest allocateRequest(const ContainerAsk& ask);
+  // Adds one profile's host asks (of `any`'s priority and size) to the request, and asks of 0
+  // for the hosts its previous heartbeat named and this one does not; returns the containers
+  // asked on hosts.
+  int addHostAsks(rest::AllocateRequest& request, const rest::ResourceRequest& any,
+                  const std::vector<std::pair<std::string, int>>& hostAsks, int profileId);
 
   TideRmAttempt attempt_;
   rest::TlsSettings tls_;
@@ -51,9 +58,9 @@ class TideRmClient final : public ResourceManagerClient {
   int64_t responseId_ = 0;
   // What registerAm sent: sent again when a restarted tide-rm asks the AM to register again.
   AmEndpoint endpoint_;
-  // Hosts the last heartbeat asked containers on: an ask that is not repeated is sent as 0, or
-  // tide-rm would keep it outstanding.
-  std::set<std::string> askedHosts_;
+  // Hosts each profile's last heartbeat asked containers on (by profile id; 0 the default): an
+  // ask that is not repeated is sent as 0, or tide-rm would keep it outstanding.
+  std::map<int, std::set<std::string>> askedHosts_;
   std::mutex nodesMutex_;
   std::map<std::string, std::unique_ptr<rest::HttpClient>> nodes_;
 };

@@ -1280,17 +1280,26 @@ std::map<std::string, int64_t> TaskScheduler::pendingTasksByPreferredNode() cons
   return counts;
 }
 
-std::map<std::string, int64_t> TaskScheduler::containerPlacementHints(
-    int64_t* localityAwareTasks) const {
-  std::map<std::string, int64_t> counts;
+std::map<int, LocalityHints> TaskScheduler::containerPlacementHints() const {
+  std::map<int, LocalityHints> hints;
+  std::map<int, int> widestCpus;
   for (const auto& [key, ref] : activeTaskSets_) {
     const StageRun& stage = ref.first->stages[ref.second];
     if (stage.unfinishedDependencies > 0) continue;
-    for (const auto& [node, tasks] : stage.tasks->tasksByNode(localityAwareTasks)) {
-      counts[node] += tasks;
-    }
+    int64_t preferring = 0;
+    const auto byNode = stage.tasks->tasksByNode(&preferring);
+    if (preferring == 0) continue;
+    LocalityHints& profile = hints[stage.profileId];
+    for (const auto& [node, tasks] : byNode) profile.tasksByHost[node] += tasks;
+    profile.localityAwareTasks += preferring;
+    widestCpus[stage.profileId] = std::max(widestCpus[stage.profileId], stage.cpus);
   }
-  return counts;
+  for (auto& [profileId, profile] : hints) {
+    const allocation::ResourceProfile* shape = profiles_.find(profileId);
+    const int cores = shape != nullptr ? shape->executorCores : config_.executorCores;
+    profile.tasksPerExecutor = std::max(1, cores / std::max(1, widestCpus[profileId]));
+  }
+  return hints;
 }
 
 int64_t TaskScheduler::keepOnlyHeldOutputs(const std::string& executorId,

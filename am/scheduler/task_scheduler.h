@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "allocation/resource_profile.h"
+#include "am/containers/container_placement.h"
 #include "am/scheduler/block_registry.h"
 #include "am/scheduler/decommissioner.h"
 #include "am/scheduler/exclude_on_failure_config.h"
@@ -277,10 +278,13 @@ class TaskScheduler {
   std::vector<CachedStageSummary> cachedStages() const;
   // Pending tasks of runnable stages by the node they prefer.
   std::map<std::string, int64_t> pendingTasksByPreferredNode() const;
-  // Where containers should be asked (Spark's hostToLocalTaskCount and numLocalityAwareTasks):
-  // every task of the submitted stages by the nodes it prefers, and in `localityAwareTasks` how
-  // many prefer some node. As in Spark, a stage's tasks count until the stage completes.
-  std::map<std::string, int64_t> containerPlacementHints(int64_t* localityAwareTasks) const;
+  // Where containers should be asked, per resource profile (Spark's ExecutorAllocationManager
+  // keeps rpIdToHostToLocalTaskCount and numLocalityAwareTasksPerResourceProfileId): each
+  // profile's submitted stages' tasks by the nodes they prefer (a task preferring two nodes
+  // counts on both), how many prefer some node, and the tasks one of its executors runs (its
+  // cores / the widest of those stages' cpus). As in Spark, a stage's tasks count until the
+  // stage completes. Profiles with no such task are left out.
+  std::map<int, LocalityHints> containerPlacementHints() const;
   // Stage ids ("<jobId>/<stage>") with blocks on the executor.
   std::vector<std::string> stagesHeldBy(const std::string& executorId) const;
   // Graceful decommissioning. The task outputs on the executor worth handing to a peer: shuffle

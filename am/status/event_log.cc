@@ -53,6 +53,10 @@ std::string addedLine(const ExecutorLifetime& e) {
   return recordLine("executorAdded", executorAddedFields(), e);
 }
 
+std::string stageLine(const StageSubmission& stage) {
+  return recordLine("stageSubmitted", stageSubmittedFields(), stage);
+}
+
 std::string removedLine(const std::string& id, TimeMs atMs, const std::string& reason) {
   JsonWriter w;
   w.startObject()
@@ -99,13 +103,31 @@ const rest::JsonFields<EventLogApplication>& eventLogApplicationFields() {
 
 const rest::JsonFields<ExecutorLifetime>& executorAddedFields() {
   using E = ExecutorLifetime;
-  static const rest::JsonFields<E> fields = rest::JsonFields<E>()
-                                                .required("id", &E::id)
-                                                .optional("host", &E::host, "")
-                                                .optional("container", &E::container, "")
-                                                .optional("node", &E::node, "")
-                                                .optional("pid", &E::pid, 0)
-                                                .required("atMs", &E::addedAtMs);
+  static const rest::JsonFields<E> fields =
+      rest::JsonFields<E>()
+          .required("id", &E::id)
+          .optional("host", &E::host, "")
+          .optional("container", &E::container, "")
+          .optional("node", &E::node, "")
+          .optional("pid", &E::pid, 0)
+          .required("atMs", &E::addedAtMs)
+          .optional("resourceProfileId", &E::resourceProfileId, 0)
+          .optional("cores", &E::cores, 0)
+          .optional("memoryMb", &E::memoryMb, 0);
+  return fields;
+}
+
+const rest::JsonFields<StageSubmission>& stageSubmittedFields() {
+  using S = StageSubmission;
+  static const rest::JsonFields<S> fields =
+      rest::JsonFields<S>()
+          .required("stageId", &S::stageId)
+          .required("numTasks", &S::numTasks)
+          .optional("cpus", &S::cpus, 1)
+          .optional("resourceProfileId", &S::resourceProfileId, 0)
+          .optional("executorCores", &S::executorCores, 0)
+          .optional("executorMemoryMb", &S::executorMemoryMb, 0)
+          .required("atMs", &S::atMs);
   return fields;
 }
 
@@ -145,6 +167,11 @@ void EventLog::executorRemoved(const std::string& id, TimeMs atMs, const std::st
   queuedRemovals_.push_back({id, {atMs, reason}});
 }
 
+void EventLog::stageSubmitted(StageSubmission stage) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queuedStages_.push_back(std::move(stage));
+}
+
 void EventLog::rememberLocked(const ExecutorLifetime& executor) {
   if (executors_.emplace(executor.id, executor).second) executorOrder_.push_back(executor.id);
   while (executorOrder_.size() > kMaxExecutors) {
@@ -175,6 +202,17 @@ bool EventLog::flush(const AllocationHistory& history, const LiveDocuments& docu
     }
   }
   queuedRemovals_.clear();
+  for (StageSubmission& stage : queuedStages_) {
+    text += stageLine(stage);
+    const std::string id = stage.stageId;
+    if (stages_.count(id) == 0) stageOrder_.push_back(id);
+    stages_[id] = std::move(stage);
+    while (stageOrder_.size() > kMaxStages) {
+      stages_.erase(stageOrder_.front());
+      stageOrder_.pop_front();
+    }
+  }
+  queuedStages_.clear();
   for (const AllocationPoint& point : history.since(lastPointMs_)) {
     text += pointLine(point);
     lastPointMs_ = point.atMs;
@@ -241,6 +279,7 @@ void EventLog::compactLocked(const AllocationHistory& history) {
     w.startObject().field("type", "executorsDropped").field("count", executorsDropped_).endObject();
     text += line(w);
   }
+  for (const std::string& id : stageOrder_) text += stageLine(stages_.at(id));
   for (const AllocationPoint& point : history.since(-1)) text += pointLine(point);
   text += lastSnapshotLine_ + endLine_;
   // Aside, then renamed over the log: a reader sees the old file or the new one, whole.

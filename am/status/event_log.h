@@ -7,7 +7,13 @@
 //                again at each later attempt's start (it appends to the same file)
 //   application  id, attempt, user, startedAtEpochMs
 //   executorAdded / executorRemoved   an executor's lifetime: host, container, node, pid,
+//                its resource profile (resourceProfileId, cores, memoryMb; as Spark's
+//                SparkListenerExecutorAdded carries its ExecutorInfo's resourceProfileId),
 //                atMs (AM uptime); reason it went
+//   stageSubmitted  a stage (or its re-run) submitted: stageId "<jobId>/<id>", numTasks, cpus,
+//                its resource profile (resourceProfileId, executorCores, executorMemoryMb; as
+//                Spark's SparkListenerStageSubmitted carries its StageInfo's resourceProfileId),
+//                atMs
 //   point        one point of the allocation history (the page's chart), as the API writes it
 //   snapshot     the documents the live API served at atMs (status, executors, jobs with their
 //                stages and bounded failure samples, the decision log): written when they
@@ -61,12 +67,29 @@ struct ExecutorLifetime {
   TimeMs addedAtMs = -1;    // AM uptime
   TimeMs removedAtMs = -1;  // -1 while it runs
   std::string removedReason;
+  // The resource profile it was started for (0: the default one), and its shape (0: not
+  // recorded, as in logs of tides before profiles).
+  int resourceProfileId = 0;
+  int cores = 0;
+  int64_t memoryMb = 0;
+};
+
+// A stage submitted to the scheduler, with the resource profile its tasks run on.
+struct StageSubmission {
+  std::string stageId;  // "<jobId>/<id>"
+  int64_t numTasks = 0;
+  int cpus = 1;
+  int resourceProfileId = 0;
+  int executorCores = 0;
+  int64_t executorMemoryMb = 0;
+  TimeMs atMs = -1;  // AM uptime
 };
 
 // The members after "type" of the application and executorAdded records: one table drives
 // the writer here and the reader in event_log_replay.cc.
 const rest::JsonFields<EventLogApplication>& eventLogApplicationFields();
 const rest::JsonFields<ExecutorLifetime>& executorAddedFields();
+const rest::JsonFields<StageSubmission>& stageSubmittedFields();
 
 // What the live API serves, as it serves it (GET /api/v1/status, /executors, /jobs,
 // /allocation/decisions).
@@ -81,6 +104,7 @@ class EventLog {
  public:
   static constexpr uint64_t kCompactAtBytes = uint64_t{32} << 20;
   static constexpr size_t kMaxExecutors = 10000;
+  static constexpr size_t kMaxStages = 10000;  // the newest stages' submissions, compacted
   // Snapshots (the large records) at most this often; points and executor events every flush.
   static constexpr DurationMs kSnapshotEveryMs = 5000;
 
@@ -96,6 +120,7 @@ class EventLog {
   // Queued (cheap, under the AM's lock), written by the next flush.
   void executorAdded(ExecutorLifetime executor);
   void executorRemoved(const std::string& id, TimeMs atMs, const std::string& reason);
+  void stageSubmitted(StageSubmission stage);
 
   // Writes what was queued, the history's points after those written, and the documents when
   // they changed (stamped `nowMs`, AM uptime) and the last snapshot is snapshotEveryMs old (or
@@ -131,6 +156,10 @@ class EventLog {
   std::map<std::string, ExecutorLifetime> executors_;
   std::deque<std::string> executorOrder_;
   uint64_t executorsDropped_ = 0;
+  std::vector<StageSubmission> queuedStages_;
+  // The last submission of each stage, for compaction: by id, and ids in order first submitted.
+  std::map<std::string, StageSubmission> stages_;
+  std::deque<std::string> stageOrder_;
   TimeMs lastPointMs_ = -1;
   LiveDocuments lastDocuments_;
   std::string lastSnapshotLine_;

@@ -14,7 +14,8 @@ using rest::JsonWriter;
 
 // Applies one record; throws what the JSON readers throw (a missing or mistyped field).
 void apply(ReplayedApplication& app, std::map<std::string, size_t>& executorIndex,
-           const std::string& type, const JsonObjectReader& r) {
+           std::map<std::string, size_t>& stageIndex, const std::string& type,
+           const JsonObjectReader& r) {
   if (type == "application") {
     app.application = eventLogApplicationFields().read(r);
   } else if (type == "executorAdded") {
@@ -28,6 +29,14 @@ void apply(ReplayedApplication& app, std::map<std::string, size_t>& executorInde
       ExecutorLifetime& e = app.executors[it->second];
       e.removedAtMs = r.requireInt64("atMs");
       e.removedReason = r.optionalString("reason");
+    }
+  } else if (type == "stageSubmitted") {
+    StageSubmission stage = stageSubmittedFields().read(r);
+    auto [it, added] = stageIndex.emplace(stage.stageId, app.stages.size());
+    if (added) {
+      app.stages.push_back(std::move(stage));
+    } else {
+      app.stages[it->second] = std::move(stage);  // a re-run: its latest submission
     }
   } else if (type == "executorsDropped") {
     app.executorsDropped += r.requireUint64("count");
@@ -88,6 +97,7 @@ ReplayedApplication replayEventLog(std::istream& in, const std::string& path) {
   ReplayedApplication app;
   app.file = path;
   std::map<std::string, size_t> executorIndex;
+  std::map<std::string, size_t> stageIndex;
   std::string text;
   size_t number = 0;
   while (std::getline(in, text)) {
@@ -106,7 +116,7 @@ ReplayedApplication replayEventLog(std::istream& in, const std::string& path) {
       if (type == "header") {
         checkHeader(r);  // a later attempt's
       } else {
-        apply(app, executorIndex, type, r);
+        apply(app, executorIndex, stageIndex, type, r);
       }
     } catch (const std::exception& e) {
       // A line the AM did not finish (killed mid-write) is the last, without its newline.
@@ -166,8 +176,10 @@ std::string replayedExecutorsDocument(const ReplayedApplication& app) {
         .field("container", e.container)
         .field("pid", e.pid)
         .field("state", removed ? "REMOVED" : "LIVE")
-        .field("cores", app.executorCores)
-        .field("runningTasks", 0)
+        .field("cores", e.cores > 0 ? e.cores : app.executorCores)
+        .field("resourceProfileId", e.resourceProfileId);
+    if (e.memoryMb > 0) w.field("memoryMb", e.memoryMb);
+    w.field("runningTasks", 0)
         .field("registeredAtMs", e.addedAtMs)
         .field("removedAtMs", e.removedAtMs)
         .field("removedReason", e.removedReason)
@@ -184,6 +196,30 @@ std::string replayedExecutorsDocument(const ReplayedApplication& app) {
   }
   w.endArray().endObject();
   return w.str();
+}
+
+std::string replayedJobsDocument(const ReplayedApplication& app) {
+  if (app.last.jobs.empty()) return R"({"jobs":[]})";
+  rapidjson::Document doc = rest::parseJson(app.last.jobs);
+  std::map<std::string, int> profileOf;
+  for (const StageSubmission& stage : app.stages)
+    profileOf[stage.stageId] = stage.resourceProfileId;
+  if (profileOf.empty() || !doc.IsObject() || !doc.HasMember("jobs") || !doc["jobs"].IsArray()) {
+    return app.last.jobs;
+  }
+  auto& a = doc.GetAllocator();
+  for (auto& job : doc["jobs"].GetArray()) {
+    if (!job.IsObject() || !job.HasMember("stages") || !job["stages"].IsArray()) continue;
+    const std::string jobId = rest::optionalString(job, "id");
+    for (auto& stage : job["stages"].GetArray()) {
+      if (!stage.IsObject()) continue;
+      auto found = profileOf.find(jobId + "/" + rest::optionalString(stage, "id"));
+      if (found == profileOf.end()) continue;
+      if (stage.HasMember("resourceProfileId")) stage.RemoveMember("resourceProfileId");
+      stage.AddMember("resourceProfileId", rapidjson::Value(found->second), a);
+    }
+  }
+  return rest::toJsonString(doc);
 }
 
 }  // namespace tide::am

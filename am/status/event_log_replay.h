@@ -28,6 +28,8 @@ struct ReplayedApplication {
   std::vector<ExecutorLifetime> executors;  // in the order they were added
   uint64_t executorsDropped = 0;            // older lifetimes compaction let go
   int executorCores = 0;                    // as the live executors document said (0: unknown)
+  // Each stage's last submission, in the order first submitted (its resource profile).
+  std::vector<StageSubmission> stages;
   std::shared_ptr<AllocationHistory> history = std::make_shared<AllocationHistory>();
   LiveDocuments last;      // the last snapshot ("" when there was none)
   TimeMs lastEventMs = 0;  // AM uptime of the newest record
@@ -54,6 +56,10 @@ ReplayedApplication replayEventLog(std::istream& in, const std::string& name);
 // executor the application had (not only those live at the end), each with "removedAtMs" and
 // "removedReason" and the state REMOVED (or LIVE: still there at the log's last record).
 std::string replayedStatusDocument(const ReplayedApplication& app);
+// Each executor also has its resourceProfileId, and its own cores and memoryMb where the log
+// has them. Jobs: the last jobs document the AM served, each stage with the resourceProfileId
+// its stageSubmitted record gave.
 std::string replayedExecutorsDocument(const ReplayedApplication& app);
+std::string replayedJobsDocument(const ReplayedApplication& app);
 
 }  // namespace tide::am

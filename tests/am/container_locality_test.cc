@@ -126,5 +126,49 @@ TEST_F(ContainerLocalityTest, RequestsBeyondWhatTheNodesNeedGoAnywhere) {
   EXPECT_TRUE(allocator.nextAsk().hostAsks.empty()) << "without hints everything goes anywhere";
 }
 
+// Spark's YarnAllocator places each ResourceProfile's requests with
+// LocalityPreferredContainerPlacementStrategy from that profile's own hostToLocalTaskCount,
+// numLocalityAwareTasks and maxTasksPerExecutor, less that profile's own executors per host
+// (allocatedHostToContainersMapPerRPId).
+TEST_F(ContainerLocalityTest, EachProfilesRequestsFollowItsOwnTasksAndExecutors) {
+  allocator.addProfile(1, {4096, 4});
+  allocator.setTargets({{0, 2}, {1, 2}});
+  ContainerAsk first = allocator.nextAsk();
+  HeartbeatResult granted;
+  // Two default executors, both on n2.
+  granted.granted = {rest::Container{"c1", "n2", "n2:0", {1024, 1}, ""},
+                     rest::Container{"c2", "n2", "n2:0", {1024, 1}, ""}};
+  allocator.onHeartbeat(granted);
+  ASSERT_EQ(allocator.snapshot().profiles.at(1).outstanding, 2);
+  allocator.setTargets({{0, 4}, {1, 4}});
+  // The default profile's tasks prefer n1; profile 1's 16 tasks (4 per executor) prefer n2
+  // and n3 equally: 4 executors wanted, 2 on each. The default executors on n2 are not
+  // profile 1's, so they do not count against n2's share.
+  allocator.setLocalityHints(
+      {{0, LocalityHints{{{"n1", 2}}, 2, 1}}, {1, LocalityHints{{{"n2", 16}, {"n3", 16}}, 16, 4}}});
+  ContainerAsk ask = allocator.nextAsk();
+  EXPECT_EQ(ask.outstanding, 2);
+  EXPECT_EQ(ask.hostAsks, (HostAsks{{"n1", 2}}));
+  ASSERT_EQ(ask.profileAsks.size(), 1u);
+  EXPECT_EQ(ask.profileAsks[0].outstanding, 4);
+  EXPECT_EQ(ask.profileAsks[0].hostAsks, (HostAsks{{"n2", 2}, {"n3", 2}}));
+
+  // Two profile-1 executors arrive on n2: its share there is taken, so its requests go to n3.
+  HeartbeatResult wide;
+  wide.granted = {rest::Container{"c3", "n2", "n2:0", {4096, 4}, ""},
+                  rest::Container{"c4", "n2", "n2:0", {4096, 4}, ""}};
+  allocator.onHeartbeat(wide);
+  ask = allocator.nextAsk();
+  ASSERT_EQ(ask.profileAsks.size(), 1u);
+  EXPECT_EQ(ask.profileAsks[0].outstanding, 2);
+  EXPECT_EQ(ask.profileAsks[0].hostAsks, (HostAsks{{"n3", 2}}));
+  EXPECT_EQ(ask.hostAsks, (HostAsks{{"n1", 2}})) << "the default profile's own executors are on n2";
+
+  // A profile without hints asks anywhere.
+  allocator.setLocalityHints({{0, LocalityHints{{{"n1", 2}}, 2, 1}}});
+  EXPECT_TRUE(allocator.nextAsk().profileAsks.at(0).hostAsks.empty());
+  (void)first;
+}
+
 }  // namespace
 }  // namespace tide::am

@@ -330,10 +330,8 @@ TEST_F(SchedulerDataTest, ReduceTasksWaitForTheExecutorHoldingTheirInput) {
   auto local = offer("e1", 1, "n1");
   ASSERT_EQ(local.size(), 1u);
   // Spark's container placement hints keep a submitted stage's every task until it completes.
-  int64_t localityAware = 0;
-  EXPECT_EQ(scheduler().containerPlacementHints(&localityAware),
-            (std::map<std::string, int64_t>{{"n1", 2}}));
-  EXPECT_EQ(localityAware, 2);
+  EXPECT_EQ(scheduler().containerPlacementHints(),
+            (std::map<int, LocalityHints>{{0, LocalityHints{{{"n1", 2}}, 2, 1}}}));
   auto nodeLocal = offer("e3", 1, "n1");
   EXPECT_TRUE(nodeLocal.empty()) << "NODE_LOCAL only after locality.wait.process";
   clock.advance(3000);
@@ -350,6 +348,22 @@ TEST_F(SchedulerDataTest, PreferredHostsFromTheJobFile) {
       {"id": "a", "tasks": 2, "preferred_hosts": ["n2"], "command": ["m"]}]})"));
   EXPECT_TRUE(offer("e1", 2, "n1").empty());
   EXPECT_EQ(offer("e2", 2, "n2").size(), 2u);
+}
+
+// Spark's ExecutorAllocationManager keeps hostToLocalTaskCount and numLocalityAwareTasks per
+// ResourceProfile, and YarnAllocator places each profile's requests from its own.
+TEST_F(SchedulerDataTest, ContainerPlacementHintsAreKeptPerResourceProfile) {
+  config.executorCores = 2;
+  scheduler().submitJob(parseJob(R"({"stages": [
+      {"id": "narrow", "tasks": 3, "preferred_hosts": ["n1"], "command": ["m"]},
+      {"id": "wide", "tasks": 4, "preferred_hosts": ["n2", "n3"], "command": ["m"], "cpus": 2,
+       "executor": {"cores": 8}},
+      {"id": "anywhere", "tasks": 5, "command": ["m"], "executor": {"cores": 8}}]})"));
+  // The default profile: 2 cores / 1 cpu; profile 1: 8 cores / the wide stage's 2 cpus. The
+  // stage without preferences adds no locality-aware task to its profile.
+  EXPECT_EQ(scheduler().containerPlacementHints(),
+            (std::map<int, LocalityHints>{{0, LocalityHints{{{"n1", 3}}, 3, 2}},
+                                          {1, LocalityHints{{{"n2", 4}, {"n3", 4}}, 4, 4}}}));
 }
 
 TEST_F(SchedulerDataTest, FairPoolsSplitSlotsByWeight) {

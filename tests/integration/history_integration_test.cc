@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "am/config.h"
 #include "am/status/event_log.h"
@@ -183,6 +184,83 @@ TEST(EventLog, StaysBoundedByCompactingWhatAReaderWouldMakeOfIt) {
   EXPECT_THAT(app.last.status, HasSubstr("\"uptimeMs\":4999"));
   EXPECT_FALSE(app.ended);
   EXPECT_EQ(app.state(), "INCOMPLETE");
+}
+
+// Spark's event log carries the resource profile on SparkListenerStageSubmitted (StageInfo's
+// resourceProfileId) and SparkListenerExecutorAdded (ExecutorInfo's resourceProfileId); the
+// history server replays them. So does tide's, through compaction too.
+TEST(EventLog, StagesAndExecutorsKeepTheirResourceProfileThroughReplayAndCompaction) {
+  testing_support::TempDir dir;
+  for (const uint64_t compactAt : {am::EventLog::kCompactAtBytes, uint64_t{1}}) {
+    const std::string id = compactAt == 1 ? "application_1_0007" : "application_1_0006";
+    const std::string path = dir.path().string() + "/" + id + ".jsonl";
+    {
+      am::EventLog log(path, sampleApplication(id), compactAt, 0);
+      am::AllocationHistory history;
+      log.stageSubmitted({"job-1/narrow", 4, 1, 0, 1, 256, 5});
+      log.stageSubmitted({"job-1/wide", 4, 2, 1, 4, 2048, 6});
+      log.executorAdded({"e1", "h", "c1", "n1", 1, 10, -1, "", 0, 1, 256});
+      log.executorAdded({"e2", "h", "c2", "n1", 2, 11, -1, "", 1, 4, 2048});
+      am::LiveDocuments documents;
+      documents.status = R"({"applicationId":")" + id + R"(","allocation":{}})";
+      documents.executors = R"({"nowMs":20,"executors":[{"id":"e1","cores":1}]})";
+      documents.jobs = R"({"jobs":[{"id":"job-1","name":"shapes","stages":[)"
+                       R"({"id":"narrow","state":"SUCCEEDED"},{"id":"wide","state":"RUNNING"}]}]})";
+      documents.decisions = R"({"nowMs":20,"decisions":[]})";
+      ASSERT_TRUE(log.flush(history, documents, 20)) << log.error();
+      // A re-run of the wide stage (lost outputs): its latest submission is what replays.
+      log.stageSubmitted({"job-1/wide", 1, 2, 1, 4, 2048, 30});
+      ASSERT_TRUE(log.flush(history, documents, 30)) << log.error();
+      if (compactAt == 1) {
+        EXPECT_GT(log.compactions(), 0);
+      }
+    }
+    const am::ReplayedApplication app = am::replayEventLog(path);
+    ASSERT_EQ(app.stages.size(), 2u) << path;
+    EXPECT_EQ(app.stages[0].stageId, "job-1/narrow");
+    EXPECT_EQ(app.stages[0].resourceProfileId, 0);
+    EXPECT_EQ(app.stages[1].resourceProfileId, 1);
+    EXPECT_EQ(app.stages[1].executorCores, 4);
+    EXPECT_EQ(app.stages[1].executorMemoryMb, 2048);
+    EXPECT_EQ(app.stages[1].numTasks, 1) << "the re-run's submission";
+    ASSERT_EQ(app.executors.size(), 2u);
+    EXPECT_EQ(app.executors[1].resourceProfileId, 1);
+
+    // The history's documents: each executor with its own profile and shape (not the default
+    // executors' cores for all), each stage with its profile.
+    const rapidjson::Document executors = rest::parseJson(am::replayedExecutorsDocument(app));
+    const auto& listed = executors["executors"];
+    ASSERT_EQ(listed.Size(), 2u);
+    EXPECT_EQ(listed[0]["resourceProfileId"].GetInt(), 0);
+    EXPECT_EQ(listed[0]["cores"].GetInt(), 1);
+    EXPECT_EQ(listed[1]["resourceProfileId"].GetInt(), 1);
+    EXPECT_EQ(listed[1]["cores"].GetInt(), 4);
+    EXPECT_EQ(listed[1]["memoryMb"].GetInt64(), 2048);
+    const rapidjson::Document jobs = rest::parseJson(am::replayedJobsDocument(app));
+    const auto& stages = jobs["jobs"][0]["stages"];
+    EXPECT_EQ(stages[0]["resourceProfileId"].GetInt(), 0);
+    EXPECT_EQ(stages[1]["resourceProfileId"].GetInt(), 1);
+  }
+}
+
+// An executorAdded record of a tide before profiles (no resourceProfileId, cores, memoryMb)
+// reads as the default profile's, with the cores the last executors document showed.
+TEST(EventLog, AnExecutorRecordWithoutAProfileReadsAsTheDefaultOne) {
+  std::istringstream in(
+      R"({"type":"header","format":"tide-event-log","version":1,"tide":"0.1.0"})"
+      "\n"
+      R"({"type":"application","applicationId":"application_1_0008","attemptId":"a",)"
+      R"("startedAtEpochMs":1})"
+      "\n"
+      R"({"type":"executorAdded","id":"e1","atMs":3})"
+      "\n");
+  const am::ReplayedApplication app = am::replayEventLog(in, "old.jsonl");
+  ASSERT_EQ(app.executors.size(), 1u);
+  EXPECT_EQ(app.executors[0].resourceProfileId, 0);
+  const rapidjson::Document executors = rest::parseJson(am::replayedExecutorsDocument(app));
+  EXPECT_EQ(executors["executors"][0]["resourceProfileId"].GetInt(), 0);
+  EXPECT_FALSE(executors["executors"][0].HasMember("memoryMb"));
+  EXPECT_EQ(rest::parseJson(am::replayedJobsDocument(app))["jobs"].Size(), 0u);
 }
 
 // ---- The keys.

@@ -104,5 +104,37 @@ TEST_F(ProfilesIntegrationTest, EachStageRunsOnlyOnExecutorsOfItsOwnShape) {
   EXPECT_EQ(waitForEnd(30s).state, "KILLED");
 }
 
+// The adaptive policy sizes one set of executors (docs/configuration.md, differences): a job with
+// a stage of its own shape is refused at submission, naming the stage and the key, and the
+// session goes on.
+TEST_F(ProfilesIntegrationTest, TheAdaptivePolicyRefusesAStageWithItsOwnShapeNamingIt) {
+  startCluster(/*nodes=*/1, /*coresPerNode=*/4);
+  submit(R"({"name": "plain", "stages": [{"id": "s", "tasks": 1, "builtin": "noop"}]})",
+         {{"dynamicAllocation.policy", "adaptive"}, {"dynamicAllocation.maxExecutors", "1"}},
+         /*session=*/true);
+  ASSERT_TRUE(jobEnds("job-1", 60s)) << amLog();
+  ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << amLog();
+  try {
+    am->postJson("api/v1/jobs", std::string(R"({"name": "shaped", "stages": [)"
+                                            R"({"id": "a", "tasks": 1, "builtin": "noop"},)"
+                                            R"({"id": "fit", "tasks": 1, "builtin": "noop", )"
+                                            R"("executor": {"cores": 2}}]})"));
+    ADD_FAILURE() << "the adaptive policy accepted a stage with its own executor shape";
+  } catch (const rest::HttpError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_THAT(e.what(), HasSubstr("stages[1].executor: stage 'fit' asks for its own executor "
+                                    "shape, which needs dynamicAllocation.policy=spark"));
+  }
+  // Nothing of the refused job was kept: the next job is job-2 and runs.
+  const rapidjson::Document next = am->postJson(
+      "api/v1/jobs", std::string(R"({"name": "again", "stages": [{"id": "s", "tasks": 1, )"
+                                 R"("builtin": "noop"}]})"));
+  EXPECT_EQ(std::string(next["id"].GetString()), "job-2");
+  ASSERT_TRUE(jobEnds("job-2", 60s)) << amLog();
+  EXPECT_EQ(jobState("job-2"), "SUCCEEDED");
+  client->kill(appId);
+  EXPECT_EQ(waitForEnd(30s).state, "KILLED");
+}
+
 }  // namespace
 }  // namespace tide::deploy

@@ -285,7 +285,7 @@ namespace {
 TEST_F(SlurmClientTest, EachResourceProfilesExecutorsAreJobsOfItsShape) {
   auto backend = client();
   ContainerAsk both = ask(1);
-  both.profileAsks.push_back({1, {4096, 8}, 2, 2});
+  both.profileAsks.push_back({1, {4096, 8}, 2, 2, {}});
   backend->heartbeat(both);
   const auto jobs = fake.jobs();
   ASSERT_EQ(jobs.size(), 3u);
