@@ -46,8 +46,6 @@ constexpr char kAppSecret[] = "fuzz-app-secret";
 class StandInMaster : public testing_support::StandInMasterControl {
  public:
   StandInMaster() {
-    info_.applicationId = "application_1_0001";
-    info_.attemptId = "appattempt_1_0001_000001";
     info_.session = true;
     info_.uiMaxRequestsPerSecond = 0;
   }

@@ -108,49 +108,47 @@ BlockInput sampleBlockInput() {
 }
 
 TaskLaunch sampleTaskLaunch() {
-  TaskLaunch launch;
-  launch.taskId = 7;
-  launch.jobId = "job-1";
-  launch.stageId = "s2";
-  launch.index = 1;
-  launch.attempt = 0;
-  launch.kind = "command";
-  launch.argv = {"sh", "-c", "echo 1"};
-  launch.env = {{"SEED", "1"}};
-  launch.cwd = "/tmp";
-  launch.timeoutMs = 5000;
-  launch.cpus = 1;
-  launch.inputs = {sampleBlockInput()};
-  launch.collectDir = "/tmp/out";
-  return launch;
+  return {7,
+          "job-1",
+          "s2",
+          1,
+          0,
+          "command",
+          {"sh", "-c", "echo 1"},
+          {{"SEED", "1"}},
+          "/tmp",
+          5000,
+          0,
+          1,
+          {sampleBlockInput()},
+          "/tmp/out"};
 }
 
 TaskStatusUpdate sampleTaskStatusUpdate() {
-  TaskStatusUpdate update;
-  update.taskId = 7;
-  update.state = TaskState::kFinished;
-  update.reason = "exited with code 0";
-  update.stderrTail = "warning: x\n";
-  update.durationMs = 120;
-  update.blocks = {{0, 1024}, {1, 2048}};
-  return update;
+  return {7,
+          TaskState::kFinished,
+          0,
+          "exited with code 0",
+          "warning: x\n",
+          120,
+          {{0, 1024}, {1, 2048}},
+          /*failedInput=*/{}};
 }
 
 ApplicationReport sampleReport() {
-  ApplicationReport r;
-  r.id = "application_1_0001";
-  r.name = "primes";
-  r.queue = "default";
-  r.state = app_state::kRunning;
-  r.finalStatus = final_status::kUndefined;
-  r.trackingUrl = "http://127.0.0.1:4040/";
-  r.allocatedMB = 4096;
-  r.allocatedVCores = 3;
-  r.runningContainers = 2;
-  r.currentAppAttemptId = "appattempt_1_0001_000001";
-  r.amHostHttpAddress = "127.0.0.1:8042";
-  r.startedTime = 1700000000000;
-  return r;
+  return {"application_1_0001",
+          "primes",
+          "default",
+          app_state::kRunning,
+          final_status::kUndefined,
+          "http://127.0.0.1:4040/",
+          "",
+          4096,
+          3,
+          2,
+          "appattempt_1_0001_000001",
+          "127.0.0.1:8042",
+          1700000000000};
 }
 
 const std::vector<Codec>& codecs() {
@@ -162,15 +160,14 @@ const std::vector<Codec>& codecs() {
        }},
       {"application_submission", checkCodec<ApplicationSubmission, applicationSubmissionFromJson>,
        [] {
-         ApplicationSubmission s;
-         s.applicationId = "application_1_0001";
-         s.applicationName = "primes";
-         s.command = "tide-am --job primes.json";
-         s.environment = {{"TIDE_AM_TOKEN", "x"}, {"PATH", "/usr/bin"}};
-         s.resource = {1024, 1};
-         s.maxAppAttempts = 2;
-         s.historyUrl = "http://127.0.0.1:18080/history/application_1_0001";
-         return toJson(s);
+         return toJson(ApplicationSubmission{"application_1_0001",
+                                             "primes",
+                                             "default",
+                                             "tide-am --job primes.json",
+                                             {{"TIDE_AM_TOKEN", "x"}, {"PATH", "/usr/bin"}},
+                                             {1024, 1},
+                                             2,
+                                             "http://127.0.0.1:18080/history/application_1_0001"});
        }},
       {"application_report", checkCodec<ApplicationReport, applicationReportFromJson>,
        [] { return toJson(sampleReport()); }},
@@ -183,20 +180,9 @@ const std::vector<Codec>& codecs() {
        [] { return toJson(AppStateMessage{app_state::kKilled}); }},
       {"cluster_metrics", checkCodec<ClusterMetrics, clusterMetricsFromJson>,
        [] {
-         ClusterMetrics m;
-         m.appsSubmitted = 3;
-         m.appsRunning = 1;
-         m.appsCompleted = 2;
-         m.allocatedMB = 4096;
-         m.availableMB = 4096;
-         m.totalMB = 8192;
-         m.allocatedVirtualCores = 2;
-         m.availableVirtualCores = 6;
-         m.totalVirtualCores = 8;
-         m.containersAllocated = 2;
-         m.activeNodes = 1;
-         m.totalNodes = 1;
-         return toJson(m);
+         // Submitted, pending, running, completed, failed, killed; MB allocated, available,
+         // total; the same of cores; containers; nodes active, lost, total.
+         return toJson(ClusterMetrics{3, 0, 1, 2, 0, 0, 4096, 4096, 8192, 2, 6, 8, 2, 1, 0, 1});
        }},
       {"node_reports", checkCodec<std::vector<NodeReport>, nodeReportsFromJson>,
        [] {
@@ -265,12 +251,8 @@ const std::vector<Codec>& codecs() {
       {"executor_sync", checkCodec<ExecutorSync, executorSyncFromJson>,
        [] {
          ExecutorSync s;
-         TaskStatusUpdate fetchFailed;
-         fetchFailed.taskId = 8;
-         fetchFailed.state = TaskState::kFetchFailed;
-         fetchFailed.exitCode = -1;
-         fetchFailed.reason = "fetch failed";
-         fetchFailed.failedInput = sampleBlockInput();
+         const TaskStatusUpdate fetchFailed{8,  TaskState::kFetchFailed, -1, "fetch failed", "", 0,
+                                            {}, sampleBlockInput()};
          s.updates = {sampleTaskStatusUpdate(), fetchFailed};
          s.running = {9, 10};
          s.freeSlots = 1;

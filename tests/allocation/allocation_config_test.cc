@@ -165,12 +165,6 @@ TEST(AllocationConfigTest, SparkPrefixedKeysAreAliases) {
   EXPECT_EQ(AllocationConfig::fromProperties(props, nullptr).bounds.maxExecutors, 7);
 }
 
-}  // namespace
-}  // namespace tide::allocation
-
-namespace tide::allocation {
-namespace {
-
 TEST(ChangedBoundsTest, AnInitialNotGivenFollowsTheNewBounds) {
   const Bounds current{0, 6, 10};
   Bounds lowered = changedBounds(current, std::nullopt, std::nullopt, 4);

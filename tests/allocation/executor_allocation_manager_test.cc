@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,19 @@ class AllocationTest : public policy_testing::PolicyTest<ExecutorAllocationManag
 
   void addExecutors(int first, int last) {
     for (int i = first; i <= last; ++i) manager().onExecutorAdded("e" + std::to_string(i));
+  }
+
+  // A task of `stage` starts on each of `executors`, in order.
+  void startTasks(const std::string& stage, std::initializer_list<std::string> executors) {
+    for (const std::string& executor : executors) manager().onTaskStart(stage, executor);
+  }
+
+  // Executors e1..e<executors>, a stage "s1" of `tasks` tasks, and a task of it started on each
+  // of `startedOn`.
+  void startStage(int executors, int tasks, std::initializer_list<std::string> startedOn) {
+    addExecutors(1, executors);
+    manager().onStageSubmitted("s1", tasks);
+    startTasks("s1", startedOn);
   }
 
   static bool hasDecision(const TickResult& result, Decision::Action action) {
@@ -161,9 +175,7 @@ TEST_F(AllocationTest, IdleRemovalNeverGoesBelowTheTarget) {
 }
 
 TEST_F(AllocationTest, ABusyExecutorNeverTimesOut) {
-  addExecutors(1, 1);
-  manager().onStageSubmitted("s1", 1);
-  manager().onTaskStart("s1", "e1");
+  startStage(/*executors=*/1, /*tasks=*/1, /*startedOn=*/{"e1"});
   EXPECT_TRUE(tickAt(600000).toRemove.empty());
   manager().onTaskEnd("s1", "e1", TaskEnd::kSuccess);
   EXPECT_TRUE(tickAt(659999).toRemove.empty()) << "idle from the end of its last task";
@@ -244,10 +256,7 @@ TEST_F(AllocationTest, WithoutShuffleTrackingShuffleDataOfARunningJobDoesNotHold
 // a speculative copy pending, one more executor (the copy may not run beside its original).
 TEST_F(AllocationTest, SpeculativeCopyNeedsASecondExecutorWhenOneHoldsEveryTask) {
   config.executorCores = 4;
-  addExecutors(1, 1);
-  manager().onStageSubmitted("s1", 2);
-  manager().onTaskStart("s1", "e1");
-  manager().onTaskStart("s1", "e1");
+  startStage(/*executors=*/1, /*tasks=*/2, /*startedOn=*/{"e1", "e1"});
   EXPECT_EQ(manager().maxNumExecutorsNeeded(), 1);
   manager().onSpeculativeTaskSubmitted("s1");
   EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "ceil(3 / 4) = 1, +1 for the copy";
@@ -255,9 +264,7 @@ TEST_F(AllocationTest, SpeculativeCopyNeedsASecondExecutorWhenOneHoldsEveryTask)
 }
 
 TEST_F(AllocationTest, NoExtraExecutorForSpeculationWithOneTaskPerExecutor) {
-  addExecutors(1, 1);
-  manager().onStageSubmitted("s1", 1);
-  manager().onTaskStart("s1", "e1");
+  startStage(/*executors=*/1, /*tasks=*/1, /*startedOn=*/{"e1"});
   manager().onSpeculativeTaskSubmitted("s1");
   EXPECT_EQ(manager().maxNumExecutorsNeeded(), 2) << "2 tasks, 1 per executor: no +1";
 }
@@ -265,10 +272,7 @@ TEST_F(AllocationTest, NoExtraExecutorForSpeculationWithOneTaskPerExecutor) {
 // Spark: when an original task succeeds before its speculative copy launched, the pending copy
 // is dropped, so the target does not ramp for executors nobody needs.
 TEST_F(AllocationTest, PendingSpeculativeTaskDroppedWhenTheOriginalSucceeds) {
-  addExecutors(1, 2);
-  manager().onStageSubmitted("s1", 2);
-  manager().onTaskStart("s1", "e1");
-  manager().onTaskStart("s1", "e2");
+  startStage(/*executors=*/2, /*tasks=*/2, /*startedOn=*/{"e1", "e2"});
   manager().onTaskEnd("s1", "e1", ExecutorAllocationManager::TaskEnd::kSuccess);
   manager().onSpeculativeTaskSubmitted("s1");
   EXPECT_EQ(manager().snapshot().pendingSpeculativeTasks, 1);
@@ -285,10 +289,7 @@ TEST_F(AllocationTest, PendingSpeculativeTaskDroppedWhenTheOriginalSucceeds) {
 // SPARK-31418: a stage whose tasks every executor is excluded for asks for executors beyond
 // those there are, until it is schedulable again or completes.
 TEST_F(AllocationTest, AnUnschedulableStageAsksForExecutorsBeyondThoseThereAre) {
-  addExecutors(1, 2);
-  manager().onStageSubmitted("s1", 3);
-  manager().onTaskStart("s1", "e1");
-  manager().onTaskStart("s1", "e2");
+  startStage(/*executors=*/2, /*tasks=*/3, /*startedOn=*/{"e1", "e2"});
   EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3);
   manager().onUnschedulableTaskSetAdded("s1");
   EXPECT_EQ(manager().maxNumExecutorsNeeded(), 3) << "max(3 tasks, 2 executors + 1)";
@@ -377,8 +378,7 @@ TEST_F(AllocationTest, SpeculativeCopyOfAOneTaskPerExecutorStageNeedsNoOffset) {
 TEST_F(AllocationTest, SpeculativeTasksCountAndArmTheBacklog) {
   manager().onStageSubmitted("s1", 2);
   addExecutors(1, 2);
-  manager().onTaskStart("s1", "e1");
-  manager().onTaskStart("s1", "e2");
+  startTasks("s1", {"e1", "e2"});
   EXPECT_EQ(manager().snapshot().addTime, -1);
   clock.set(5000);
   manager().onSpeculativeTaskSubmitted("s1");
@@ -470,10 +470,7 @@ TEST_F(AllocationTest, ACompletedStageStopsCountingItsTasks) {
 }
 
 TEST_F(AllocationTest, SnapshotCountsExecutorsByState) {
-  addExecutors(1, 3);
-  manager().onStageSubmitted("s1", 5);
-  manager().onTaskStart("s1", "e1");
-  manager().onTaskStart("s1", "e1");
+  startStage(/*executors=*/3, /*tasks=*/5, /*startedOn=*/{"e1", "e1"});
   AllocationSnapshot s = manager().snapshot();
   EXPECT_EQ(s.live, 3);
   EXPECT_EQ(s.busy, 1);
@@ -482,12 +479,6 @@ TEST_F(AllocationTest, SnapshotCountsExecutorsByState) {
   EXPECT_EQ(s.runningTasks, 2);
   EXPECT_EQ(s.maxNeeded, 5);
 }
-
-}  // namespace
-}  // namespace tide::allocation
-
-namespace tide::allocation {
-namespace {
 
 // Spark's maxTasksPerExecutor per ResourceProfile: a stage of 2-cpu tasks on a profile of
 // 8-core executors needs tasks / 4 of that profile's executors and none of the default's; the

@@ -57,6 +57,16 @@ int addExecutorsOnBacklogTimer(ExecutorAllocationManager& manager, ManualClock& 
   return manager.snapshot().target - before;
 }
 
+// One round of Spark's "keep adding until the limit is reached" with maxExecutors 10: the target
+// and numExecutorsToAdd before the round, and what the round added.
+struct AddStep {
+  int target;
+  int toAdd;
+  int added;
+};
+constexpr AddStep kAddingUpToTen[] = {
+    {1, 1, 1}, {2, 2, 2}, {4, 4, 4}, {8, 8, 2} /* reached the limit of 10 */, {10, 1, 0}};
+
 class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> {
  protected:
   SparkSuite() { createConf(); }
@@ -70,6 +80,13 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
     config.schedulerBacklogTimeout = kSchedulerBacklogTimeout;
     config.sustainedSchedulerBacklogTimeout = kSustainedSchedulerBacklogTimeout;
     config.executorIdleTimeout = kExecutorIdleTimeout;
+  }
+
+  // createConf, then directCalls.
+  void createConfForDirectCalls(int minExecutors, int maxExecutors, int initialExecutors,
+                                bool decommissioningEnabled = false) {
+    createConf(minExecutors, maxExecutors, initialExecutors, decommissioningEnabled);
+    directCalls();
   }
 
   // For the tests that call Spark's removeExecutors directly (see the top of the file).
@@ -155,6 +172,151 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
   void onExecutorBusy(const ExecutorId& id) { manager().onTaskStart("1.1", id); }
   void onExecutorIdle(const ExecutorId& id) { manager().onTaskEnd("1.1", id, TaskEnd::kSuccess); }
 
+  // The same for several executors, in order.
+  void onExecutorsAdded(std::initializer_list<ExecutorId> ids, int profileId = kDefaultProfileId) {
+    for (const ExecutorId& id : ids) onExecutorAdded(id, profileId);
+  }
+  void onExecutorsRemoved(std::initializer_list<ExecutorId> ids) {
+    for (const ExecutorId& id : ids) onExecutorRemoved(id);
+  }
+  void onExecutorsBusy(std::initializer_list<ExecutorId> ids) {
+    for (const ExecutorId& id : ids) onExecutorBusy(id);
+  }
+  void onExecutorsIdle(std::initializer_list<ExecutorId> ids) {
+    for (const ExecutorId& id : ids) onExecutorIdle(id);
+  }
+
+  // numExecutorsTarget and numExecutorsToAdd of the default profile and of `profileId`, which
+  // Spark's multi-profile tests check together.
+  void expectBothProfiles(int profileId, int target, int toAdd) {
+    for (const int id : {kDefaultProfileId, profileId}) {
+      EXPECT_EQ(numExecutorsTarget(id), target) << "profile " << id;
+      EXPECT_EQ(numExecutorsToAdd(id), toAdd) << "profile " << id;
+    }
+  }
+
+  // One of Spark's rounds of adding: numExecutorsTarget and numExecutorsToAdd are `target` and
+  // `toAdd`, then addExecutorsToTarget adds `added`.
+  void expectRound(int target, int toAdd, int added) {
+    EXPECT_EQ(numExecutorsTarget(), target);
+    EXPECT_EQ(numExecutorsToAdd(), toAdd) << "at target " << target;
+    EXPECT_EQ(addExecutorsToTarget(), added) << "at target " << target;
+  }
+
+  // numExecutorsTarget and maxNumExecutorsNeeded are both `n` (Spark checks them together).
+  void expectTargetAndNeeded(int n) {
+    EXPECT_EQ(numExecutorsTarget(), n);
+    EXPECT_EQ(maxNumExecutorsNeeded(), n);
+  }
+  // Spark's `clock.advance(1000); updateAndSyncNumExecutorsTarget(...)`, then
+  // expectTargetAndNeeded(n).
+  void expectTargetASecondLater(int n) {
+    clock.advance(1000);
+    updateAndSyncNumExecutorsTarget();
+    expectTargetAndNeeded(n);
+  }
+  // Spark's `assert(removeExecutor(manager, id)); onExecutorRemoved(manager, id)`.
+  void expectRemovedThenLost(const ExecutorId& id) {
+    EXPECT_TRUE(removeExecutor(id)) << id;
+    onExecutorRemoved(id);
+  }
+  // The same for executors "<first>" .. "<last>": each is removed, then all are lost.
+  void expectRemovedThenLost(int first, int last) {
+    for (int i = first; i <= last; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
+    removedExecutors(first, last);
+  }
+  // With no add timer, a stage `first` submitted starts it a backlog timeout from now, and a
+  // stage `second` submitted 100 ms later leaves it as it was (the timer is already started).
+  // The timer.
+  TimeMs expectAddTimerStartedOnce(const std::string& first, const std::string& second) {
+    EXPECT_EQ(addTime(), -1);
+    manager().onStageSubmitted(first, 1);
+    const TimeMs started = addTime();
+    EXPECT_EQ(started, clock.nowMs() + kSchedulerBacklogTimeout);
+    clock.advance(100);
+    manager().onStageSubmitted(second, 1);
+    EXPECT_EQ(addTime(), started) << "timer is already started";
+    return started;
+  }
+  // What `rounds` calls of addExecutorsToTarget added, in order.
+  std::vector<int> addExecutorsInRounds(int rounds) {
+    std::vector<int> added;
+    for (int round = 0; round < rounds; ++round) added.push_back(addExecutorsToTarget());
+    return added;
+  }
+
+  // Spark's "mock polling loop remove behavior" and its twin "... with decommissioning": one
+  // scenario with the same numbers, in which the executors let go are pending removal or, with
+  // decommissioning, decommissioning (`released`); the other set (`other`) stays empty.
+  void mockPollingLoopRemove(bool decommissioningEnabled) {
+    clock.set(2020);
+    createConf(1, 20, 1, decommissioningEnabled);
+    const auto released = [&] {
+      return decommissioningEnabled ? executorsDecommissioning() : executorsPendingToRemove();
+    };
+    const auto other = [&] {
+      return decommissioningEnabled ? executorsPendingToRemove() : executorsDecommissioning();
+    };
+
+    // Remove idle executors on timeout
+    onExecutorsAdded({"executor-1", "executor-2", "executor-3"});
+    EXPECT_TRUE(released().empty());
+    EXPECT_TRUE(other().empty());
+
+    // idle threshold not reached yet
+    clock.advance(kExecutorIdleTimeout / 2);
+    schedule();
+    EXPECT_EQ(timedOutExecutorCount(), 0u);
+    EXPECT_TRUE(released().empty());
+    EXPECT_TRUE(other().empty());
+
+    // idle threshold exceeded
+    clock.advance(kExecutorIdleTimeout);
+    EXPECT_EQ(timedOutExecutorCount(), 3u);
+    schedule();
+    EXPECT_EQ(released().size(), 2u);  // limit reached (1 executor remaining)
+    EXPECT_TRUE(other().empty());
+
+    // Mark a subset as busy - only idle executors should be removed
+    onExecutorsAdded({"executor-4", "executor-5", "executor-6", "executor-7"});
+    EXPECT_EQ(executorCount(), 7);
+    EXPECT_EQ(released().size(), 2u);  // 2 pending to be removed (or decommissioning)
+    EXPECT_TRUE(other().empty());
+    onExecutorsBusy({"executor-4", "executor-5", "executor-6"});  // 3 busy and 2 idle (of 5 active)
+
+    // after scheduling, the previously timed out executor should be removed, since there are new
+    // active ones.
+    schedule();
+    EXPECT_EQ(released().size(), 3u);
+
+    // advance the clock so that idle executors should time out and move to the pending list
+    clock.advance(kExecutorIdleTimeout);
+    schedule();
+    EXPECT_EQ(released().size(), 4u);
+    EXPECT_TRUE(other().empty());
+    for (const char* busy : {"executor-4", "executor-5", "executor-6"}) {
+      EXPECT_EQ(released().count(busy), 0u) << busy;
+    }
+
+    // Busy executors are now idle and should be removed
+    onExecutorsIdle({"executor-4", "executor-5", "executor-6"});
+    schedule();
+    EXPECT_EQ(released().size(), 4u);
+    clock.advance(kExecutorIdleTimeout);
+    schedule();
+    EXPECT_EQ(released().size(), 6u);  // limit reached (1 executor remaining)
+  }
+
+  // The opening of Spark's two "avoid ramp down initial executors" tests: min 2, max 5 and 3
+  // initial executors, which the target keeps through a tick with no pending tasks.
+  void startWithThreeInitialExecutorsKeptWithoutTasks() {
+    clock.set(10000);
+    createConf(2, 5, 3);
+    EXPECT_EQ(numExecutorsTarget(), 3) << "the initial number of executors";
+    schedule();
+    EXPECT_EQ(numExecutorsTarget(), 3) << "the initial number is kept with no pending tasks";
+  }
+
   int addExecutorsToTarget() { return addExecutorsOnBacklogTimer(manager(), clock); }
   // The same for every profile at once (one tick updates them all, as Spark's
   // updateAndSyncNumExecutorsTarget does): the change of each profile's target.
@@ -217,6 +379,8 @@ class SparkSuite : public policy_testing::PolicyTest<ExecutorAllocationManager> 
 };
 
 using Ids = std::vector<ExecutorId>;
+using Pending = std::set<ExecutorId>;
+using Rounds = std::vector<int>;
 
 // Spark: "initialize dynamic allocation in SparkContext"
 TEST_F(SparkSuite, InitializeDynamicAllocationInSparkContext) {
@@ -263,35 +427,18 @@ TEST_F(SparkSuite, StartingState) {
 
 // Spark: "add executors default profile"
 TEST_F(SparkSuite, AddExecutorsDefaultProfile) {
-  createConf(1, 10, 1);
-  directCalls();
+  createConfForDirectCalls(1, 10, 1);
   manager().onStageSubmitted("0", 1000);
 
   // Keep adding until the limit is reached
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(numExecutorsTarget(), 4);
-  EXPECT_EQ(numExecutorsToAdd(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 4);
-  EXPECT_EQ(numExecutorsTarget(), 8);
-  EXPECT_EQ(numExecutorsToAdd(), 8);
-  EXPECT_EQ(addExecutorsToTarget(), 2);  // reached the limit of 10
-  EXPECT_EQ(numExecutorsTarget(), 10);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 0);
+  for (const AddStep& step : kAddingUpToTen) expectRound(step.target, step.toAdd, step.added);
   EXPECT_EQ(numExecutorsTarget(), 10);
   EXPECT_EQ(numExecutorsToAdd(), 1);
 
   // Register previously requested executors
   onExecutorAdded("first");
   EXPECT_EQ(numExecutorsTarget(), 10);
-  onExecutorAdded("second");
-  onExecutorAdded("third");
-  onExecutorAdded("fourth");
+  onExecutorsAdded({"second", "third", "fourth"});
   EXPECT_EQ(numExecutorsTarget(), 10);
   onExecutorAdded("first");  // duplicates should not count
   onExecutorAdded("second");
@@ -300,18 +447,17 @@ TEST_F(SparkSuite, AddExecutorsDefaultProfile) {
 
   // Try adding again: this should still fail because the number pending + running is still at
   // the limit
-  EXPECT_EQ(addExecutorsToTarget(), 0);
-  EXPECT_EQ(numExecutorsTarget(), 10);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 0);
-  EXPECT_EQ(numExecutorsTarget(), 10);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    EXPECT_EQ(addExecutorsToTarget(), 0);
+    EXPECT_EQ(numExecutorsTarget(), 10);
+    EXPECT_EQ(numExecutorsToAdd(), 1);
+  }
 }
 
 // Spark: "add executors multiple profiles"
+// (Spark checks each profile's target and numExecutorsToAdd after every round.)
 TEST_F(SparkSuite, AddExecutorsMultipleProfiles) {
-  createConf(1, 10, 1);
-  directCalls();
+  createConfForDirectCalls(1, 10, 1);
   manager().onStageSubmitted("0", 1000);
   const ResourceProfile rprof1 = addResourceProfile(1, 4);
   manager().onStageSubmitted("1", 1000, 1, rprof1.id);
@@ -319,36 +465,13 @@ TEST_F(SparkSuite, AddExecutorsMultipleProfiles) {
   // Keep adding until the limit is reached. Spark adds to each profile, then sends one request;
   // tide's tick does both, so each round checks both profiles' changes of one tick.
   using Deltas = std::map<int, int>;
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 1);
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 1}, {rprof1.id, 1}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 2);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 2);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 2);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 2);
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 2}, {rprof1.id, 2}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 4);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 4);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 4);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 4);
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 4}, {rprof1.id, 4}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 8);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 8);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 8);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 8);
-  // reached the limit of 10
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 2}, {rprof1.id, 2}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  for (const AddStep& step : kAddingUpToTen) {
+    expectBothProfiles(rprof1.id, step.target, step.toAdd);
+    EXPECT_EQ(addExecutorsToTargetPerProfile(),
+              (Deltas{{kDefaultProfileId, step.added}, {rprof1.id, step.added}}))
+        << "at target " << step.target;
+  }
+  expectBothProfiles(rprof1.id, /*target=*/10, /*toAdd=*/1);
   EXPECT_EQ(numExecutorsTarget(), 20);  // what the AM asks for in all
 
   // Register previously requested executors
@@ -356,18 +479,13 @@ TEST_F(SparkSuite, AddExecutorsMultipleProfiles) {
   onExecutorAdded("firstrp1", rprof1.id);
   EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
   EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
-  onExecutorAdded("second");
-  onExecutorAdded("third");
-  onExecutorAdded("fourth");
-  onExecutorAdded("secondrp1", rprof1.id);
-  onExecutorAdded("thirdrp1", rprof1.id);
-  onExecutorAdded("fourthrp1", rprof1.id);
+  onExecutorsAdded({"second", "third", "fourth"});
+  onExecutorsAdded({"secondrp1", "thirdrp1", "fourthrp1"}, rprof1.id);
   EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
   EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
   onExecutorAdded("first");  // duplicates should not count
   onExecutorAdded("second");
-  onExecutorAdded("firstrp1", rprof1.id);
-  onExecutorAdded("secondrp1", rprof1.id);
+  onExecutorsAdded({"firstrp1", "secondrp1"}, rprof1.id);
   EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
   EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
   EXPECT_EQ(profileSnapshot(kDefaultProfileId).live, 4);
@@ -375,16 +493,10 @@ TEST_F(SparkSuite, AddExecutorsMultipleProfiles) {
 
   // Try adding again: this should still fail because the number pending + running is still at
   // the limit
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
-  EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
-  EXPECT_EQ(numExecutorsTarget(kDefaultProfileId), 10);
-  EXPECT_EQ(numExecutorsToAdd(kDefaultProfileId), 1);
-  EXPECT_EQ(numExecutorsToAdd(rprof1.id), 1);
-  EXPECT_EQ(numExecutorsTarget(rprof1.id), 10);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    EXPECT_EQ(addExecutorsToTargetPerProfile(), (Deltas{{kDefaultProfileId, 0}, {rprof1.id, 0}}));
+    expectBothProfiles(rprof1.id, /*target=*/10, /*toAdd=*/1);
+  }
 }
 
 // Spark: "add executors multiple profiles initial num same as needed"
@@ -415,8 +527,7 @@ TEST_F(SparkSuite, AddExecutorsMultipleProfilesInitialNumSameAsNeeded) {
 
 // Spark: "remove executors multiple profiles"
 TEST_F(SparkSuite, RemoveExecutorsMultipleProfiles) {
-  createConf(5, 10, 5);
-  directCalls();
+  createConfForDirectCalls(5, 10, 5);
   const ResourceProfile rprof1 = addResourceProfile(1, 4);
   const ResourceProfile rprof2 = addResourceProfile(2, 1);
   manager().onStageSubmitted("1", 10, 1, rprof1.id);
@@ -429,7 +540,7 @@ TEST_F(SparkSuite, RemoveExecutorsMultipleProfiles) {
   // Keep removing until the limit is reached
   EXPECT_TRUE(executorsPendingToRemove().empty());
   EXPECT_TRUE(removeExecutor("1"));
-  EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"1"}));
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1"}));
   EXPECT_TRUE(removeExecutor("11"));
   EXPECT_TRUE(removeExecutor("2"));
   EXPECT_EQ(executorsPendingToRemove().size(), 3u);
@@ -452,16 +563,14 @@ TEST_F(SparkSuite, RemoveExecutorsMultipleProfiles) {
   onExecutorRemoved("1");
   EXPECT_EQ(executorsPendingToRemove().size(), 6u);
   EXPECT_EQ(executorsPendingToRemove().count("1"), 0u);
-  onExecutorRemoved("2");
-  onExecutorRemoved("3");
+  onExecutorsRemoved({"2", "3"});
   EXPECT_EQ(executorsPendingToRemove().size(), 4u);
   EXPECT_EQ(executorsPendingToRemove().count("2"), 0u);
   EXPECT_EQ(executorsPendingToRemove().count("3"), 0u);
   onExecutorRemoved("2");  // duplicates should not count
   onExecutorRemoved("3");
   EXPECT_EQ(executorsPendingToRemove().size(), 4u);
-  onExecutorRemoved("4");
-  onExecutorRemoved("5");
+  onExecutorsRemoved({"4", "5"});
   EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"11", "21"}));
 
   // Try removing again: this should still fail because the number pending + running is still
@@ -479,11 +588,7 @@ TEST_F(SparkSuite, RemoveExecutorsMultipleProfiles) {
   EXPECT_FALSE(removeExecutor("16"));  // reached the limit of 5
   EXPECT_EQ(executorsPendingToRemove().size(), 6u);
   EXPECT_EQ(executorsPendingToRemove().count("16"), 0u);
-  onExecutorRemoved("11");
-  onExecutorRemoved("12");
-  onExecutorRemoved("13");
-  onExecutorRemoved("14");
-  onExecutorRemoved("15");
+  onExecutorsRemoved({"11", "12", "13", "14", "15"});
   EXPECT_EQ(executorsPendingToRemove().size(), 1u);
 }
 
@@ -514,20 +619,13 @@ TEST_F(SparkSuite, ExecutionAllocationRatioIsCorrectlyHandled) {
 
 // Spark: "add executors capped by num pending tasks"
 TEST_F(SparkSuite, AddExecutorsCappedByNumPendingTasks) {
-  createConf(0, 10, 0);
-  directCalls();
+  createConfForDirectCalls(0, 10, 0);
   manager().onStageSubmitted("0", 5);
 
   // Verify that we're capped at number of tasks in the stage
-  EXPECT_EQ(numExecutorsTarget(), 0);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(numExecutorsToAdd(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
+  expectRound(/*target=*/0, /*toAdd=*/1, /*added=*/1);
+  expectRound(/*target=*/1, /*toAdd=*/2, /*added=*/2);
+  expectRound(/*target=*/3, /*toAdd=*/4, /*added=*/2);
   EXPECT_EQ(numExecutorsTarget(), 5);
   EXPECT_EQ(numExecutorsToAdd(), 1);
 
@@ -537,12 +635,8 @@ TEST_F(SparkSuite, AddExecutorsCappedByNumPendingTasks) {
   manager().onTaskStart("1", "executor-1");
   EXPECT_EQ(numExecutorsTarget(), 5);
   EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 6);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(numExecutorsTarget(), 8);
-  EXPECT_EQ(numExecutorsToAdd(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 0);
+  expectRound(/*target=*/6, /*toAdd=*/2, /*added=*/2);
+  expectRound(/*target=*/8, /*toAdd=*/4, /*added=*/0);
   EXPECT_EQ(numExecutorsTarget(), 8);
   EXPECT_EQ(numExecutorsToAdd(), 1);
 
@@ -553,9 +647,7 @@ TEST_F(SparkSuite, AddExecutorsCappedByNumPendingTasks) {
   manager().onTaskStart("2", "executor-1");
   manager().onTaskStart("2", "executor-1");
   EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 9);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
+  expectRound(/*target=*/9, /*toAdd=*/2, /*added=*/1);
   EXPECT_EQ(numExecutorsTarget(), 10);
   EXPECT_EQ(numExecutorsToAdd(), 1);
 
@@ -567,22 +659,15 @@ TEST_F(SparkSuite, AddExecutorsCappedByNumPendingTasks) {
 
 // Spark: "add executors when speculative tasks added"
 TEST_F(SparkSuite, AddExecutorsWhenSpeculativeTasksAdded) {
-  createConf(0, 10, 0);
-  directCalls();
+  createConfForDirectCalls(0, 10, 0);
   manager().onStageSubmitted("1", 2);
   // Verify that we're capped at number of tasks including the speculative ones in the stage
   manager().onSpeculativeTaskSubmitted("1");  // task index 0
-  EXPECT_EQ(numExecutorsTarget(), 0);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
+  expectRound(/*target=*/0, /*toAdd=*/1, /*added=*/1);
   manager().onSpeculativeTaskSubmitted("1");  // task index 1
   manager().onSpeculativeTaskSubmitted("1");  // task index 2
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(numExecutorsToAdd(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
+  expectRound(/*target=*/1, /*toAdd=*/2, /*added=*/2);
+  expectRound(/*target=*/3, /*toAdd=*/4, /*added=*/2);
   EXPECT_EQ(numExecutorsTarget(), 5);
   EXPECT_EQ(numExecutorsToAdd(), 1);
 
@@ -614,25 +699,18 @@ TEST_F(SparkSuite, Spark31418OneStageBeingUnschedulable) {
   manager().onTaskStart("0", "0");
   manager().onTaskStart("0", "0");
 
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  expectTargetAndNeeded(1);
 
   // Stage 0 becomes unschedulable due to excludeOnFailure
   manager().onUnschedulableTaskSetAdded("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
   // Assert that we are getting additional executor to schedule unschedulable tasks
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+  expectTargetASecondLater(2);
 
   // Add a new executor
   onExecutorAdded("1");
   // Now once the task becomes schedulable, clear the unschedulableTaskSets
   manager().onUnschedulableTaskSetRemoved("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  expectTargetASecondLater(1);
 }
 
 // Spark: "SPARK-31418: multiple stages being unschedulable"
@@ -645,9 +723,7 @@ TEST_F(SparkSuite, Spark31418MultipleStagesBeingUnschedulable) {
   manager().onStageSubmitted("1", 2);
   manager().onStageSubmitted("2", 2);
 
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 0);
+  EXPECT_EQ(addExecutorsInRounds(3), (Rounds{1, 2, 0}));
 
   // Add necessary executors
   addExecutors(0, 2);
@@ -657,8 +733,7 @@ TEST_F(SparkSuite, Spark31418MultipleStagesBeingUnschedulable) {
     manager().onTaskStart(std::to_string(i), std::to_string(i / 2));
     manager().onTaskStart(std::to_string(i), std::to_string(i / 2));
   }
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 3);
+  expectTargetAndNeeded(3);
 
   // Complete the stage 0 tasks.
   manager().onTaskEnd("0", "0", TaskEnd::kSuccess);
@@ -668,12 +743,9 @@ TEST_F(SparkSuite, Spark31418MultipleStagesBeingUnschedulable) {
   // Stage 1 and 2 becomes unschedulable now due to excludeOnFailure
   manager().onUnschedulableTaskSetAdded("1");
   manager().onUnschedulableTaskSetAdded("2");
-
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
   // Assert that we are getting additional executor to schedule unschedulable tasks
-  EXPECT_EQ(numExecutorsTarget(), 4);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 4);
+
+  expectTargetASecondLater(4);
 
   // Add a new executor
   onExecutorAdded("3");
@@ -694,41 +766,27 @@ TEST_F(SparkSuite, Spark31418RemoveExecutorsAfterUnschedulableTasksEnd) {
   const auto executorOf = [](int task) { return std::to_string(task / 2); };
 
   manager().onStageSubmitted("0", 10);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 0);
+  EXPECT_EQ(addExecutorsInRounds(4), (Rounds{1, 2, 2, 0}));
 
   addExecutors(0, 4);
   for (int i = 0; i <= 9; ++i) manager().onTaskStart("0", executorOf(i));
-  EXPECT_EQ(numExecutorsTarget(), 5);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+  expectTargetAndNeeded(5);
 
   // 8 tasks (0 - 7) finished
   for (int i = 0; i <= 7; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
-  for (int i = 0; i <= 3; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
-  removedExecutors(0, 3);
+  expectTargetASecondLater(1);
+  expectRemovedThenLost(0, 3);
 
   // Now due to executor being excluded, the task becomes unschedulable
   manager().onUnschedulableTaskSetAdded("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+  expectTargetASecondLater(2);
 
   // New executor got added
   onExecutorAdded("5");
 
   // Now once the task becomes schedulable, clear the unschedulableTaskSets
   manager().onUnschedulableTaskSetRemoved("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  expectTargetASecondLater(1);
   manager().onTaskEnd("0", "4", TaskEnd::kSuccess);  // task 9
   // Unschedulable task successfully ran on the new executor provisioned. (Spark's event says
   // task 8 ended on "5" though it started on "4"; tide's monitor ends a task where it runs, so
@@ -737,14 +795,9 @@ TEST_F(SparkSuite, Spark31418RemoveExecutorsAfterUnschedulableTasksEnd) {
   clock.advance(1000);
   updateAndSyncNumExecutorsTarget();
   manager().onStageCompleted("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 0);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 0);
-  EXPECT_TRUE(removeExecutor("4"));
-  onExecutorRemoved("4");
-  EXPECT_TRUE(removeExecutor("5"));
-  onExecutorRemoved("5");
+  expectTargetASecondLater(0);
+  expectRemovedThenLost("4");
+  expectRemovedThenLost("5");
 }
 
 // Spark: "SPARK-41192: remove executors when task finished before speculative task scheduled"
@@ -755,26 +808,18 @@ TEST_F(SparkSuite, Spark41192RemoveExecutorsWhenTaskFinishedBeforeSpeculativeTas
 
   // submit 40 tasks, total executors needed = 40/4 = 10
   manager().onStageSubmitted("0", 40);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 3);
+  EXPECT_EQ(addExecutorsInRounds(4), (Rounds{1, 2, 4, 3}));
 
   addExecutors(0, 9);
   const auto executorOf = [](int task) { return std::to_string(task / 4); };
   for (int i = 0; i < 40; ++i) manager().onTaskStart("0", executorOf(i));
-  EXPECT_EQ(numExecutorsTarget(), 10);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 10);
+  expectTargetAndNeeded(10);
   // 30 tasks (0 - 29) finished
   for (int i = 0; i < 30; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
   // 10 speculative tasks (30 - 39) launch for the remaining tasks
   for (int i = 30; i < 40; ++i) manager().onSpeculativeTaskSubmitted("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 5);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
-  for (int i = 0; i < 5; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
-  removedExecutors(0, 4);
+  expectTargetASecondLater(5);
+  expectRemovedThenLost(0, 4);
 
   // 5 original tasks (30 - 34) finished before speculative task start, the speculative task will
   // be removed from pending tasks (tide's scheduler reports each dropped copy)
@@ -783,26 +828,17 @@ TEST_F(SparkSuite, Spark41192RemoveExecutorsWhenTaskFinishedBeforeSpeculativeTas
     manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
     manager().onPendingSpeculativeTaskDropped("0");
   }
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 3);
+  expectTargetASecondLater(3);
 
   // speculative tasks 40 - 44 (copies of 35 - 39) start
   for (int i = 40; i < 45; ++i) manager().onTaskStart("0", executorOf(i), /*speculative=*/true);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 3);
+  expectTargetASecondLater(3);
 
   for (int i = 35; i < 39; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
   for (int i = 35; i < 39; ++i) {
     manager().onTaskEnd("0", executorOf(i + 5), TaskEnd::kKilled, /*speculative=*/true);
   }
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  expectTargetASecondLater(1);
 }
 
 // Spark: "SPARK-30511 remove executors when speculative tasks end"
@@ -814,60 +850,40 @@ TEST_F(SparkSuite, Spark30511RemoveExecutorsWhenSpeculativeTasksEnd) {
   constexpr bool kSpeculative = true;
 
   manager().onStageSubmitted("0", 40);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 3);
+  EXPECT_EQ(addExecutorsInRounds(4), (Rounds{1, 2, 4, 3}));
 
   addExecutors(0, 9);
   for (int i = 0; i <= 39; ++i) manager().onTaskStart("0", executorOf(i));
-  EXPECT_EQ(numExecutorsTarget(), 10);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 10);
+  expectTargetAndNeeded(10);
 
   // 30 tasks (0 - 29) finished
   for (int i = 0; i <= 29; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 3);
-  for (int i = 0; i <= 6; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
-  removedExecutors(0, 6);
+  expectTargetASecondLater(3);
+  expectRemovedThenLost(0, 6);
 
   // 10 speculative tasks (30 - 39) launch for the remaining tasks
   for (int i = 30; i <= 39; ++i) manager().onSpeculativeTaskSubmitted("0");
   EXPECT_EQ(addExecutorsToTarget(), 1);
   EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 5);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+  expectTargetAndNeeded(5);
   addExecutors(10, 12);
   // speculative tasks 40 - 49 are the copies of 30 - 39
   for (int i = 40; i <= 49; ++i) manager().onTaskStart("0", executorOf(i), kSpeculative);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
   // At this point, we still have 6 executors running
-  EXPECT_EQ(numExecutorsTarget(), 5);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+  expectTargetASecondLater(5);
 
   // 6 speculative tasks (40 - 45) finish before the original tasks, with 4 speculative remaining
   for (int i = 40; i <= 45; ++i) {
     manager().onTaskEnd("0", executorOf(i), TaskEnd::kSuccess, kSpeculative);
   }
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 4);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 4);
-  EXPECT_TRUE(removeExecutor("10"));
-  onExecutorRemoved("10");
+  expectTargetASecondLater(4);
+  expectRemovedThenLost("10");
   // At this point, we still have 5 executors running: ["7", "8", "9", "11", "12"]
 
   // 6 original tasks (30 - 35) are intentionally killed
   for (int i = 30; i <= 35; ++i) manager().onTaskEnd("0", executorOf(i), TaskEnd::kKilled);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
-  for (int i = 7; i <= 8; ++i) EXPECT_TRUE(removeExecutor(std::to_string(i))) << i;
-  removedExecutors(7, 8);
+  expectTargetASecondLater(2);
+  expectRemovedThenLost(7, 8);
   // At this point, we still have 3 executors running: ["9", "11", "12"]
 
   // Task 36 finishes before the speculative task 46, task 46 killed
@@ -876,10 +892,7 @@ TEST_F(SparkSuite, Spark30511RemoveExecutorsWhenSpeculativeTasksEnd) {
 
   // We should have 3 original tasks (index 37, 38, 39) running, with corresponding 3 speculative
   // tasks running. Target lowers to 2, but still hold 3 executors ["9", "11", "12"]
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+  expectTargetASecondLater(2);
 
   // Task 37 and 47 succeed at the same time
   manager().onTaskEnd("0", "9", TaskEnd::kSuccess);
@@ -887,42 +900,27 @@ TEST_F(SparkSuite, Spark30511RemoveExecutorsWhenSpeculativeTasksEnd) {
 
   // We should have 2 original tasks (index 38, 39) running, with corresponding 2 speculative
   // tasks running
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
-  EXPECT_TRUE(removeExecutor("11"));
-  onExecutorRemoved("11");
+  expectTargetASecondLater(1);
+  expectRemovedThenLost("11");
   // At this point, we still have 2 executors running: ["9", "12"]
 
   // Task 38 fails and task 49 fails, new speculative task 50 is submitted to speculate on task 39
   manager().onTaskEnd("0", "9", TaskEnd::kFailed);
   manager().onTaskEnd("0", "12", TaskEnd::kFailed, kSpeculative);
   manager().onSpeculativeTaskSubmitted("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
   // maxNeeded = 1, allocate one more to satisfy speculation locality requirement
-  EXPECT_EQ(numExecutorsTarget(), 2);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 2);
+  expectTargetASecondLater(2);
   manager().onTaskStart("0", "12", kSpeculative);
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 1);
+  expectTargetASecondLater(1);
 
   // Task 39 and 48 succeed, task 50 killed
   manager().onTaskEnd("0", "9", TaskEnd::kSuccess);
   manager().onTaskEnd("0", "12", TaskEnd::kSuccess, kSpeculative);
   manager().onTaskEnd("0", "12", TaskEnd::kKilled, kSpeculative);
   manager().onStageCompleted("0");
-  clock.advance(1000);
-  updateAndSyncNumExecutorsTarget();
-  EXPECT_EQ(numExecutorsTarget(), 0);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 0);
-  EXPECT_TRUE(removeExecutor("9"));
-  onExecutorRemoved("9");
-  EXPECT_TRUE(removeExecutor("12"));
-  onExecutorRemoved("12");
+  expectTargetASecondLater(0);
+  expectRemovedThenLost("9");
+  expectRemovedThenLost("12");
 }
 
 // Spark: "properly handle task end events from completed stages"
@@ -959,16 +957,11 @@ TEST_F(SparkSuite, ProperlyHandleTaskEndEventsFromCompletedStages) {
 
 // Spark: "cancel pending executors when no longer needed"
 TEST_F(SparkSuite, CancelPendingExecutorsWhenNoLongerNeeded) {
-  createConf(0, 10, 0);
-  directCalls();
+  createConfForDirectCalls(0, 10, 0);
   manager().onStageSubmitted("2", 5);
 
-  EXPECT_EQ(numExecutorsTarget(), 0);
-  EXPECT_EQ(numExecutorsToAdd(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(numExecutorsTarget(), 1);
-  EXPECT_EQ(numExecutorsToAdd(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
+  expectRound(/*target=*/0, /*toAdd=*/1, /*added=*/1);
+  expectRound(/*target=*/1, /*toAdd=*/2, /*added=*/2);
   EXPECT_EQ(numExecutorsTarget(), 3);
 
   manager().onTaskStart("2", "executor-1");  // task 1
@@ -988,41 +981,29 @@ TEST_F(SparkSuite, CancelPendingExecutorsWhenNoLongerNeeded) {
 
 // Spark: "remove executors"
 TEST_F(SparkSuite, RemoveExecutors) {
-  createConf(5, 10, 5);
-  directCalls();
+  createConfForDirectCalls(5, 10, 5);
   addExecutors(1, 10);
 
   // Keep removing until the limit is reached
   EXPECT_TRUE(executorsPendingToRemove().empty());
   EXPECT_TRUE(removeExecutor("1"));
-  EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"1"}));
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1"}));
   EXPECT_TRUE(removeExecutor("2"));
   EXPECT_TRUE(removeExecutor("3"));
-  EXPECT_EQ(executorsPendingToRemove().size(), 3u);
-  EXPECT_EQ(executorsPendingToRemove().count("2"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("3"), 1u);
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1", "2", "3"}));
   EXPECT_TRUE(removeExecutor("4"));
   EXPECT_TRUE(removeExecutor("5"));
   EXPECT_FALSE(removeExecutor("6"));  // reached the limit of 5
-  EXPECT_EQ(executorsPendingToRemove().size(), 5u);
-  EXPECT_EQ(executorsPendingToRemove().count("4"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("5"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("6"), 0u);
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1", "2", "3", "4", "5"}));  // not 6
 
   // Kill executors previously requested to remove
   onExecutorRemoved("1");
-  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
-  EXPECT_EQ(executorsPendingToRemove().count("1"), 0u);
-  onExecutorRemoved("2");
-  onExecutorRemoved("3");
-  EXPECT_EQ(executorsPendingToRemove().size(), 2u);
-  EXPECT_EQ(executorsPendingToRemove().count("2"), 0u);
-  EXPECT_EQ(executorsPendingToRemove().count("3"), 0u);
-  onExecutorRemoved("2");  // duplicates should not count
-  onExecutorRemoved("3");
-  EXPECT_EQ(executorsPendingToRemove().size(), 2u);
-  onExecutorRemoved("4");
-  onExecutorRemoved("5");
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"2", "3", "4", "5"}));
+  onExecutorsRemoved({"2", "3"});
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"4", "5"}));
+  onExecutorsRemoved({"2", "3"});  // duplicates should not count
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"4", "5"}));
+  onExecutorsRemoved({"4", "5"});
   EXPECT_TRUE(executorsPendingToRemove().empty());
 
   // Try removing again: this should still fail because the number pending + running is still
@@ -1035,8 +1016,7 @@ TEST_F(SparkSuite, RemoveExecutors) {
 
 // Spark: "SPARK-33763: metrics to track dynamic allocation (decommissionEnabled=false)"
 TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionDisabled) {
-  createConf(3, 5, 3);
-  directCalls();
+  createConfForDirectCalls(3, 5, 3);
   addExecutors(1, 5);
 
   EXPECT_TRUE(executorsPendingToRemove().empty());
@@ -1059,8 +1039,7 @@ TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionDisabled
 
 // Spark: "SPARK-33763: metrics to track dynamic allocation (decommissionEnabled = true)"
 TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionEnabled) {
-  createConf(3, 5, 3, /*decommissioningEnabled=*/true);
-  directCalls();
+  createConfForDirectCalls(3, 5, 3, /*decommissioningEnabled=*/true);
   addExecutors(1, 5);
 
   EXPECT_TRUE(executorsPendingToRemove().empty());
@@ -1086,38 +1065,28 @@ TEST_F(SparkSuite, Spark33763MetricsToTrackDynamicAllocationDecommissionEnabled)
 
 // Spark: "remove multiple executors"
 TEST_F(SparkSuite, RemoveMultipleExecutors) {
-  createConf(5, 10, 5);
-  directCalls();
+  createConfForDirectCalls(5, 10, 5);
   addExecutors(1, 10);
 
   // Keep removing until the limit is reached
   EXPECT_TRUE(executorsPendingToRemove().empty());
   EXPECT_EQ(removeExecutors({"1"}), (Ids{"1"}));
-  EXPECT_EQ(executorsPendingToRemove(), (std::set<ExecutorId>{"1"}));
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1"}));
   EXPECT_EQ(removeExecutors({"2", "3"}), (Ids{"2", "3"}));
-  EXPECT_EQ(executorsPendingToRemove().size(), 3u);
-  EXPECT_EQ(executorsPendingToRemove().count("2"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("3"), 1u);
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1", "2", "3"}));
   EXPECT_TRUE(removeExecutor("4"));
   EXPECT_EQ(removeExecutors({"5"}), (Ids{"5"}));
   EXPECT_FALSE(removeExecutor("6"));  // reached the limit of 5
-  EXPECT_EQ(executorsPendingToRemove().size(), 5u);
-  EXPECT_EQ(executorsPendingToRemove().count("4"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("5"), 1u);
-  EXPECT_EQ(executorsPendingToRemove().count("6"), 0u);
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"1", "2", "3", "4", "5"}));  // not 6
 
   // Kill executors previously requested to remove
   onExecutorRemoved("1");
-  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
-  EXPECT_EQ(executorsPendingToRemove().count("1"), 0u);
-  onExecutorRemoved("2");
-  onExecutorRemoved("3");
+  EXPECT_EQ(executorsPendingToRemove(), (Pending{"2", "3", "4", "5"}));
+  onExecutorsRemoved({"2", "3"});
   EXPECT_EQ(executorsPendingToRemove().size(), 2u);
-  onExecutorRemoved("2");  // duplicates should not count
-  onExecutorRemoved("3");
+  onExecutorsRemoved({"2", "3"});  // duplicates should not count
   EXPECT_EQ(executorsPendingToRemove().size(), 2u);
-  onExecutorRemoved("4");
-  onExecutorRemoved("5");
+  onExecutorsRemoved({"4", "5"});
   EXPECT_TRUE(executorsPendingToRemove().empty());
 
   // Try removing again: this should still fail because the number pending + running is still
@@ -1130,8 +1099,7 @@ TEST_F(SparkSuite, RemoveMultipleExecutors) {
 
 // Spark: "Removing with various numExecutorsTargetForDefaultProfileId condition"
 TEST_F(SparkSuite, RemovingWithVariousNumExecutorsTargetCondition) {
-  createConf(5, 12, 5);
-  directCalls();
+  createConfForDirectCalls(5, 12, 5);
   manager().onStageSubmitted("0", 8);
 
   // Remove when the target is the same as the current number of executors
@@ -1140,8 +1108,7 @@ TEST_F(SparkSuite, RemovingWithVariousNumExecutorsTargetCondition) {
   addExecutors(1, 8);
   for (int i = 1; i <= 8; ++i) manager().onTaskStart("0", std::to_string(i));
   EXPECT_EQ(executorCount(), 8);
-  EXPECT_EQ(numExecutorsTarget(), 8);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 8);
+  expectTargetAndNeeded(8);
   // won't work since the target == numExecutors (and, in tide, since "1" is busy)
   EXPECT_FALSE(removeExecutor("1"));
 
@@ -1149,13 +1116,10 @@ TEST_F(SparkSuite, RemovingWithVariousNumExecutorsTargetCondition) {
   for (int i = 1; i <= 3; ++i) manager().onTaskEnd("0", std::to_string(i), TaskEnd::kSuccess);
   updateAndSyncNumExecutorsTarget();
   EXPECT_EQ(executorCount(), 8);
-  EXPECT_EQ(numExecutorsTarget(), 5);
-  EXPECT_EQ(maxNumExecutorsNeeded(), 5);
+  expectTargetAndNeeded(5);
   EXPECT_TRUE(removeExecutor("1"));
   EXPECT_EQ(removeExecutors({"2", "3"}), (Ids{"2", "3"}));
-  onExecutorRemoved("1");
-  onExecutorRemoved("2");
-  onExecutorRemoved("3");
+  onExecutorsRemoved({"1", "2", "3"});
 
   // the target is lower than minNumExecutors
   manager().onTaskEnd("0", "4", TaskEnd::kSuccess);
@@ -1168,8 +1132,7 @@ TEST_F(SparkSuite, RemovingWithVariousNumExecutorsTargetCondition) {
 
 // Spark: "interleaving add and remove"
 TEST_F(SparkSuite, InterleavingAddAndRemove) {
-  createConf(5, 12, 5);
-  directCalls();
+  createConfForDirectCalls(5, 12, 5);
   manager().onStageSubmitted("0", 1000);
 
   // Add a few executors
@@ -1206,19 +1169,15 @@ TEST_F(SparkSuite, InterleavingAddAndRemove) {
   EXPECT_EQ(removeExecutors({"5", "6", "7"}), (Ids{"5", "6", "7"}));
   EXPECT_TRUE(removeExecutor("8"));
   EXPECT_EQ(executorCount(), 12);
-  onExecutorRemoved("5");
-  onExecutorRemoved("6");
+  onExecutorsRemoved({"5", "6"});
   EXPECT_EQ(executorCount(), 10);
   EXPECT_EQ(numExecutorsToAdd(), 4);
-  onExecutorRemoved("9");
-  onExecutorRemoved("10");
+  onExecutorsRemoved({"9", "10"});
   EXPECT_EQ(addExecutorsToTarget(), 4);  // at upper limit
-  onExecutorAdded("17");
-  onExecutorAdded("18");
+  onExecutorsAdded({"17", "18"});
   EXPECT_EQ(executorCount(), 10);
   EXPECT_EQ(addExecutorsToTarget(), 0);  // still at upper limit
-  onExecutorAdded("19");
-  onExecutorAdded("20");
+  onExecutorsAdded({"19", "20"});
   EXPECT_EQ(executorCount(), 12);
   EXPECT_EQ(numExecutorsTarget(), 12);
 }
@@ -1229,13 +1188,7 @@ TEST_F(SparkSuite, StartingCancelingAddTimer) {
   createConf(2, 10, 2);
 
   // Starting add timer is idempotent (Spark's onSchedulerBacklogged(): a stage submitted)
-  EXPECT_EQ(addTime(), -1);
-  manager().onStageSubmitted("0", 1);
-  const TimeMs firstAddTime = addTime();
-  EXPECT_EQ(firstAddTime, clock.nowMs() + kSchedulerBacklogTimeout);
-  clock.advance(100);
-  manager().onStageSubmitted("1", 1);
-  EXPECT_EQ(addTime(), firstAddTime);  // timer is already started
+  const TimeMs firstAddTime = expectAddTimerStartedOnce("0", "1");
   clock.advance(200);
   manager().onStageSubmitted("2", 1);
   EXPECT_EQ(addTime(), firstAddTime);
@@ -1244,13 +1197,7 @@ TEST_F(SparkSuite, StartingCancelingAddTimer) {
 
   // Restart add timer
   clock.advance(1000);
-  EXPECT_EQ(addTime(), -1);
-  manager().onStageSubmitted("3", 1);
-  const TimeMs secondAddTime = addTime();
-  EXPECT_EQ(secondAddTime, clock.nowMs() + kSchedulerBacklogTimeout);
-  clock.advance(100);
-  manager().onStageSubmitted("4", 1);
-  EXPECT_EQ(addTime(), secondAddTime);  // timer is already started
+  const TimeMs secondAddTime = expectAddTimerStartedOnce("3", "4");
   EXPECT_NE(addTime(), firstAddTime);
   EXPECT_NE(firstAddTime, secondAddTime);
 }
@@ -1325,123 +1272,12 @@ TEST_F(SparkSuite, MockPollingLoopAddBehavior) {
 
 // Spark: "mock polling loop remove behavior"
 TEST_F(SparkSuite, MockPollingLoopRemoveBehavior) {
-  clock.set(2020);
-  createConf(1, 20, 1);
-
-  // Remove idle executors on timeout
-  onExecutorAdded("executor-1");
-  onExecutorAdded("executor-2");
-  onExecutorAdded("executor-3");
-  EXPECT_TRUE(executorsPendingToRemove().empty());
-
-  // idle threshold not reached yet
-  clock.advance(kExecutorIdleTimeout / 2);
-  schedule();
-  EXPECT_EQ(timedOutExecutorCount(), 0u);
-  EXPECT_TRUE(executorsPendingToRemove().empty());
-
-  // idle threshold exceeded
-  clock.advance(kExecutorIdleTimeout);
-  EXPECT_EQ(timedOutExecutorCount(), 3u);
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 2u);  // limit reached (1 executor remaining)
-
-  // Mark a subset as busy - only idle executors should be removed
-  onExecutorAdded("executor-4");
-  onExecutorAdded("executor-5");
-  onExecutorAdded("executor-6");
-  onExecutorAdded("executor-7");
-  EXPECT_EQ(executorCount(), 7);
-  EXPECT_EQ(executorsPendingToRemove().size(), 2u);  // 2 pending to be removed
-  onExecutorBusy("executor-4");
-  onExecutorBusy("executor-5");
-  onExecutorBusy("executor-6");  // 3 busy and 2 idle (of the 5 active ones)
-
-  // after scheduling, the previously timed out executor should be removed, since there are new
-  // active ones.
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 3u);
-
-  // advance the clock so that idle executors should time out and move to the pending list
-  clock.advance(kExecutorIdleTimeout);
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
-  EXPECT_EQ(executorsPendingToRemove().count("executor-4"), 0u);
-  EXPECT_EQ(executorsPendingToRemove().count("executor-5"), 0u);
-  EXPECT_EQ(executorsPendingToRemove().count("executor-6"), 0u);
-
-  // Busy executors are now idle and should be removed
-  onExecutorIdle("executor-4");
-  onExecutorIdle("executor-5");
-  onExecutorIdle("executor-6");
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 4u);
-  clock.advance(kExecutorIdleTimeout);
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 6u);  // limit reached (1 executor remaining)
+  mockPollingLoopRemove(/*decommissioningEnabled=*/false);
 }
 
 // Spark: "mock polling loop remove with decommissioning"
 TEST_F(SparkSuite, MockPollingLoopRemoveWithDecommissioning) {
-  clock.set(2020);
-  createConf(1, 20, 1, /*decommissioningEnabled=*/true);
-
-  // Remove idle executors on timeout
-  onExecutorAdded("executor-1");
-  onExecutorAdded("executor-2");
-  onExecutorAdded("executor-3");
-  EXPECT_TRUE(executorsDecommissioning().empty());
-  EXPECT_TRUE(executorsPendingToRemove().empty());
-
-  // idle threshold not reached yet
-  clock.advance(kExecutorIdleTimeout / 2);
-  schedule();
-  EXPECT_EQ(timedOutExecutorCount(), 0u);
-  EXPECT_TRUE(executorsPendingToRemove().empty());
-  EXPECT_TRUE(executorsDecommissioning().empty());
-
-  // idle threshold exceeded
-  clock.advance(kExecutorIdleTimeout);
-  EXPECT_EQ(timedOutExecutorCount(), 3u);
-  schedule();
-  EXPECT_TRUE(executorsPendingToRemove().empty());   // limit reached (1 executor remaining)
-  EXPECT_EQ(executorsDecommissioning().size(), 2u);  // limit reached (1 executor remaining)
-
-  // Mark a subset as busy - only idle executors should be removed
-  onExecutorAdded("executor-4");
-  onExecutorAdded("executor-5");
-  onExecutorAdded("executor-6");
-  onExecutorAdded("executor-7");
-  EXPECT_EQ(executorCount(), 7);
-  EXPECT_TRUE(executorsPendingToRemove().empty());   // no pending to be removed
-  EXPECT_EQ(executorsDecommissioning().size(), 2u);  // 2 decommissioning
-  onExecutorBusy("executor-4");
-  onExecutorBusy("executor-5");
-  onExecutorBusy("executor-6");  // 3 busy and 2 idle (of the 5 active ones)
-
-  // after scheduling, the previously timed out executor should be removed, since there are new
-  // active ones.
-  schedule();
-  EXPECT_EQ(executorsDecommissioning().size(), 3u);
-
-  // advance the clock so that idle executors should time out and move to the pending list
-  clock.advance(kExecutorIdleTimeout);
-  schedule();
-  EXPECT_EQ(executorsPendingToRemove().size(), 0u);
-  EXPECT_EQ(executorsDecommissioning().size(), 4u);
-  EXPECT_EQ(executorsDecommissioning().count("executor-4"), 0u);
-  EXPECT_EQ(executorsDecommissioning().count("executor-5"), 0u);
-  EXPECT_EQ(executorsDecommissioning().count("executor-6"), 0u);
-
-  // Busy executors are now idle and should be removed
-  onExecutorIdle("executor-4");
-  onExecutorIdle("executor-5");
-  onExecutorIdle("executor-6");
-  schedule();
-  EXPECT_EQ(executorsDecommissioning().size(), 4u);
-  clock.advance(kExecutorIdleTimeout);
-  schedule();
-  EXPECT_EQ(executorsDecommissioning().size(), 6u);  // limit reached (1 executor remaining)
+  mockPollingLoopRemove(/*decommissioningEnabled=*/true);
 }
 
 // Spark: "listeners trigger add executors correctly"
@@ -1475,14 +1311,10 @@ TEST_F(SparkSuite, ListenersTriggerAddExecutorsCorrectly) {
 
 // Spark: "avoid ramp up when target < running executors"
 TEST_F(SparkSuite, AvoidRampUpWhenTargetLessThanRunningExecutors) {
-  createConf(0, 100000, 0);
-  directCalls();
+  createConfForDirectCalls(0, 100000, 0);
   manager().onStageSubmitted("0", 1000);
 
-  EXPECT_EQ(addExecutorsToTarget(), 1);
-  EXPECT_EQ(addExecutorsToTarget(), 2);
-  EXPECT_EQ(addExecutorsToTarget(), 4);
-  EXPECT_EQ(addExecutorsToTarget(), 8);
+  EXPECT_EQ(addExecutorsInRounds(4), (Rounds{1, 2, 4, 8}));
   EXPECT_EQ(numExecutorsTarget(), 15);
   for (int i = 0; i < 15; ++i) onExecutorAdded("executor-" + std::to_string(i));
   EXPECT_EQ(executorCount(), 15);
@@ -1498,14 +1330,7 @@ TEST_F(SparkSuite, AvoidRampUpWhenTargetLessThanRunningExecutors) {
 
 // Spark: "avoid ramp down initial executors until first job is submitted"
 TEST_F(SparkSuite, AvoidRampDownInitialExecutorsUntilFirstJobIsSubmitted) {
-  clock.set(10000);
-  createConf(2, 5, 3);
-
-  // Verify the initial number of executors
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  schedule();
-  // Verify whether the initial number of executors is kept with no pending tasks
-  EXPECT_EQ(numExecutorsTarget(), 3);
+  ASSERT_NO_FATAL_FAILURE(startWithThreeInitialExecutorsKeptWithoutTasks());
 
   manager().onStageSubmitted("1", 2);
   clock.advance(100);
@@ -1519,14 +1344,7 @@ TEST_F(SparkSuite, AvoidRampDownInitialExecutorsUntilFirstJobIsSubmitted) {
 
 // Spark: "avoid ramp down initial executors until idle executor is timeout"
 TEST_F(SparkSuite, AvoidRampDownInitialExecutorsUntilIdleExecutorIsTimeout) {
-  clock.set(10000);
-  createConf(2, 5, 3);
-
-  // Verify the initial number of executors
-  EXPECT_EQ(numExecutorsTarget(), 3);
-  schedule();
-  // Verify the initial number of executors is kept when no pending tasks
-  EXPECT_EQ(numExecutorsTarget(), 3);
+  ASSERT_NO_FATAL_FAILURE(startWithThreeInitialExecutorsKeptWithoutTasks());
   for (int i = 0; i < 3; ++i) onExecutorAdded("executor-" + std::to_string(i));
 
   clock.advance(kExecutorIdleTimeout);
@@ -1636,9 +1454,7 @@ TEST_F(SparkSuite, Spark26758CheckExecutorTargetNumberAfterIdleTimeOut) {
   clock.set(10000);
   createConf(1, 5, 3);
   EXPECT_EQ(numExecutorsTarget(), 3);
-  onExecutorAdded("executor-1");
-  onExecutorAdded("executor-2");
-  onExecutorAdded("executor-3");
+  onExecutorsAdded({"executor-1", "executor-2", "executor-3"});
   // make all the executors as idle, so that it will be killed
   clock.advance(kExecutorIdleTimeout);
   schedule();

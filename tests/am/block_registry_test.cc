@@ -95,12 +95,6 @@ TEST(BlockRegistryTest, DroppingAStageNamesItsHolders) {
   EXPECT_TRUE(registry.dropStage("s").empty());
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 TEST(BlockRegistryTest, AnOutputWithoutBlocksIsNotLostWithItsExecutor) {
   BlockRegistry registry;
   registry.registerOutput("s", 1, 0, MapOutput{"e1", "n1", {}});

@@ -15,36 +15,29 @@
 #include "allocation/executor_allocation_manager.h"
 #include "am/allocation_listener.h"
 #include "am/scheduler/task_scheduler.h"
-#include "tests/am/recording_listener.h"
+#include "tests/am/scheduler_fixture.h"
+#include "tests/support/errors.h"
 
 namespace tide::am {
 namespace {
+
+constexpr DurationMs kHour = 60 * 60 * 1000;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-constexpr DurationMs kHour = 60 * 60 * 1000;
-
 rest::TaskStatusUpdate ended(int64_t taskId, rest::TaskState state) {
-  rest::TaskStatusUpdate update;
-  update.taskId = taskId;
-  update.state = state;
+  rest::TaskStatusUpdate update = testing::updateOf(taskId, state);
   update.exitCode = state == rest::TaskState::kFailed ? 1 : 0;
   return update;
 }
 
-class ExclusionTest : public ::testing::Test {
+class ExclusionTest : public testing::SchedulerFixture {
  protected:
-  ExclusionTest() { config.excludeOnFailure.enabled = true; }
-
-  TaskScheduler& scheduler() {
-    if (!scheduler_) {
-      scheduler_ = std::make_unique<TaskScheduler>(config, clock, 42);
-      scheduler_->subscribe(listener);
-    }
-    return *scheduler_;
+  ExclusionTest() : SchedulerFixture({/*tasks=*/false, /*data=*/false}, /*offerSeed=*/42) {
+    config.excludeOnFailure.enabled = true;
   }
   std::string submit(int tasks) {
     return scheduler().submitJob(parseJob(R"({"name": "t", "stages": [{"id": "s", "tasks": )" +
@@ -98,12 +91,7 @@ class ExclusionTest : public ::testing::Test {
     return out;
   }
 
-  SchedulerConfig config;
-  ManualClock clock{1000};
-  testing::RecordingListener listener{{/*tasks=*/false, /*data=*/false}};
-
  private:
-  std::unique_ptr<TaskScheduler> scheduler_;
   std::vector<rest::TaskLaunch> launches_;
 };
 
@@ -440,11 +428,15 @@ TEST(ExcludeOnFailureConfigTest, ReadsTheKeysWithSparksDefaults) {
   EXPECT_FALSE(defaults.enabled);
   EXPECT_EQ(defaults.timeoutMs, kHour);
   EXPECT_EQ(defaults.maxTaskAttemptsPerExecutor, 1);
-  EXPECT_EQ(defaults.maxTaskAttemptsPerNode, 2);
-  EXPECT_EQ(defaults.maxFailedTasksPerExecutorStage, 2);
-  EXPECT_EQ(defaults.maxFailedExecutorsPerNodeStage, 2);
-  EXPECT_EQ(defaults.maxFailedTasksPerExecutor, 2);
-  EXPECT_EQ(defaults.maxFailedExecutorsPerNode, 2);
+  // Spark's default of every other count is 2.
+  for (int ExcludeOnFailureConfig::*count :
+       {&ExcludeOnFailureConfig::maxTaskAttemptsPerNode,
+        &ExcludeOnFailureConfig::maxFailedTasksPerExecutorStage,
+        &ExcludeOnFailureConfig::maxFailedExecutorsPerNodeStage,
+        &ExcludeOnFailureConfig::maxFailedTasksPerExecutor,
+        &ExcludeOnFailureConfig::maxFailedExecutorsPerNode}) {
+    EXPECT_EQ(defaults.*count, 2);
+  }
   EXPECT_FALSE(defaults.killExcludedExecutors);
   EXPECT_EQ(defaults.unschedulableTaskSetTimeoutMs, 120 * 1000);
   EXPECT_TRUE(defaults.dynamicAllocation);
@@ -462,13 +454,10 @@ TEST(ExcludeOnFailureConfigTest, ReadsTheKeysWithSparksDefaults) {
   properties.set("excludeOnFailure.application.maxFailedTasksPerExecutor", "2");
   // As Spark: a task could not get past the nodes excluded for it before failing its job.
   properties.set("task.maxFailures", "2");
-  try {
-    SchedulerConfig::fromProperties(properties);
-    ADD_FAILURE() << "expected a ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("excludeOnFailure.task.maxTaskAttemptsPerNode"));
-    EXPECT_THAT(e.what(), HasSubstr("task.maxFailures"));
-  }
+  const std::string message = testing_support::expectedMessageOf<ConfigError>(
+      [&] { SchedulerConfig::fromProperties(properties); });
+  EXPECT_THAT(message, HasSubstr("excludeOnFailure.task.maxTaskAttemptsPerNode"));
+  EXPECT_THAT(message, HasSubstr("task.maxFailures"));
 }
 
 }  // namespace

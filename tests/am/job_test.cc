@@ -246,12 +246,6 @@ TEST(PlaceholderTest, SubstitutesTaskStageAndAttemptOnly) {
             "awk '{print $1}' ${HOME} {tasks} {");
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 TEST(JobDataFieldsTest, PersistPreferredHostsUnpersistAndEarlierJobsStages) {
   const Job job = parseJob(R"({"unpersist": ["job-1/words"], "stages": [
       {"id": "a", "tasks": 2, "persist": true, "preferred_hosts": ["n1", "n2"], "builtin": "noop"},
@@ -281,12 +275,6 @@ TEST(JobDataFieldsTest, JobDirAndRelativeOutputAreTheJobFilesDirectory) {
   EXPECT_EQ(job.stages[0].command[1], jobDir + "/map.sh");
   EXPECT_EQ(job.stages[0].env.at("IN"), jobDir + "/in");
 }
-
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
 
 // A stage's own executor shape (stage-level ResourceProfile): cores and memory, either or both.
 TEST(JobParseTest, ReadsAStagesExecutorShapeAndWritesItBack) {

@@ -314,12 +314,6 @@ TEST(RecoveryJournalTest, AJournalOfManyCommitsIsReplayedRecordByRecord) {
   EXPECT_EQ(journal.replayed().records.size(), static_cast<size_t>(2 * tasks));
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 // An executor started for a resource profile of its own keeps it across a restart: its record
 // carries the profile and its shape; a default executor's record says nothing of it.
 TEST(RecoveryJournalTest, AnExecutorsResourceProfileSurvivesEncodingAndDecoding) {

@@ -44,13 +44,13 @@ TEST(FifoSchedulingOrderTest, OffersInSubmissionOrderWhateverTheLoad) {
 
 TEST(FairSchedulingOrderTest, TheLessLoadedPoolGoesFirstAndKeepsItsOwnFifoOrder) {
   const FairSchedulingOrder fair({});
+  expectDescribed(fair, SchedulingMode::kFair, /*readsRunning=*/true);
   // "busy" runs 6 tasks, "quiet" 1: quiet's sets come first, each pool's in the order given.
   const SchedulingQueue queue = queueOf({{"busy", "job-1/a", 6},
                                          {"quiet", "job-2/b", 1},
                                          {"busy", "job-1/c", 0},
                                          {"quiet", "job-2/a", 0}});
   EXPECT_THAT(offered(fair, queue), ElementsAre("job-2/b", "job-2/a", "job-1/a", "job-1/c"));
-  expectDescribed(fair, SchedulingMode::kFair, /*readsRunning=*/true);
 }
 
 TEST(FairSchedulingOrderTest, MinShareAndWeightComeFromThePoolsFile) {

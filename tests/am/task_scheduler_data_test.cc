@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "am/scheduler/task_scheduler.h"
-#include "tests/am/recording_listener.h"
+#include "tests/am/scheduler_fixture.h"
 #include "tests/support/properties.h"
 
 namespace tide::am {
@@ -59,15 +59,9 @@ const char* kMapReduce = R"({"name": "wc", "stages": [
     {"id": "map", "tasks": 2, "command": ["m"]},
     {"id": "reduce", "depends_on": ["map"], "tasks": 3, "command": ["r"]}]})";
 
-class SchedulerDataTest : public ::testing::Test {
+class SchedulerDataTest : public testing::SchedulerFixture {
  protected:
-  TaskScheduler& scheduler() {
-    if (!scheduler_) {
-      scheduler_ = std::make_unique<TaskScheduler>(config, clock, 7);
-      scheduler_->subscribe(listener);
-    }
-    return *scheduler_;
-  }
+  SchedulerDataTest() : SchedulerFixture({/*tasks=*/false, /*data=*/true}, /*offerSeed=*/7) {}
   std::vector<rest::TaskLaunch> offer(const std::string& executor, int slots,
                                       const std::string& node = "") {
     return scheduler().resourceOffers(
@@ -115,13 +109,6 @@ class SchedulerDataTest : public ::testing::Test {
     }
     return -1;
   }
-
-  SchedulerConfig config;
-  ManualClock clock{1000};
-  testing::RecordingListener listener{{/*tasks=*/false, /*data=*/true}};
-
- private:
-  std::unique_ptr<TaskScheduler> scheduler_;
 };
 
 TEST_F(SchedulerDataTest, ReduceTasksGetPartitionKOfEveryMapOutput) {
@@ -608,21 +595,23 @@ TEST_F(SchedulerDataTest, AHugeStagesStatusIsCountsAndABoundedSampleOfFailures) 
 
 // Spark 4's speculation defaults: quantile 0.9, multiplier 3, minTaskRuntime 100ms.
 TEST(SchedulerConfigDataTest, SpeculationDefaultsAreSpark4s) {
-  Properties props;
-  SchedulerConfig config = SchedulerConfig::fromProperties(props);
-  EXPECT_DOUBLE_EQ(config.speculationQuantile, 0.9);
-  EXPECT_DOUBLE_EQ(config.speculationMultiplier, 3.0);
-  EXPECT_EQ(config.speculationMinThresholdMs, 100);
-  EXPECT_EQ(config.speculationTaskDurationThresholdMs, -1);
-  props.set("speculation.minTaskRuntime", "2s");
-  props.set("speculation.task.duration.threshold", "30s");
-  props.set("executor.cores", "4");
-  config = SchedulerConfig::fromProperties(props);
-  EXPECT_EQ(config.speculationMinThresholdMs, 2000);
-  EXPECT_EQ(config.speculationTaskDurationThresholdMs, 30000);
-  EXPECT_EQ(config.slotsPerExecutor, 4);
-  props.set("speculation.quantile", "1.5");
-  EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
+  const SchedulerConfig defaults = testing::schedulerConfigOf({});
+  EXPECT_DOUBLE_EQ(defaults.speculationQuantile, 0.9);
+  EXPECT_DOUBLE_EQ(defaults.speculationMultiplier, 3.0);
+  EXPECT_EQ(defaults.speculationMinThresholdMs, 100);
+  EXPECT_EQ(defaults.speculationTaskDurationThresholdMs, -1);
+  const SchedulerConfig set =
+      testing::schedulerConfigOf({{"speculation.minTaskRuntime", "2s"},
+                                  {"speculation.task.duration.threshold", "30s"},
+                                  {"executor.cores", "4"}});
+  EXPECT_EQ(set.speculationMinThresholdMs, 2000);
+  EXPECT_EQ(set.speculationTaskDurationThresholdMs, 30000);
+  EXPECT_EQ(set.slotsPerExecutor, 4);
+  EXPECT_THROW(testing::schedulerConfigOf({{"speculation.minTaskRuntime", "2s"},
+                                           {"speculation.task.duration.threshold", "30s"},
+                                           {"executor.cores", "4"},
+                                           {"speculation.quantile", "1.5"}}),
+               ConfigError);
 }
 
 }  // namespace

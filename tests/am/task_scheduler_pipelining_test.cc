@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "am/scheduler/task_scheduler.h"
-#include "tests/am/recording_listener.h"
+#include "tests/am/scheduler_fixture.h"
 #include "tests/support/properties.h"
 
 namespace tide::am {
@@ -27,26 +27,16 @@ using ::testing::Not;
 
 rest::TaskStatusUpdate ended(int64_t taskId, rest::TaskState state = rest::TaskState::kFinished,
                              int64_t durationMs = 0) {
-  rest::TaskStatusUpdate update;
-  update.taskId = taskId;
-  update.state = state;
+  rest::TaskStatusUpdate update = testing::updateOf(taskId, state);
   update.durationMs = durationMs;
   return update;
 }
 
-class PipeliningTest : public ::testing::Test {
+class PipeliningTest : public testing::SchedulerFixture {
  protected:
-  PipeliningTest() {
+  PipeliningTest() : SchedulerFixture({/*tasks=*/true, /*data=*/true}, /*offerSeed=*/7) {
     config.queuedTasksPerExecutor = 2;
     config.queuedTaskWaitMs = 50;
-  }
-
-  TaskScheduler& scheduler() {
-    if (!scheduler_) {
-      scheduler_ = std::make_unique<TaskScheduler>(config, clock, 7);
-      scheduler_->subscribe(listener);
-    }
-    return *scheduler_;
   }
 
   void submit(int tasks, const std::string& kind = R"("command": ["x"])") {
@@ -70,24 +60,26 @@ class PipeliningTest : public ::testing::Test {
     listener.take();
   }
 
+  // Ten tasks, the first of which ran in `durationMs` on e1, which is then offered with a free
+  // slot and `queueRoom`: what it gets.
+  std::vector<rest::TaskLaunch> offerAfterAFirstTaskOf(DurationMs durationMs, int queueRoom) {
+    submit(10);
+    firstTaskTakes(durationMs);
+    return offer("e1", 1, queueRoom);
+  }
+  std::vector<rest::TaskLaunch> offerAfterAShortFirstTask(int queueRoom) {
+    return offerAfterAFirstTaskOf(1, queueRoom);
+  }
+
   static int countQueued(const std::vector<rest::TaskLaunch>& launches) {
     int queued = 0;
     for (const auto& launch : launches) queued += launch.queued ? 1 : 0;
     return queued;
   }
-
-  SchedulerConfig config;
-  ManualClock clock{1000};
-  testing::RecordingListener listener{{/*tasks=*/true, /*data=*/true}};
-
- private:
-  std::unique_ptr<TaskScheduler> scheduler_;
 };
 
 TEST_F(PipeliningTest, ShortTasksAreQueuedBeyondTheFreeSlotsUpToTheRoomGiven) {
-  submit(10);
-  firstTaskTakes(1);
-  auto launches = offer("e1", 1, 2);
+  auto launches = offerAfterAShortFirstTask(/*queueRoom=*/2);
   ASSERT_EQ(launches.size(), 3u);
   EXPECT_FALSE(launches[0].queued);
   EXPECT_TRUE(launches[1].queued);
@@ -102,9 +94,8 @@ TEST_F(PipeliningTest, ShortTasksAreQueuedBeyondTheFreeSlotsUpToTheRoomGiven) {
 }
 
 TEST_F(PipeliningTest, StagesWhoseTasksOutlastTheQueueWaitAreNotQueued) {
-  submit(10);
-  firstTaskTakes(200);  // 200 ms per task: a queued task would wait longer than 50 ms
-  auto launches = offer("e1", 1, 2);
+  // 200 ms per task: a queued task would wait longer than 50 ms.
+  auto launches = offerAfterAFirstTaskOf(200, /*queueRoom=*/2);
   ASSERT_EQ(launches.size(), 1u);
   EXPECT_FALSE(launches[0].queued);
 }
@@ -118,9 +109,7 @@ TEST_F(PipeliningTest, NothingIsQueuedWithPipeliningOff) {
 }
 
 TEST_F(PipeliningTest, AQueuedTaskStartsForTheListenersOnlyWhenTheExecutorStartsIt) {
-  submit(10);
-  firstTaskTakes(1);
-  auto launches = offer("e1", 1, 1);
+  auto launches = offerAfterAShortFirstTask(/*queueRoom=*/1);
   ASSERT_EQ(launches.size(), 2u);
   ASSERT_TRUE(launches[1].queued);
   // The policy hears of the free-slot launch only: the queued one is still pending to it.
@@ -310,20 +299,19 @@ TEST_F(PipeliningTest, SpeculationNeverQueuesACopyNorTakesAQueuedTaskForASlowOne
 }
 
 TEST_F(PipeliningTest, TheKeysAreReadAndChecked) {
-  Properties props = testing_support::propertiesOf({});
-  SchedulerConfig defaults = SchedulerConfig::fromProperties(props);
+  const SchedulerConfig defaults = testing::schedulerConfigOf({});
   EXPECT_EQ(defaults.queuedTasksPerExecutor, 4);
   EXPECT_EQ(defaults.queuedTaskWaitMs, 50);
-  props.set("scheduler.queuedTasksPerExecutor", "0");
-  props.set("scheduler.queuedTaskWait", "200ms");
-  SchedulerConfig off = SchedulerConfig::fromProperties(props);
+  const SchedulerConfig off = testing::schedulerConfigOf(
+      {{"scheduler.queuedTasksPerExecutor", "0"}, {"scheduler.queuedTaskWait", "200ms"}});
   EXPECT_EQ(off.queuedTasksPerExecutor, 0);
   EXPECT_EQ(off.queuedTaskWaitMs, 200);
-  props.set("scheduler.queuedTasksPerExecutor", "-1");
-  EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
-  props.set("scheduler.queuedTasksPerExecutor", "1");
-  props.set("scheduler.queuedTaskWait", "0");
-  EXPECT_THROW(SchedulerConfig::fromProperties(props), ConfigError);
+  EXPECT_THROW(testing::schedulerConfigOf({{"scheduler.queuedTasksPerExecutor", "-1"},
+                                           {"scheduler.queuedTaskWait", "200ms"}}),
+               ConfigError);
+  EXPECT_THROW(testing::schedulerConfigOf(
+                   {{"scheduler.queuedTasksPerExecutor", "1"}, {"scheduler.queuedTaskWait", "0"}}),
+               ConfigError);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 
 #include "allocation/executor_allocation_manager.h"
 #include "am/allocation_listener.h"
-#include "tests/am/recording_listener.h"
+#include "tests/am/scheduler_fixture.h"
 
 namespace tide::am {
 namespace {
@@ -62,15 +62,9 @@ std::vector<std::string> describe(const TaskScheduler& scheduler,
   return out;
 }
 
-class TaskSchedulerTest : public ::testing::Test {
+class TaskSchedulerTest : public testing::SchedulerFixture {
  protected:
-  TaskScheduler& scheduler() {
-    if (!scheduler_) {
-      scheduler_ = std::make_unique<TaskScheduler>(config, clock, seed);
-      scheduler_->subscribe(listener);
-    }
-    return *scheduler_;
-  }
+  TaskSchedulerTest() : SchedulerFixture({/*tasks=*/true, /*data=*/false}, /*offerSeed=*/42) {}
 
   std::string submit(const std::string& json) { return scheduler().submitJob(parseJob(json)); }
 
@@ -86,14 +80,6 @@ class TaskSchedulerTest : public ::testing::Test {
       ASSERT_TRUE(scheduler().statusUpdate(finished(launch.taskId), executor));
     }
   }
-
-  SchedulerConfig config;
-  ManualClock clock{1000};
-  testing::RecordingListener listener{{/*tasks=*/true, /*data=*/false}};
-  uint64_t seed = 42;
-
- private:
-  std::unique_ptr<TaskScheduler> scheduler_;
 };
 
 TEST_F(TaskSchedulerTest, StageStartsOnlyAfterItsDependencySucceeded) {
@@ -539,24 +525,18 @@ TEST_F(TaskSchedulerTest, AllocationListenerKeepsThePolicysTaskCountsInStep) {
 }
 
 TEST(SchedulerConfigTest, ReadsTaskKeys) {
-  Properties properties;
-  SchedulerConfig defaults = SchedulerConfig::fromProperties(properties);
+  const SchedulerConfig defaults = testing::schedulerConfigOf({});
   EXPECT_EQ(defaults.taskCpus, 1);
   EXPECT_EQ(defaults.maxTaskFailures, 4);
-  properties.set("spark.task.maxFailures", "8");
-  properties.set("task.cpus", "2");
-  SchedulerConfig config = SchedulerConfig::fromProperties(properties);
+  const SchedulerConfig config =
+      testing::schedulerConfigOf({{"spark.task.maxFailures", "8"}, {"task.cpus", "2"}});
   EXPECT_EQ(config.maxTaskFailures, 8);
   EXPECT_EQ(config.taskCpus, 2);
-  properties.set("task.maxFailures", "0");
-  EXPECT_THROW(SchedulerConfig::fromProperties(properties), ConfigError);
+  EXPECT_THROW(
+      testing::schedulerConfigOf(
+          {{"spark.task.maxFailures", "8"}, {"task.cpus", "2"}, {"task.maxFailures", "0"}}),
+      ConfigError);
 }
-
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
 
 // Spark's stage-level scheduling: a stage's "executor" shape is a resource profile of its own,
 // and only executors started for that profile run its tasks.

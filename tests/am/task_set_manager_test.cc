@@ -74,12 +74,6 @@ TEST(TaskSetManagerTest, DurationStatisticsCoverSuccessfulAttempts) {
   EXPECT_TRUE(tasks.isSucceeded(2));
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 // Delay scheduling (Spark's TaskSetManagerSuite "delay scheduling"): time passed explicitly.
 class LocalityTest : public ::testing::Test {
  protected:
@@ -180,12 +174,6 @@ TEST(TaskSetManagerTest, ResubmitRunsSucceededTasksAgain) {
   EXPECT_EQ(next->attempt, 1);
   EXPECT_EQ(tasks.resubmit({2}), 0);  // running: its output will come
 }
-
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
 
 // docs/jobs.md: a stage of up to 10^9 tasks costs the AM counters, not objects. Its done set
 // grows by how scattered the done indices are, not by how many there are.

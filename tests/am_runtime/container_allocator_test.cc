@@ -227,12 +227,6 @@ TEST(DefaultMaxFailuresTest, IsTwiceTheMaximumAndAtLeastThree) {
   EXPECT_EQ(defaultMaxNumExecutorFailures(INT_MAX), INT_MAX);
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 // Stage-level executor shapes: each resource profile's containers are asked at its own size and
 // priority, and a grant is matched to the profile of its size.
 TEST_F(ContainerAllocatorTest, AsksForEachProfilesShapeAndMatchesGrantsBySize) {

@@ -283,6 +283,7 @@ TEST_F(TideRunInADirectory, KeepAliveShowsTheExecutorsIdlingAwayThenEndsWithTheJ
   const std::string id = runningApplication();
   ASSERT_FALSE(id.empty());
   // While the AM stays up after the job, every executor it launched times out and goes.
+  bool listedTheJob = false;
   bool idledAway = false;
   std::string last;
   testing_support::eventually(
@@ -297,12 +298,20 @@ TEST_F(TideRunInADirectory, KeepAliveShowsTheExecutorsIdlingAwayThenEndsWithTheJ
         }
         if (last.empty()) return false;
         const auto json = rest::parseJson(last);
+        // Until the AM has taken the job, its status lists none: no jobs[0] to read yet.
+        if (!json.IsObject()) return false;
+        const auto jobs = json.FindMember("jobs");
+        if (jobs == json.MemberEnd() || !jobs->value.IsArray() || jobs->value.Empty()) {
+          return false;
+        }
+        listedTheJob = true;
         const auto& allocation = json["allocation"];
-        idledAway = json["jobs"][0]["state"] == "SUCCEEDED" &&
+        idledAway = jobs->value[0]["state"] == "SUCCEEDED" &&
                     allocation["launched"].GetInt() >= 1 && allocation["live"].GetInt() == 0;
         return idledAway;
       },
       20s, 250ms);
+  ASSERT_TRUE(listedTheJob) << "the status never listed the job: " << last;
   EXPECT_TRUE(idledAway) << last;
   const auto exit = run_->waitFor(60s);
   ASSERT_TRUE(exit.has_value()) << runLog();

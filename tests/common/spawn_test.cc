@@ -13,6 +13,7 @@
 
 #include "common/process_tree.h"
 #include "tests/support/files.h"
+#include "tests/support/polling.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide {
@@ -95,10 +96,8 @@ TEST(ProcessTreeTest, DescendantsAreFoundByParentLinksAcrossSessionsAndKilled) {
                   "sleep 30 & setsid -w sh -c 'sleep 31 & touch " + ready + "; wait' & wait"};
   options.grouping = ProcessGrouping::kNewProcessGroup;
   const pid_t root = spawnProcess(options);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!std::filesystem::exists(ready) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testing_support::eventually([&] { return std::filesystem::exists(ready); },
+                              std::chrono::seconds(20));
   const std::vector<ProcessInfo> tree = descendantsOf(root, readProcessTable());
   // sleep 30, setsid's sh (setsid -w forks it), sleep 31 (setsid itself may exec or fork).
   EXPECT_GE(tree.size(), 3u);

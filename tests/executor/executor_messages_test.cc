@@ -5,6 +5,7 @@
 
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "rest/json.h"
 #include "rest/messages/executor.h"
@@ -46,6 +47,10 @@ auto fieldsOf(const TaskLaunch& l) {
                   l.timeoutMs, l.sleepMs, l.cpus);
 }
 
+auto fieldsOf(const ExecutorRegistration& r) {
+  return std::tie(r.executorId, r.containerId, r.host, r.port, r.cores, r.pid);
+}
+
 auto fieldsOf(const TaskStatusUpdate& u) {
   return std::tie(u.taskId, u.state, u.exitCode, u.reason, u.stderrTail, u.durationMs);
 }
@@ -53,6 +58,12 @@ auto fieldsOf(const TaskStatusUpdate& u) {
 template <typename Message>
 void expectSame(const Message& a, const Message& b) {
   EXPECT_EQ(fieldsOf(a), fieldsOf(b));
+}
+
+template <typename Message>
+void expectSameEach(const std::vector<Message>& a, const std::vector<Message>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) expectSame(a[i], b[i]);
 }
 
 // Parses `text` and expects `decode` to refuse it naming `field`.
@@ -69,20 +80,19 @@ void expectFieldError(const std::string& text, Decode decode, const std::string&
 }
 
 TEST(ExecutorMessagesTest, RegistrationRoundTrips) {
-  ExecutorRegistration registration;
-  registration.executorId = "e3";
-  registration.containerId = "container_1_0001_01_000004";
-  registration.host = "node-1";
-  registration.port = 4040;
-  registration.cores = 8;
-  registration.pid = 123456;
-  ExecutorRegistration back = executorRegistrationFromJson(parseJson(toJson(registration)));
-  EXPECT_EQ(back.executorId, "e3");
-  EXPECT_EQ(back.containerId, registration.containerId);
-  EXPECT_EQ(back.host, "node-1");
-  EXPECT_EQ(back.port, 4040);
-  EXPECT_EQ(back.cores, 8);
-  EXPECT_EQ(back.pid, 123456);
+  // Not resumed, so without running tasks or blocks.
+  const ExecutorRegistration registration{"e3",
+                                          "container_1_0001_01_000004",
+                                          "node-1",
+                                          4040,
+                                          /*node=*/"",
+                                          /*cores=*/8,
+                                          /*pid=*/123456,
+                                          false,
+                                          {},
+                                          false,
+                                          {}};
+  expectSame(executorRegistrationFromJson(parseJson(toJson(registration))), registration);
 }
 
 TEST(ExecutorMessagesTest, AResumedRegistrationCarriesItsRunningTasksAndBlocks) {
@@ -168,9 +178,7 @@ TEST(ExecutorMessagesTest, SyncRoundTrips) {
   sync.maxWaitMs = 1000;
   ExecutorSync back = executorSyncFromJson(parseJson(toJson(sync)));
   EXPECT_EQ(back.returned, sync.returned);
-  ASSERT_EQ(back.updates.size(), 2u);
-  expectSame(back.updates[0], sync.updates[0]);
-  expectSame(back.updates[1], sync.updates[1]);
+  expectSameEach(back.updates, sync.updates);
   EXPECT_EQ(back.running, sync.running);
   EXPECT_EQ(back.freeSlots, 2);
   EXPECT_EQ(back.maxWaitMs, 1000);
@@ -190,9 +198,7 @@ TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
   reply.shutdown = true;
   ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
   EXPECT_EQ(back.takeBack, reply.takeBack);
-  ASSERT_EQ(back.launches.size(), 2u);
-  expectSame(back.launches[0], reply.launches[0]);
-  expectSame(back.launches[1], reply.launches[1]);
+  expectSameEach(back.launches, reply.launches);
   EXPECT_EQ(back.kills, reply.kills);
   EXPECT_TRUE(back.shutdown);
 }
@@ -292,12 +298,6 @@ TEST(ExecutorMessagesTest, NestedDecodersPrefixThePath) {
     EXPECT_EQ(error.fieldPath(), "updates[4].state");
   }
 }
-
-}  // namespace
-}  // namespace tide::rest
-
-namespace tide::rest {
-namespace {
 
 TEST(ExecutorDataMessagesTest, InputsBlocksFetchFailuresAndDropsSurviveARoundTrip) {
   TaskLaunch launch;

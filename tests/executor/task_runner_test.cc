@@ -439,12 +439,6 @@ TEST_F(TaskRunnerTest, InterruptedWaitsReturnAtOnce) {
   EXPECT_LT(steady_clock::now() - start, kBound);
 }
 
-}  // namespace
-}  // namespace tide::executor
-
-namespace tide::executor {
-namespace {
-
 // Data: $TIDE_OUTPUT_DIR is committed as blocks, inputs are placed before the process starts,
 // a fetch failure ends the task FETCH_FAILED without starting it.
 TEST_F(TaskRunnerTest, OutputsBecomeBlocksInTheUpdate) {

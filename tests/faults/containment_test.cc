@@ -36,6 +36,8 @@
 #include "tests/faults/proc_walk.h"
 #include "tests/faults/tally.h"
 #include "tests/nm/nm_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/polling.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::faults {
@@ -64,21 +66,11 @@ std::string uniqueMarker(const std::string& what) {
          std::to_string(random());
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing_support::readFile;
 
-template <typename Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds bound = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
+// The waits here are for processes and their files: 30 s unless a test says otherwise.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds bound = 30s) {
+  return testing_support::eventually(condition, bound, 20ms);
 }
 
 // A container command that leaves processes every way a command can: a background child, a

@@ -96,6 +96,28 @@ class PipeliningTest : public AmRestartTest {
     return true;
   }
 
+  // Two executors, `tasks` tasks of which those from the 9th on block: both executors end up
+  // in a blocked task, each with two tasks queued behind it and holding its launches.
+  void startWithQueuedBlockedTasks(int tasks) {
+    startCluster(2, 5);
+    Conf conf = pipelinedConf();
+    conf.emplace_back("log.level", "trace");  // the executors' sync lines
+    submit(gatedJob(tasks, 8, tasks), conf, /*session=*/false);
+    ASSERT_TRUE(eventually([&] { return tasksRunning() == 6; }, 60s))
+        << "running (and queued) tasks: " << tasksRunning();
+    ASSERT_TRUE(eventually([&] { return everyExecutorHoldsItsLaunches(); }, 30s));
+  }
+
+  // Lets the blocked tasks finish; the application then succeeds with every one of its `tasks`
+  // tasks run to its end once, and nothing of the run is left.
+  void openGateAndExpectEveryTaskRanOnce(int tasks) {
+    openGate();
+    const rest::ApplicationReport report = waitForEnd(120s);
+    ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+    expectEveryTaskRanOnce(tasks);
+    expectNothingLeft();
+  }
+
   static int count(const std::string& text, const std::string& what) {
     int found = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
@@ -107,14 +129,7 @@ class PipeliningTest : public AmRestartTest {
 
 TEST_F(PipeliningTest, TasksQueuedOnAKilledExecutorRunElsewhereExactlyOnce) {
   const int tasks = 24;
-  startCluster(2, 5);
-  Conf conf = pipelinedConf();
-  conf.emplace_back("log.level", "trace");  // the executors' sync lines
-  submit(gatedJob(tasks, 8, tasks), conf, /*session=*/false);
-  // Both executors in a blocked task, each with two tasks queued behind it.
-  ASSERT_TRUE(eventually([&] { return tasksRunning() == 6; }, 60s))
-      << "running (and queued) tasks: " << tasksRunning();
-  ASSERT_TRUE(eventually([&] { return everyExecutorHoldsItsLaunches(); }, 30s));
+  ASSERT_NO_FATAL_FAILURE(startWithQueuedBlockedTasks(tasks));
   const std::optional<Executor> victim = waitForBusyExecutor(10s);
   ASSERT_TRUE(victim.has_value());
   ASSERT_EQ(::kill(victim->pid, SIGKILL), 0);
@@ -128,22 +143,12 @@ TEST_F(PipeliningTest, TasksQueuedOnAKilledExecutorRunElsewhereExactlyOnce) {
         return listed["executors"].Size() == 2;
       },
       60s));
-  openGate();
-  const rest::ApplicationReport report = waitForEnd(120s);
-  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  expectEveryTaskRanOnce(tasks);
-  expectNothingLeft();
+  openGateAndExpectEveryTaskRanOnce(tasks);
 }
 
 TEST_F(PipeliningTest, TasksQueuedWhenTheAmDiesRunOnceUnderItsNextAttempt) {
   const int tasks = 24;
-  startCluster(2, 5);
-  Conf conf = pipelinedConf();
-  conf.emplace_back("log.level", "trace");  // the executors' sync lines
-  submit(gatedJob(tasks, 8, tasks), conf, /*session=*/false);
-  ASSERT_TRUE(eventually([&] { return tasksRunning() == 6; }, 60s))
-      << "running (and queued) tasks: " << tasksRunning();
-  ASSERT_TRUE(eventually([&] { return everyExecutorHoldsItsLaunches(); }, 30s));
+  ASSERT_NO_FATAL_FAILURE(startWithQueuedBlockedTasks(tasks));
   ASSERT_NO_FATAL_FAILURE(killAmAndWaitForNextAttempt());
   // Each adopted executor drops its two queued tasks when it registers with the new attempt
   // (which runs them again) and keeps its running one.
@@ -156,11 +161,7 @@ TEST_F(PipeliningTest, TasksQueuedWhenTheAmDiesRunOnceUnderItsNextAttempt) {
         return dropped == 2;
       },
       60s));
-  openGate();
-  const rest::ApplicationReport report = waitForEnd(120s);
-  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  expectEveryTaskRanOnce(tasks);
-  expectNothingLeft();
+  openGateAndExpectEveryTaskRanOnce(tasks);
 }
 
 TEST_F(PipeliningTest, TasksQueuedBehindALongTaskRunOnTheIdleExecutorInstead) {
@@ -175,11 +176,7 @@ TEST_F(PipeliningTest, TasksQueuedBehindALongTaskRunOnTheIdleExecutorInstead) {
       << tasksRunning();
   // (The status is a snapshot of the last allocation tick: it catches up within a tick.)
   EXPECT_TRUE(eventually([&] { return tasksRunning() == 1; }, 10s)) << tasksRunning();
-  openGate();
-  const rest::ApplicationReport report = waitForEnd(120s);
-  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
-  expectEveryTaskRanOnce(tasks);
-  expectNothingLeft();
+  openGateAndExpectEveryTaskRanOnce(tasks);
 }
 
 }  // namespace

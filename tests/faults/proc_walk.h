@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/polling.h"
+
 namespace tide::faults {
 
 struct WalkedProcess {
@@ -99,12 +101,14 @@ inline std::vector<WalkedProcess> processesOfRun(const std::string& entry, const
 inline std::vector<WalkedProcess> waitUntilNoneLeft(
     const std::function<std::vector<WalkedProcess>()>& find,
     std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (true) {
-    std::vector<WalkedProcess> left = find();
-    if (left.empty() || std::chrono::steady_clock::now() >= deadline) return left;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  std::vector<WalkedProcess> left;
+  testing_support::eventually(
+      [&] {
+        left = find();
+        return left.empty();
+      },
+      bound, std::chrono::milliseconds(50));
+  return left;
 }
 
 inline std::string describe(const std::vector<WalkedProcess>& processes) {

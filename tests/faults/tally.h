@@ -14,8 +14,8 @@
 
 namespace tide::faults {
 
-struct FaultRecord {
-  std::string test;          // the test's full name
+// What a test found, and (summed) what the suite found.
+struct FaultCounts {
   int faults = 0;            // faults injected
   int jobs = 0;              // jobs (or applications) whose outcome the test checked
   int jobsCorrect = 0;       // of those, with the right result (or stopped, when stopping is right)
@@ -23,13 +23,12 @@ struct FaultRecord {
   int processesLeft = 0;     // processes of the run found in /proc after the fault
 };
 
-struct FaultTotals {
+struct FaultRecord : FaultCounts {
+  std::string test;  // the test's full name
+};
+
+struct FaultTotals : FaultCounts {
   int records = 0;
-  int faults = 0;
-  int jobs = 0;
-  int jobsCorrect = 0;
-  int duplicateCommits = 0;
-  int processesLeft = 0;
 };
 
 // Where the records go.

@@ -21,6 +21,7 @@
 #include "tests/integration/am_cluster_test.h"
 #include "tests/support/certificates.h"
 #include "tests/support/child_processes.h"
+#include "tests/support/errors.h"
 #include "tests/support/headless_chromium.h"
 
 namespace tide {
@@ -273,23 +274,17 @@ TEST(HistoryKeys, TheDirDefaultsUnderHomeNoneTurnsItOffAndBadValuesNameTheKey) {
   props.set("history.dir", "none");
   EXPECT_EQ(am::historyDirOf(props), "");
   props.set("history.dir", "relative/dir");
-  try {
-    am::historyDirOf(props);
-    FAIL() << "took a relative history.dir";
-  } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("history.dir"));
-    EXPECT_THAT(e.what(), HasSubstr("expected an absolute path or 'none'"));
-  }
+  const std::string relative =
+      testing_support::expectedMessageOf<ConfigError>([&] { am::historyDirOf(props); });
+  EXPECT_THAT(relative, HasSubstr("history.dir"));
+  EXPECT_THAT(relative, HasSubstr("expected an absolute path or 'none'"));
   Properties address;
   address.set("history.address", "history-host:18080");
   std::vector<std::string> warnings;
-  try {
-    am::AmConfig::fromProperties(address, &warnings);
-    FAIL() << "took a history.address without a scheme";
-  } catch (const ConfigError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("history.address"));
-    EXPECT_THAT(e.what(), HasSubstr("http(s)://HOST:PORT"));
-  }
+  const std::string noScheme = testing_support::expectedMessageOf<ConfigError>(
+      [&] { am::AmConfig::fromProperties(address, &warnings); });
+  EXPECT_THAT(noScheme, HasSubstr("history.address"));
+  EXPECT_THAT(noScheme, HasSubstr("http(s)://HOST:PORT"));
 }
 
 // ---- `tide history` with logs of every kind.

@@ -285,12 +285,6 @@ TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
   EXPECT_NE(readFile(path("bad.log")).find("nm.port"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace tide::nm
-
-namespace tide::nm {
-namespace {
-
 TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager) {
   // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
   // to the NM, which kills it.
@@ -309,12 +303,6 @@ TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager
   nm.signal(SIGTERM);
   ASSERT_TRUE(nm.waitExit().has_value());
 }
-
-}  // namespace
-}  // namespace tide::nm
-
-namespace tide::nm {
-namespace {
 
 // NM recovery (issue 12): kill -9 of tide-nm, a restart on the same work dir and port. The
 // container still running is re-attached (same pid, its daemons untouched) and reported

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "rest/guarded_server.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "tests/rest/rest_test_util.h"
@@ -66,6 +67,10 @@ class HttpServerTest : public ::testing::Test {
     int port = server_->start();
     ASSERT_GT(port, 0);
     client_ = std::make_unique<HttpClient>(server_->baseUrl(), clientOptions());
+  }
+  // Connections the server has admitted and not yet closed.
+  size_t serverConnections() {
+    return dynamic_cast<GuardedServer&>(server_->native()).openConnections();
   }
   // The {"error": {...}} object of a response, checked for shape and code.
   static std::string errorMessage(const HttpResponse& response) {
@@ -437,6 +442,12 @@ TEST_F(HttpServerTest, ConnectionsFromOneAddressAreCapped) {
   testing_support::SlowClients slow("127.0.0.1", server_->port(), 5, std::chrono::milliseconds(200),
                                     "127.0.0.2");
   ASSERT_EQ(slow.open(), 5);
+  // Connected is not yet admitted: until the server has counted all five, the next connection
+  // could take one's place, and then it would be one of the five that is refused while the
+  // next trickles on until requestReadTimeout (10 s) cuts it off.
+  ASSERT_TRUE(
+      testing::eventually([&] { return serverConnections() == 5; }, std::chrono::seconds(20)))
+      << serverConnections() << " connections admitted";
   // One more from 127.0.0.2: refused.
   testing_support::SlowClients oneMore("127.0.0.1", server_->port(), 1,
                                        std::chrono::milliseconds(200), "127.0.0.2");
@@ -455,6 +466,10 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheServersLimitAreRefusedNamingIt) {
   testing_support::SlowClients slow("127.0.0.1", server_->port(), 3, std::chrono::milliseconds(200),
                                     "127.0.0.2");
   ASSERT_TRUE(testing::eventually([&] { return slow.open() == 3; }, std::chrono::seconds(20)));
+  // All three admitted (connected is not yet counted by the server).
+  ASSERT_TRUE(
+      testing::eventually([&] { return serverConnections() == 3; }, std::chrono::seconds(20)))
+      << serverConnections() << " connections admitted";
   const HttpResponse refused = client_->request("GET", "/ping");
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(errorMessage(refused), "too many connections");

@@ -11,6 +11,7 @@
 
 #include "rest/http_client.h"
 #include "tests/support/locked.h"
+#include "tests/support/polling.h"
 
 namespace tide::rest::testing {
 
@@ -54,15 +55,6 @@ class Gate {
   int waiting_ = 0;
 };
 
-// Polls `condition` every 20 ms until it holds or `bound` has passed; its last value.
-template <typename Condition>
-bool eventually(Condition condition, std::chrono::milliseconds bound) {
-  const auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return condition();
-}
+using testing_support::eventually;
 
 }  // namespace tide::rest::testing

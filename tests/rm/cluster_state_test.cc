@@ -54,6 +54,11 @@ class ClusterStateTest : public ::testing::Test {
     return response.nodeId;
   }
 
+  // Nodes h1:1 .. h<count>:<count>, all of one size.
+  void addNodes(int count, int vCores, int64_t memoryMb) {
+    for (int i = 1; i <= count; ++i) addNode("h" + std::to_string(i), i, vCores, memoryMb);
+  }
+
   std::string submit(int amMemoryMb = 512, int amVCores = 1, int maxAttempts = 0,
                      std::string name = "app") {
     const std::string id = state().newApplication().applicationId;
@@ -113,6 +118,25 @@ class ClusterStateTest : public ::testing::Test {
     one.app = submit();
     one.attempt = registerAm(one.app);
     return one;
+  }
+
+  // `nodes` nodes of 2 cores and 4 GB that are lost after a second without a heartbeat, and an
+  // application whose AM registered on the first of them to get it.
+  struct AmOnExpiringNodes {
+    std::string app;
+    std::string attempt;
+    std::string amNode;
+  };
+  AmOnExpiringNodes startAmOnExpiringNodes(int nodes) {
+    RmConfig config;
+    config.nodeExpiryMs = 1000;
+    create(config);
+    addNodes(nodes, 2, 4096);
+    AmOnExpiringNodes started;
+    started.app = submit();
+    started.attempt = registerAm(started.app);
+    started.amNode = launches_.at(0).nodeId;
+    return started;
   }
 
   rest::AllocateResponse allocate(const std::string& attemptId,
@@ -292,7 +316,7 @@ TEST_F(ClusterStateTest, ApplicationsAreServedFirstInFirstOut) {
 
 TEST_F(ClusterStateTest, SpreadOutPutsOneContainerOnEachNodeInTurn) {
   create();
-  for (int i = 1; i <= 4; ++i) addNode("h" + std::to_string(i), i, 4, 8192);
+  addNodes(4, 4, 8192);
   const std::string attempt = registerAm(submit());
   const auto response = allocate(attempt, {ask(4)});
   const auto perNode = containersPerNode(response);
@@ -333,7 +357,7 @@ TEST_F(ClusterStateTest, PackedFillsOneNodeBeforeTheNext) {
   RmConfig config;
   config.spreadOut = false;
   create(config);
-  for (int i = 1; i <= 4; ++i) addNode("h" + std::to_string(i), i, 4, 8192);
+  addNodes(4, 4, 8192);
   const std::string attempt = registerAm(submit());
   const auto perNode = containersPerNode(allocate(attempt, {ask(4)}));
   ASSERT_EQ(perNode.size(), 1u);
@@ -451,7 +475,7 @@ TEST_F(ClusterStateTest, SeededRngGivesTheSamePlacementEveryRun) {
     responseIds_.clear();
     launches_.clear();
     create(RmConfig{}, seed);
-    for (int i = 1; i <= 8; ++i) addNode("h" + std::to_string(i), i, 2, 4096);
+    addNodes(8, 2, 4096);
     std::vector<std::string> nodes;
     for (int app = 0; app < 6; ++app) {
       const std::string id = submit(256, 1);
@@ -591,13 +615,7 @@ TEST_F(ClusterStateTest, SilentAmFailsItsAttemptAfterTheLivenessExpiry) {
 }
 
 TEST_F(ClusterStateTest, LostNodesContainersComeBackToTheAmAsAborted) {
-  RmConfig config;
-  config.nodeExpiryMs = 1000;
-  create(config);
-  for (int i = 1; i <= 3; ++i) addNode("h" + std::to_string(i), i, 2, 4096);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
-  const std::string amNode = launches_.at(0).nodeId;
+  const auto [app, attempt, amNode] = startAmOnExpiringNodes(3);
   const auto response = allocate(attempt, {ask(3)});
   ASSERT_EQ(response.allocatedContainers.size(), 3u);
   std::string victim;
@@ -637,14 +655,7 @@ TEST_F(ClusterStateTest, LostNodesContainersComeBackToTheAmAsAborted) {
 }
 
 TEST_F(ClusterStateTest, AmLostWithItsNodeStartsANewAttempt) {
-  RmConfig config;
-  config.nodeExpiryMs = 1000;
-  create(config);
-  addNode("h1", 1, 2, 4096);
-  addNode("h2", 2, 2, 4096);
-  const std::string app = submit();
-  const std::string attempt = registerAm(app);
-  const std::string amNode = launches_.at(0).nodeId;
+  const auto [app, attempt, amNode] = startAmOnExpiringNodes(2);
   clock_.advance(1500);
   for (const auto& [node, containers] : running_) {
     if (node != amNode) heartbeat(node);

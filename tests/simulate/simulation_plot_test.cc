@@ -46,11 +46,8 @@ std::vector<std::string> ticksOf(const std::string& svg, const std::string& axis
 
 SimulationLine lineAt(TimeMs t, int target, int live, int busy, int64_t tasksPending) {
   SimulationLine line;
+  static_cast<SimulationCounts&>(line) = {target, live, /*pending=*/0, busy, tasksPending};
   line.t = t;
-  line.target = target;
-  line.live = live;
-  line.busy = busy;
-  line.tasksPending = tasksPending;
   return line;
 }
 

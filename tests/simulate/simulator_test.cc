@@ -43,6 +43,18 @@ AllocationConfig keepingOneConfig() {
   return config;
 }
 
+// fastConfig() whose idle executors go after 2 s (cachedExecutorIdleTimeout stays infinite).
+AllocationConfig twoSecondIdleConfig() {
+  AllocationConfig config = fastConfig();
+  config.executorIdleTimeout = 2000;
+  return config;
+}
+
+// A map stage of two 1 s tasks writing shuffle output, whose job ends at 12 s.
+constexpr const char* kMapJobEndingAt12s =
+    R"({"t": 0, "type": "stage", "stage": "map", "tasks": 2, "task_ms": 1000, "shuffle": true, "job": "j1"}
+{"t": 12000, "type": "job_end", "job": "j1"})";
+
 struct SimRun {
   std::vector<SimulationLine> lines;
   SimulationSummary summary;
@@ -227,8 +239,7 @@ TEST(SimulatorTest, ExecutorKeptAtMinIsReportedOnceNotEveryTick) {
 }
 
 TEST(SimulatorTest, CachedDataKeepsAnExecutorUntilUncache) {
-  AllocationConfig config = fastConfig();
-  config.executorIdleTimeout = 2000;  // cachedExecutorIdleTimeout stays infinite
+  AllocationConfig config = twoSecondIdleConfig();
   // 1000: target 1 -> e1 at 1100 runs T1 until 2100. 2000: target min(3, 2 needed) = 2 ->
   // e2 at 2100, the instant T1 ends on e1: T2 goes to e1 (oldest) until 3100; e2 never runs a
   // task, holds no cache and idles out at 2100 + 2000. e1 holds cached blocks from 2100 on.
@@ -250,8 +261,7 @@ TEST(SimulatorTest, CachedDataKeepsAnExecutorUntilUncache) {
 }
 
 TEST(SimulatorTest, CachedExecutorsWithoutUncacheEndTheRunStillHeld) {
-  AllocationConfig config = fastConfig();
-  config.executorIdleTimeout = 2000;
+  AllocationConfig config = twoSecondIdleConfig();
   const SimRun run = simulateTrace(
       R"({"t": 0, "type": "stage", "stage": "c", "tasks": 2, "task_ms": 1000, "cache": true})",
       config);
@@ -263,20 +273,13 @@ TEST(SimulatorTest, CachedExecutorsWithoutUncacheEndTheRunStillHeld) {
 }
 
 TEST(SimulatorTest, ShuffleOutputHoldsAnExecutorUntilItsJobEnds) {
-  AllocationConfig config = fastConfig();
-  config.executorIdleTimeout = 2000;
-  const SimRun run = simulateTrace(
-      R"({"t": 0, "type": "stage", "stage": "map", "tasks": 2, "task_ms": 1000, "shuffle": true, "job": "j1"}
-{"t": 12000, "type": "job_end", "job": "j1"})",
-      config);
+  AllocationConfig config = twoSecondIdleConfig();
+  const SimRun run = simulateTrace(kMapJobEndingAt12s, config);
   EXPECT_EQ(run.removals(), (Events{{4100, "e2"}, {12000, "e1"}}));
 
   // With shuffle tracking off the output holds nothing.
   config.shuffleTrackingEnabled = false;
-  const SimRun untracked = simulateTrace(
-      R"({"t": 0, "type": "stage", "stage": "map", "tasks": 2, "task_ms": 1000, "shuffle": true, "job": "j1"}
-{"t": 12000, "type": "job_end", "job": "j1"})",
-      config);
+  const SimRun untracked = simulateTrace(kMapJobEndingAt12s, config);
   EXPECT_EQ(untracked.removals(), (Events{{4100, "e2"}, {5100, "e1"}}));
 }
 
@@ -284,14 +287,10 @@ TEST(SimulatorTest, ShuffleOutputHoldsAnExecutorUntilItsJobEnds) {
 // lets go take no more tasks, hand their data to a peer and leave at the next tick, while the
 // job still runs; counted as gracefully decommissioned.
 TEST(SimulatorTest, DecommissionedExecutorsLeaveAtTheNextTickWhileTheirJobRuns) {
-  AllocationConfig config = fastConfig();
-  config.executorIdleTimeout = 2000;
+  AllocationConfig config = twoSecondIdleConfig();
   config.shuffleTrackingEnabled = false;
   config.decommissionEnabled = true;
-  const SimRun run = simulateTrace(
-      R"({"t": 0, "type": "stage", "stage": "map", "tasks": 2, "task_ms": 1000, "shuffle": true, "job": "j1"}
-{"t": 12000, "type": "job_end", "job": "j1"})",
-      config);
+  const SimRun run = simulateTrace(kMapJobEndingAt12s, config);
   EXPECT_EQ(run.removals(), (Events{{4200, "e2"}, {5200, "e1"}}));
   ASSERT_NE(run.exactly(4100), nullptr);
   EXPECT_EQ(run.exactly(4100)->why, "decommissioning e2: idle for 2.0s");
@@ -499,24 +498,22 @@ TEST(SimulatorTest, MillionTaskStageRunsWithoutPerTaskState) {
 
 TEST(SimulatorTest, JsonLinesHaveTheDocumentedShape) {
   SimulationLine line;
+  static_cast<SimulationCounts&>(line) = {/*target=*/3,         /*live=*/1,
+                                          /*pending=*/2,        /*busy=*/1,
+                                          /*tasksPending=*/198, /*tasksRunning=*/2};
   line.t = 1100;
-  line.target = 3;
-  line.live = 1;
-  line.pending = 2;
-  line.busy = 1;
-  line.tasksPending = 198;
-  line.tasksRunning = 2;
   line.added = {"e1"};
   line.why = "added 2 \"quoted\"";
   EXPECT_EQ(toJsonLine(line),
             R"({"t":1100,"target":3,"live":1,"pending":2,"busy":1,"tasks_pending":198,)"
             R"("tasks_running":2,"added":["e1"],"removed":[],"why":"added 2 \"quoted\""})");
-  SimulationSummary summary;
-  summary.makespanMs = 29100;
-  summary.executorMs = 242000;
-  summary.busyExecutorMs = 202000;
-  summary.peakLive = 8;
-  summary.tasks = 200;
+  const SimulationSummary summary{/*makespanMs=*/29100,
+                                  /*executorMs=*/242000,
+                                  /*busyExecutorMs=*/202000,
+                                  /*peakLive=*/8,
+                                  /*tasks=*/200,
+                                  /*endMs=*/0,
+                                  /*stages=*/{}};
   EXPECT_EQ(toJsonLine(summary),
             R"({"summary":{"makespan_ms":29100,"executor_ms":242000,"busy_executor_ms":202000,)"
             R"("peak_live":8,"tasks":200}})");

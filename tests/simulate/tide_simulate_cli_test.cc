@@ -47,6 +47,34 @@ std::string simulateArgs(const std::string& trace) {
   return "simulate --properties-file " + kExamples + "/demo.conf --trace " + trace;
 }
 
+// What the tests read of a run's summary (its last line).
+struct Summary {
+  int peakLive = -1;
+  int64_t tasks = -1;
+};
+
+// The summary of a run that succeeded; a test failure (and -1s) when it failed or printed none.
+Summary summaryOf(const Result& run) {
+  Summary summary;
+  EXPECT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> output = lines(run.out);
+  rapidjson::Document last;
+  if (!output.empty()) last.Parse(output.back().c_str());
+  if (output.empty() || last.HasParseError() || !last.IsObject() || !last.HasMember("summary")) {
+    ADD_FAILURE() << "no summary in: " << run.out;
+    return summary;
+  }
+  summary.peakLive = last["summary"]["peak_live"].GetInt();
+  summary.tasks = last["summary"]["tasks"].GetInt64();
+  return summary;
+}
+
+// Runs `tide simulate` on a trace of `lines`, written to a file `name` of a directory of its own.
+Result simulateTraceFile(const std::string& name, const std::string& lines) {
+  tide::testing_support::TempDir dir;
+  return runTide(simulateArgs(dir.writeFile(name, lines)));
+}
+
 TEST(TideSimulateCliTest, SteadyBatchRunsToItsSummary) {
   const Result result = runTide(simulateArgs(kExamples + "/steady-batch.jsonl"));
   ASSERT_EQ(result.status, 0) << result.err;
@@ -92,23 +120,15 @@ TEST(TideSimulateCliTest, EveryExampleTraceRunsAndGivesTheSameOutputTwice) {
 // (the old policy, or the trace without "cpus") asks for only (8 + 4) / 2 = 6.
 TEST(TideSimulateCliTest, WideTasksAreCountedAtTheirStagesOwnTasksPerExecutor) {
   const Result wide = runTide(simulateArgs(kExamples + "/wide-tasks.jsonl"));
-  ASSERT_EQ(wide.status, 0) << wide.err;
-  rapidjson::Document summary;
-  summary.Parse(lines(wide.out).back().c_str());
-  ASSERT_TRUE(summary.HasMember("summary")) << wide.out;
-  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 8) << wide.out;
-  EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 12);
+  const Summary wideSummary = summaryOf(wide);
+  EXPECT_EQ(wideSummary.peakLive, 8) << wide.out;
+  EXPECT_EQ(wideSummary.tasks, 12);
 
-  tide::testing_support::TempDir dir;
-  const std::string narrowOnly = dir.writeFile(
+  const Result narrow = simulateTraceFile(
       "narrow.jsonl",
       "{\"t\": 0, \"type\": \"stage\", \"stage\": \"wide\", \"tasks\": 8, \"task_ms\": 4000}\n"
       "{\"t\": 0, \"type\": \"stage\", \"stage\": \"narrow\", \"tasks\": 4, \"task_ms\": 4000}\n");
-  const Result narrow = runTide(simulateArgs(narrowOnly));
-  ASSERT_EQ(narrow.status, 0) << narrow.err;
-  summary.Parse(lines(narrow.out).back().c_str());
-  ASSERT_TRUE(summary.HasMember("summary")) << narrow.out;
-  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 6) << narrow.out;
+  EXPECT_EQ(summaryOf(narrow).peakLive, 6) << narrow.out;
 }
 
 // Stage-level executor shapes: "fit" (8 tasks of 2 cpus) asks for executors of 8 cores of its
@@ -117,33 +137,23 @@ TEST(TideSimulateCliTest, WideTasksAreCountedAtTheirStagesOwnTasksPerExecutor) {
 // capped at maxExecutors 8.
 TEST(TideSimulateCliTest, AStageWithItsOwnExecutorShapeGetsExecutorsOfThatShape) {
   const Result shapes = runTide(simulateArgs(kExamples + "/executor-shapes.jsonl"));
-  ASSERT_EQ(shapes.status, 0) << shapes.err;
-  rapidjson::Document summary;
-  summary.Parse(lines(shapes.out).back().c_str());
-  ASSERT_TRUE(summary.HasMember("summary")) << shapes.out;
-  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 6) << shapes.out;
-  EXPECT_EQ(summary["summary"]["tasks"].GetInt64(), 16);
+  const Summary shapesSummary = summaryOf(shapes);
+  EXPECT_EQ(shapesSummary.peakLive, 6) << shapes.out;
+  EXPECT_EQ(shapesSummary.tasks, 16);
   EXPECT_NE(shapes.out.find("profile 1 (8 cores): added"), std::string::npos) << shapes.out;
 
-  tide::testing_support::TempDir dir;
-  const std::string oneShape = dir.writeFile(
+  const Result one = simulateTraceFile(
       "one.jsonl",
       "{\"t\": 0, \"type\": \"stage\", \"stage\": \"prepare\", \"tasks\": 8, \"task_ms\": 2000}\n"
       "{\"t\": 0, \"type\": \"stage\", \"stage\": \"fit\", \"tasks\": 8, \"task_ms\": 4000, "
       "\"cpus\": 2}\n");
-  const Result one = runTide(simulateArgs(oneShape));
-  ASSERT_EQ(one.status, 0) << one.err;
-  summary.Parse(lines(one.out).back().c_str());
-  ASSERT_TRUE(summary.HasMember("summary")) << one.out;
-  EXPECT_EQ(summary["summary"]["peak_live"].GetInt(), 8) << one.out;
+  EXPECT_EQ(summaryOf(one).peakLive, 8) << one.out;
 }
 
 TEST(TideSimulateCliTest, ATaskWiderThanAnExecutorIsRefusedNamingTheLine) {
-  tide::testing_support::TempDir dir;
-  const std::string trace = dir.writeFile("wide.jsonl",
+  const Result result = simulateTraceFile("wide.jsonl",
                                           "{\"t\": 0, \"type\": \"stage\", \"stage\": \"s1\", "
                                           "\"tasks\": 1, \"task_ms\": 5, \"cpus\": 3}\n");
-  const Result result = runTide(simulateArgs(trace));
   EXPECT_EQ(result.status, 2);
   EXPECT_EQ(result.out, "");
   EXPECT_NE(result.err.find("wide.jsonl:1: field 'cpus': 3 cores per task is more than "
@@ -153,12 +163,10 @@ TEST(TideSimulateCliTest, ATaskWiderThanAnExecutorIsRefusedNamingTheLine) {
 }
 
 TEST(TideSimulateCliTest, MalformedTraceExitsTwoNamingTheLine) {
-  tide::testing_support::TempDir dir;
-  const std::string trace = dir.writeFile(
+  const Result result = simulateTraceFile(
       "bad.jsonl",
       "{\"t\": 0, \"type\": \"stage\", \"stage\": \"s1\", \"tasks\": 1, \"task_ms\": 5}\n"
       "{\"t\": 1, \"type\": \"stage\", \"stage\": \"s2\", \"tasks\": {}}\n");
-  const Result result = runTide(simulateArgs(trace));
   EXPECT_EQ(result.status, 2);
   EXPECT_EQ(result.out, "");  // nothing runs before the whole trace is read
   EXPECT_NE(

@@ -273,12 +273,6 @@ TEST(SlurmClientUnixSocket, TalksToSlurmrestdOverAUnixSocketWithoutAToken) {
   EXPECT_FALSE(slurm.cancel(9999));  // unknown: nothing to cancel
 }
 
-}  // namespace
-}  // namespace tide::am
-
-namespace tide::am {
-namespace {
-
 // Stage-level executor shapes: each resource profile's executors are Slurm jobs of that
 // profile's cpus and memory, started with its executor.cores; lowering one profile's ask
 // cancels only its pending jobs.

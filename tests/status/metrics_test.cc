@@ -160,11 +160,7 @@ TEST(PrometheusTextReaderTest, RejectsMalformedLines) {
 }
 
 AllocationPoint pointAt(TimeMs at, int target, int live = 0) {
-  AllocationPoint p;
-  p.atMs = at;
-  p.target = target;
-  p.live = live;
-  return p;
+  return AllocationPoint{/*atMs=*/at, target, live};
 }
 
 TEST(AllocationHistoryTest, RecordsOnlyChangesAndAnswersSince) {
@@ -195,6 +191,15 @@ TEST(AllocationHistoryTest, StaysBoundedKeepingTheStartAndTheRecentPastExact) {
   for (size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1].atMs, all[i].atMs);
 }
 
+// "<action> x<repeats>" of each record, newest first.
+std::vector<std::string> actionsAndRepeats(const std::vector<DecisionRecord>& records) {
+  std::vector<std::string> out;
+  for (const DecisionRecord& record : records) {
+    out.push_back(record.action + " x" + std::to_string(record.repeats));
+  }
+  return out;
+}
+
 TEST(DecisionLogTest, RepeatsMergeEvenWhenOtherStatesInterleave) {
   DecisionLog log;
   log.add(0, "allocation", "raise_target", 1, "added 1", "");
@@ -207,14 +212,11 @@ TEST(DecisionLogTest, RepeatsMergeEvenWhenOtherStatesInterleave) {
   }
   ASSERT_EQ(log.size(), 3u);
   const auto newest = log.newest(10);
-  EXPECT_EQ(newest[0].action, "waiting");
-  EXPECT_EQ(newest[0].repeats, 50);
+  EXPECT_THAT(actionsAndRepeats(newest),
+              ::testing::ElementsAre("waiting x50", "not_adding x50", "raise_target x1"));
   EXPECT_EQ(newest[0].why, "waiting: 2 containers requested 50s ago, none granted");
   EXPECT_EQ(newest[0].atMs, 100);
   EXPECT_EQ(newest[0].lastMs, 5000);
-  EXPECT_EQ(newest[1].action, "not_adding");
-  EXPECT_EQ(newest[1].repeats, 50);
-  EXPECT_EQ(newest[2].action, "raise_target");
 }
 
 // Issue 14: while a backlog drains, the policy lowers the target every tick and the allocator
@@ -239,10 +241,9 @@ TEST(DecisionLogTest, ARunOfEventsOfOneKindIsOneRecordWithItsRangeAndCount) {
   const auto newest = log.newest(10);
   const DecisionRecord& cancels = newest[0];
   const DecisionRecord& lowers = newest[1];
-  EXPECT_EQ(cancels.action, "cancel_requests");
-  EXPECT_EQ(cancels.repeats, 110);
-  EXPECT_EQ(lowers.action, "lower_target");
-  EXPECT_EQ(lowers.repeats, 110);
+  EXPECT_THAT(
+      actionsAndRepeats(newest),
+      ::testing::ElementsAre("cancel_requests x110", "lower_target x110", "raise_target x1"));
   EXPECT_EQ(lowers.firstTarget, 137);
   EXPECT_EQ(lowers.target, 27);
   EXPECT_EQ(lowers.atMs, 1100);
@@ -279,10 +280,7 @@ TEST(DecisionLogTest, StatesHoldingInBetweenDoNotEndARun) {
   }
   ASSERT_EQ(log.size(), 2u);
   const auto newest = log.newest(10);
-  EXPECT_EQ(newest[0].action, "keep");
-  EXPECT_EQ(newest[0].repeats, 6);
-  EXPECT_EQ(newest[1].action, "lower_target");
-  EXPECT_EQ(newest[1].repeats, 5);
+  EXPECT_THAT(actionsAndRepeats(newest), ::testing::ElementsAre("keep x6", "lower_target x5"));
   EXPECT_EQ(newest[1].firstTarget, 9);
   EXPECT_EQ(newest[1].target, 4);
 }

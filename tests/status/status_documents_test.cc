@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
+#include <utility>
 
 #include "am/status_handlers.h"
 #include "rest/http_server.h"
@@ -24,11 +27,18 @@ using ::testing::HasSubstr;
 
 constexpr TimeMs kStartedAt = 50000;  // clock time the AM started; the API says uptime
 
+// Each (key, value) of the table is an integer member `key` of `object` equal to `value`.
+void expectIntegers(const rapidjson::Value& object,
+                    std::initializer_list<std::pair<const char*, int64_t>> expected) {
+  for (const auto& [key, value] : expected) {
+    ASSERT_TRUE(object.HasMember(key) && object[key].IsInt64()) << key;
+    EXPECT_EQ(object[key].GetInt64(), value) << key;
+  }
+}
+
 class FakeMaster : public testing_support::StandInMasterControl {
  public:
   FakeMaster() {
-    info_.applicationId = "application_1_0001";
-    info_.attemptId = "appattempt_1_0001_000001";
     info_.startedAt = kStartedAt;
     info_.executorCores = 2;
     info_.executorMemoryMb = 1024;
@@ -106,13 +116,12 @@ TEST(StatusDocumentsTest, JobsAndStagesCarryTheirTimesAsUptimeAndTheirProgress) 
   EXPECT_EQ(std::string(map["state"].GetString()), "SUCCEEDED");
   EXPECT_EQ(map["submittedMs"].GetInt64(), 1000);
   EXPECT_EQ(map["completedMs"].GetInt64(), 4000);
-  const auto& reduce = s["stages"][1];
-  EXPECT_EQ(reduce["tasks"].GetInt64(), 10);
-  EXPECT_EQ(reduce["succeeded"].GetInt64(), 4);
-  EXPECT_EQ(reduce["running"].GetInt64(), 3);
-  EXPECT_EQ(reduce["pending"].GetInt64(), 3);
-  EXPECT_EQ(reduce["failedAttempts"].GetInt64(), 1);
-  EXPECT_EQ(reduce["completedMs"].GetInt64(), -1);
+  expectIntegers(s["stages"][1], {{"tasks", 10},
+                                  {"succeeded", 4},
+                                  {"running", 3},
+                                  {"pending", 3},
+                                  {"failedAttempts", 1},
+                                  {"completedMs", -1}});
   EXPECT_EQ(std::string(s["stages"][2]["state"].GetString()), "WAITING");
   EXPECT_EQ(s["stages"][2]["submittedMs"].GetInt64(), -1);
 }
@@ -186,11 +195,8 @@ TEST(StatusDocumentsTest, DecisionsCarryTheirRunsFirstValuesAndSummary) {
   const rapidjson::Document doc = rest::parseJson(handlers.decisionsJson(10));
   ASSERT_EQ(doc["decisions"].Size(), 1u);
   const auto& d = doc["decisions"][0];
-  EXPECT_EQ(d["repeats"].GetInt64(), 5);
-  EXPECT_EQ(d["firstTarget"].GetInt(), 10);
-  EXPECT_EQ(d["target"].GetInt(), 5);
-  EXPECT_EQ(d["atMs"].GetInt64(), 1000);
-  EXPECT_EQ(d["lastMs"].GetInt64(), 1400);
+  expectIntegers(
+      d, {{"repeats", 5}, {"firstTarget", 10}, {"target", 5}, {"atMs", 1000}, {"lastMs", 1400}});
   EXPECT_EQ(std::string(d["firstWhy"].GetString()), "lowered");
   EXPECT_EQ(std::string(d["summary"].GetString()),
             "lowered target 10 \u2192 5 in 5 steps over 400 ms");

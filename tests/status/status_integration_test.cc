@@ -321,13 +321,17 @@ TEST_F(StatusIntegrationTest, SighupReappliesThePropertiesFileWithTheConfOverrid
   ASSERT_TRUE(eventually([&] { return status()["allocation"]["target"].GetInt() == 8; }, 30s));
   const pid_t amPid = static_cast<pid_t>(status()["pid"].GetInt64());
   ASSERT_GT(amPid, 1);
+  // Rewrites the properties file and has the AM read it again (0 when the signal went).
+  const auto reloadWith = [&](const std::string& properties) {
+    dir.writeFile("tide.conf", properties);
+    return ::kill(amPid, SIGHUP);
+  };
 
-  dir.writeFile("tide.conf",
-                "dynamicAllocation.maxExecutors 3\n"
-                "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
-                "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
-                "dynamicAllocation.executorIdleTimeout 30s\n");
-  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  ASSERT_EQ(reloadWith("dynamicAllocation.maxExecutors 3\n"
+                       "dynamicAllocation.schedulerBacklogTimeout 100ms\n"
+                       "dynamicAllocation.sustainedSchedulerBacklogTimeout 100ms\n"
+                       "dynamicAllocation.executorIdleTimeout 30s\n"),
+            0);
   EXPECT_TRUE(eventually(
       [&] {
         auto a = status()["allocation"].GetObject();
@@ -337,24 +341,22 @@ TEST_F(StatusIntegrationTest, SighupReappliesThePropertiesFileWithTheConfOverrid
       << amLog();
 
   // An invalid file changes nothing, says why in the decision log, and the AM carries on.
-  dir.writeFile("tide.conf",
-                "dynamicAllocation.minExecutors 5\n"
-                "dynamicAllocation.maxExecutors 2\n");
-  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  ASSERT_EQ(reloadWith("dynamicAllocation.minExecutors 5\n"
+                       "dynamicAllocation.maxExecutors 2\n"),
+            0);
   EXPECT_TRUE(eventually(
       [&] { return hasDecision("bounds_rejected", "dynamicAllocation.minExecutors"); }, 2s))
       << ::testing::PrintToString(decisionTexts(""));
   EXPECT_EQ(status()["allocation"]["max"].GetInt(), 3);
   EXPECT_EQ(std::string(status()["state"].GetString()), "RUNNING");
 
-  dir.writeFile("tide.conf",
-                "dynamicAllocation.minExecutors 1\n"
-                "dynamicAllocation.maxExecutors 5\n");
-  ASSERT_EQ(::kill(amPid, SIGHUP), 0);
+  ASSERT_EQ(reloadWith("dynamicAllocation.minExecutors 1\n"
+                       "dynamicAllocation.maxExecutors 5\n"),
+            0);
   EXPECT_TRUE(eventually(
       [&] {
-        auto a = status()["allocation"].GetObject();
-        return a["max"].GetInt() == 5 && a["min"].GetInt() == 1;
+        const rapidjson::Document now = status();
+        return now["allocation"]["max"].GetInt() == 5 && now["allocation"]["min"].GetInt() == 1;
       },
       2s));
 }

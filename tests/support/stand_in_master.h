@@ -1,8 +1,8 @@
 #pragma once
 
-// A MasterControl (am/master_control.h) that answers every read with an empty document and
-// takes every control request, for tests and harnesses that drive the AM's HTTP handlers
-// without an AM: a stand-in overrides only what it is about.
+// A MasterControl (am/master_control.h) of the first attempt of application_1_0001 that answers
+// every read with an empty document and takes every control request, for tests and harnesses
+// that drive the AM's HTTP handlers without an AM: a stand-in overrides only what it is about.
 
 #include <memory>
 #include <optional>
@@ -15,6 +15,11 @@ namespace tide::testing_support {
 
 class StandInMasterControl : public am::MasterControl {
  public:
+  StandInMasterControl() {
+    info_.applicationId = "application_1_0001";
+    info_.attemptId = "appattempt_1_0001_000001";
+  }
+
   const am::MasterInfo& info() const override { return info_; }
   TimeMs nowMs() const override { return 0; }
   std::shared_ptr<const am::StatusSnapshot> status() override {
