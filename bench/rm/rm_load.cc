@@ -93,6 +93,32 @@ struct Options {
   std::exit(problem.empty() ? 0 : 2);
 }
 
+// The --name=VALUE options that set one field, by the field's type.
+template <typename T>
+using OptionField = std::pair<const char*, T Options::*>;
+const OptionField<int> kIntOptions[] = {{"nodes", &Options::nodes},
+                                        {"ams", &Options::ams},
+                                        {"executors-per-am", &Options::executorsPerAm},
+                                        {"node-cores", &Options::nodeCores},
+                                        {"seconds", &Options::seconds},
+                                        {"warmup", &Options::warmup}};
+const OptionField<int64_t> kInt64Options[] = {{"node-memory-mb", &Options::nodeMemoryMb},
+                                              {"am-interval-ms", &Options::amIntervalMs}};
+const OptionField<std::string> kStringOptions[] = {
+    {"rm", &Options::rmBinary}, {"work-dir", &Options::workDir}, {"json", &Options::jsonOut}};
+
+// Sets the field `key` names in `table` to `parse(value)`; false when the table has no `key`.
+template <typename T, size_t N, typename Parse>
+bool assign(const OptionField<T> (&table)[N], const std::string& key, const std::string& value,
+            Options& options, Parse parse) {
+  for (const auto& [name, field] : table) {
+    if (key != name) continue;
+    options.*field = parse(value);
+    return true;
+  }
+  return false;
+}
+
 Options parseOptions(int argc, char** argv) {
   Options options;
   char self[4096] = {};
@@ -107,37 +133,23 @@ Options parseOptions(int argc, char** argv) {
     const std::string key = arg.substr(2, eq - 2);
     const std::string value = arg.substr(eq + 1);
     try {
-      if (key == "nodes")
-        options.nodes = std::stoi(value);
-      else if (key == "ams")
-        options.ams = std::stoi(value);
-      else if (key == "executors-per-am")
-        options.executorsPerAm = std::stoi(value);
-      else if (key == "node-cores")
-        options.nodeCores = std::stoi(value);
-      else if (key == "node-memory-mb")
-        options.nodeMemoryMb = std::stoll(value);
-      else if (key == "seconds")
-        options.seconds = std::stoi(value);
-      else if (key == "warmup")
-        options.warmup = std::stoi(value);
-      else if (key == "am-interval-ms")
-        options.amIntervalMs = std::stoll(value);
-      else if (key == "lifetime-ms") {
+      if (assign(kIntOptions, key, value, options,
+                 [](const std::string& v) { return std::stoi(v); }) ||
+          assign(kInt64Options, key, value, options,
+                 [](const std::string& v) { return std::stoll(v); }) ||
+          assign(kStringOptions, key, value, options, [](const std::string& v) { return v; })) {
+        continue;
+      }
+      if (key == "lifetime-ms") {
         const size_t colon = value.find(':');
         options.lifetimeMinMs = std::stoll(value.substr(0, colon));
         options.lifetimeMaxMs = colon == std::string::npos ? options.lifetimeMinMs
                                                            : std::stoll(value.substr(colon + 1));
-      } else if (key == "rm")
-        options.rmBinary = value;
-      else if (key == "conf")
+      } else if (key == "conf") {
         options.rmConf.push_back(value);
-      else if (key == "work-dir")
-        options.workDir = value;
-      else if (key == "json")
-        options.jsonOut = value;
-      else
+      } else {
         usage("unknown option --" + key);
+      }
     } catch (const std::logic_error&) {
       usage("--" + key + ": not a number: " + value);
     }
