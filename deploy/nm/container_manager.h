@@ -203,6 +203,11 @@ class ContainerManager {
   // SIGKILLs what is left of an adopted container's remembered tree. mutex_ held.
   void killRememberedTree(Container& container);
   ContainerRecord recordOf(const Container& container) const;
+  // launch()'s steps, with mutex_ held: the work dir and the log dir it links to (returned),
+  // the supervisor started in the container's cgroup, a warning when the node is over-committed.
+  std::string prepareDirectories(const Container& container) const;
+  void spawnSupervisor(Container& container, const std::string& logDir);
+  void warnIfOverCommitted(const rest::Resource& launched) const;
   void dropOldCompleted();
   void requestStop(Container& container, StopReason reason);
   std::vector<std::string> containerEnvironment(const rest::ContainerLaunchRequest& request,
