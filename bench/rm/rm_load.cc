@@ -26,7 +26,6 @@
 #include <curl/curl.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,6 +49,7 @@
 #include <vector>
 
 #include "bench/rm/node_listener.h"
+#include "bench/rm/wakeable_epoll.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
@@ -371,12 +371,6 @@ class Simulation {
     // curl's socket interface over epoll: each event touches only the transfer it is for
     // (curl_multi_perform walks every transfer in flight, which made the generator the
     // bottleneck once responses slowed down and transfers piled up).
-    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    epoll_event wakeEvent{};
-    wakeEvent.events = EPOLLIN;
-    wakeEvent.data.fd = wake_;
-    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &wakeEvent);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Simulation::onSocket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Simulation::onTimer);
@@ -406,8 +400,6 @@ class Simulation {
     for (SimNode& node : nodes_) freeCall(node.call);
     for (SimAm& am : ams_) freeCall(am.call);
     curl_multi_cleanup(multi_);
-    ::close(wake_);
-    ::close(epoll_);
   }
 
   // Runs the simulation until `untilUs` or until `done()` (asked about every 100 ms) holds;
@@ -435,15 +427,14 @@ class Simulation {
       if (!due_.empty()) waitUs = std::min(waitUs, due_.top().atUs - now);
       if (curlDeadlineUs_ >= 0) waitUs = std::min(waitUs, curlDeadlineUs_ - now);
       const int ready =
-          ::epoll_wait(epoll_, events, 256,
+          ::epoll_wait(epoll_.fd(), events, 256,
                        static_cast<int>(std::clamp<int64_t>((waitUs + 999) / 1000, 0, 100)));
       for (int i = 0; i < ready; ++i) {
-        const int fd = events[i].data.fd;
-        if (fd == wake_) {
-          uint64_t count = 0;
-          [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
+        if (events[i].data.u64 == kWakeTag) {
+          epoll_.clearWakes();
           continue;
         }
+        const int fd = static_cast<int>(events[i].data.u64);
         const uint32_t what = events[i].events;
         const int mask = ((what & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                          ((what & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
@@ -475,7 +466,7 @@ class Simulation {
   };
 
   static int onSocket(CURL*, curl_socket_t sock, int what, void* self, void*) {
-    const int epoll = static_cast<Simulation*>(self)->epoll_;
+    const int epoll = static_cast<Simulation*>(self)->epoll_.fd();
     if (what == CURL_POLL_REMOVE) {
       ::epoll_ctl(epoll, EPOLL_CTL_DEL, sock, nullptr);
       return 0;
@@ -483,7 +474,7 @@ class Simulation {
     epoll_event event{};
     event.events =
         ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
-    event.data.fd = sock;
+    event.data.u64 = static_cast<uint64_t>(sock);
     if (::epoll_ctl(epoll, EPOLL_CTL_MOD, sock, &event) != 0) {
       ::epoll_ctl(epoll, EPOLL_CTL_ADD, sock, &event);
     }
@@ -759,8 +750,7 @@ class Simulation {
   int onNodeRequest(const NodeRequest& request) {
     std::lock_guard<std::mutex> lock(eventsMutex_);
     events_.push_back(request);
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
+    epoll_.wake();
     return request.method == "POST" ? 201 : 200;
   }
 
@@ -803,8 +793,9 @@ class Simulation {
   std::string nodeCredential_;
   std::mt19937_64 rng_;
   CURLM* multi_ = nullptr;
-  int epoll_ = -1;
-  int wake_ = -1;                // eventfd: the listener has news
+  // Epoll tags: a curl socket's is its descriptor; the wake's (the listener has news) is none.
+  static constexpr uint64_t kWakeTag = UINT64_MAX;
+  WakeableEpoll epoll_{kWakeTag};
   int64_t curlDeadlineUs_ = -1;  // when curl wants CURL_SOCKET_TIMEOUT (-1: no time-out set)
   std::vector<SimNode> nodes_;
   std::vector<SimAm> ams_;
