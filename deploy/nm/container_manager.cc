@@ -88,6 +88,21 @@ std::string ContainerManager::nmAddress() const {
 
 void ContainerManager::start() {
   if (started_) throw std::logic_error("ContainerManager::start called twice");
+  createDirectories();
+  std::set<std::string> keptCgroups;
+  std::vector<ContainerRecord> toRecover = takeOverPreviousRun(keptCgroups);
+  chooseMemoryEnforcement(keptCgroups);
+  prepareSupervision();
+  if (!toRecover.empty()) recoverContainers(std::move(toRecover));
+
+  started_ = true;
+  reaper_ = std::thread([this] { reapLoop(); });
+  if (enforcement_ != MemoryEnforcement::kOff) {
+    memoryMonitor_ = std::thread([this] { monitorMemoryLoop(); });
+  }
+}
+
+void ContainerManager::createDirectories() {
   std::error_code ec;
   fs::create_directories(options_.workDir, ec);
   if (ec)
@@ -99,8 +114,11 @@ void ContainerManager::start() {
   if (ec)
     throw std::runtime_error("cannot create log dir " + options_.logDir + ": " + ec.message());
   records_.ensureDirectory();
+}
+
+std::vector<ContainerRecord> ContainerManager::takeOverPreviousRun(
+    std::set<std::string>& keptCgroups) {
   std::vector<ContainerRecord> toRecover;
-  std::set<std::string> keptCgroups;
   if (options_.recovery) {
     // Throws for a record it cannot read: never a silent fresh start over containers that may
     // still run.
@@ -128,7 +146,10 @@ void ContainerManager::start() {
                   << " container record(s) of a previous run";
     }
   }
+  return toRecover;
+}
 
+void ContainerManager::chooseMemoryEnforcement(const std::set<std::string>& keptCgroups) {
   switch (options_.memoryEnforcement) {
     case MemoryEnforcement::kOff:
       enforcement_ = MemoryEnforcement::kOff;
@@ -158,7 +179,9 @@ void ContainerManager::start() {
       break;
     }
   }
+}
 
+void ContainerManager::prepareSupervision() {
   if (options_.supervisorPath.empty())
     options_.supervisorPath = selfDirectory() + "/tide-container";
   if (::access(options_.supervisorPath.c_str(), X_OK) != 0) {
@@ -168,14 +191,6 @@ void ContainerManager::start() {
   if (options_.adoptOrphans && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     throw std::runtime_error(std::string("cannot become a child subreaper: ") +
                              std::strerror(errno));
-  }
-
-  if (!toRecover.empty()) recoverContainers(std::move(toRecover));
-
-  started_ = true;
-  reaper_ = std::thread([this] { reapLoop(); });
-  if (enforcement_ != MemoryEnforcement::kOff) {
-    memoryMonitor_ = std::thread([this] { monitorMemoryLoop(); });
   }
 }
 
