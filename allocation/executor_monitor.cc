@@ -152,23 +152,21 @@ void ExecutorMonitor::onShuffleReleased(const std::string& shuffleId) {
 }
 
 void ExecutorMonitor::markPendingRemoval(const std::vector<ExecutorId>& ids) {
-  for (const auto& id : ids) {
-    ExecutorTracker* tracker = lookup(id);
-    if (tracker == nullptr || tracker->pendingRemoval) continue;
-    tracker->pendingRemoval = true;
-    ++pendingRemoval_;
-    count(pendingRemovalByProfile_, tracker->profileId, 1);
-  }
-  if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
+  mark(ids, &ExecutorTracker::pendingRemoval, pendingRemoval_, pendingRemovalByProfile_);
 }
 
 void ExecutorMonitor::markDecommissioning(const std::vector<ExecutorId>& ids) {
+  mark(ids, &ExecutorTracker::decommissioning, decommissioning_, decommissioningByProfile_);
+}
+
+void ExecutorMonitor::mark(const std::vector<ExecutorId>& ids, bool ExecutorTracker::*flag,
+                           int& total, std::map<int, int>& byProfile) {
   for (const auto& id : ids) {
     ExecutorTracker* tracker = lookup(id);
-    if (tracker == nullptr || tracker->decommissioning) continue;
-    tracker->decommissioning = true;
-    ++decommissioning_;
-    count(decommissioningByProfile_, tracker->profileId, 1);
+    if (tracker == nullptr || tracker->*flag) continue;
+    tracker->*flag = true;
+    ++total;
+    count(byProfile, tracker->profileId, 1);
   }
   if (!ids.empty()) nextTimeout_ = kRescanNow;  // the cached list no longer holds
 }

@@ -122,6 +122,9 @@ class ExecutorMonitor {
     if ((counts[profileId] += delta) == 0) counts.erase(profileId);
   }
   ExecutorTracker* lookup(const ExecutorId& id);
+  // Sets `flag` on each known executor that lacks it, counting it in `total` and `byProfile`.
+  void mark(const std::vector<ExecutorId>& ids, bool ExecutorTracker::*flag, int& total,
+            std::map<int, int>& byProfile);
   void updateTimeout(ExecutorTracker& tracker);
   DurationMs idleTimeoutFor(const ExecutorTracker& tracker) const;
   bool holdsActiveShuffle(const ExecutorTracker& tracker) const;

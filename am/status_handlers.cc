@@ -202,6 +202,97 @@ std::pair<std::vector<std::pair<const JobSummary*, const StageSummary*>>, size_t
   return {std::move(all), omitted};
 }
 
+// GET /api/v1/status's parts.
+
+// "allocation": the policy's view next to the containers', with Spark's per-ResourceProfile
+// state (a target, maxNeeded and step for each executor shape).
+void writeStatusAllocation(JsonWriter& w, const StatusSnapshot& snapshot, const MasterInfo& info) {
+  const allocation::AllocationSnapshot& a = snapshot.allocation;
+  const AllocatorSnapshot& c = snapshot.containers;
+  const TimeMs at = snapshot.takenAt;
+  w.key("allocation")
+      .startObject()
+      .field("target", a.target)
+      .field("live", a.live)
+      .field("pending", c.outstanding + c.starting)
+      .field("pendingRemoval", a.pendingRemoval + c.releasing)
+      .field("decommissioning", a.decommissioning)
+      .field("busy", a.busy)
+      .field("idle", a.idle)
+      .field("min", a.bounds.minExecutors)
+      .field("initial", a.bounds.initialExecutors)
+      .field("max", a.bounds.maxExecutors)
+      .field("maxNeeded", a.maxNeeded)
+      .field("numExecutorsToAdd", a.numExecutorsToAdd)
+      .field("initializing", a.initializing)
+      .field("backlogTimerInMs", a.addTime >= 0 ? std::max<int64_t>(0, a.addTime - at) : -1)
+      .field("launched", c.launched)
+      .field("peak", snapshot.peakExecutors);
+  writeArray(w, "profiles", a.profiles, [&](JsonWriter& out, const allocation::ProfileSnapshot& p) {
+    auto held = c.profiles.find(p.profile.id);
+    const ProfileContainers containers =
+        held == c.profiles.end() ? ProfileContainers{} : held->second;
+    const bool isDefault = p.profile.id == allocation::kDefaultProfileId;
+    out.startObject()
+        .field("id", p.profile.id)
+        .field("cores", isDefault ? info.executorCores : p.profile.executorCores)
+        .field("memoryMb", isDefault ? info.executorMemoryMb : p.profile.executorMemoryMb)
+        .field("target", p.target)
+        .field("maxNeeded", p.maxNeeded)
+        .field("numExecutorsToAdd", p.numExecutorsToAdd)
+        .field("live", p.live)
+        .field("pendingRemoval", p.pendingRemoval)
+        .field("requested", containers.outstanding)
+        .field("starting", containers.starting)
+        .field("pendingTasks", p.pendingTasks)
+        .field("runningTasks", p.runningTasks)
+        .endObject();
+  });
+  w.endObject();
+}
+
+void writeStatusContainers(JsonWriter& w, const AllocatorSnapshot& c, TimeMs at) {
+  w.key("containers")
+      .startObject()
+      .field("requested", c.outstanding)
+      .field("starting", c.starting)
+      .field("running", c.running)
+      .field("releasing", c.releasing)
+      .field("waitingMs",
+             c.outstanding > 0 && c.outstandingSince >= 0 ? at - c.outstandingSince : int64_t{0})
+      .field("recentFailures", c.recentFailures)
+      .endObject();
+}
+
+void writeStatusTasks(JsonWriter& w, const StatusSnapshot& snapshot) {
+  int64_t succeeded = 0, failed = 0;
+  for (const auto& job : snapshot.jobs) {
+    succeeded += job.succeeded;
+    failed += job.failedAttempts;
+  }
+  w.key("tasks")
+      .startObject()
+      .field("pending", snapshot.pendingTasks)
+      .field("running", snapshot.runningTasks)
+      .field("succeeded", succeeded)
+      .field("failed", failed)
+      .endObject();
+}
+
+// Every job's stages with their progress and times (bounded), for the page's stage bars and
+// its timeline; GET /api/v1/jobs/{id} has each stage in full.
+void writeStatusStages(JsonWriter& w, const std::vector<JobSummary>& jobs, TimeMs startedAt) {
+  const auto [stages, omitted] = statusStages(jobs);
+  writeArray(w, "stages", stages, [&](JsonWriter& out, const auto& entry) {
+    const StageSummary& stage = *entry.second;
+    writeStageProgress(out.startObject().field("job", entry.first->jobId), stage)
+        .field("submittedMs", uptimeOf(stage.submittedMs, startedAt))
+        .field("completedMs", uptimeOf(stage.completedMs, startedAt))
+        .endObject();
+  });
+  w.field("stagesOmitted", static_cast<int64_t>(omitted));
+}
+
 void writeBounds(JsonWriter& w, const allocation::Bounds& bounds) {
   w.startObject()
       .field("min", bounds.minExecutors)
@@ -483,98 +574,24 @@ void StatusHandlers::handleBoundsUpdate(const httplib::Request& req, httplib::Re
 std::string StatusHandlers::statusJson() {
   const std::shared_ptr<const StatusSnapshot> snapshot = master_.status();
   const MasterInfo& info = master_.info();
-  const allocation::AllocationSnapshot& a = snapshot->allocation;
-  const AllocatorSnapshot& c = snapshot->containers;
-  const TimeMs at = snapshot->takenAt;
-  int64_t succeeded = 0, failed = 0;
-  for (const auto& job : snapshot->jobs) {
-    succeeded += job.succeeded;
-    failed += job.failedAttempts;
-  }
   JsonWriter w;
   w.startObject()
       .field("applicationId", info.applicationId)
       .field("attemptId", info.attemptId)
       .field("state", snapshot->stopping ? "STOPPING" : "RUNNING")
       .field("uptimeMs", master_.nowMs() - info.startedAt)
-      .field("asOfMs", at - info.startedAt)
+      .field("asOfMs", snapshot->takenAt - info.startedAt)
       .field("pid", static_cast<int64_t>(::getpid()))
       .field("recoveredFromAttempt", info.recoveredFromAttempt)
       .field("dynamicAllocation", info.dynamicAllocation);
-  w.key("allocation")
-      .startObject()
-      .field("target", a.target)
-      .field("live", a.live)
-      .field("pending", c.outstanding + c.starting)
-      .field("pendingRemoval", a.pendingRemoval + c.releasing)
-      .field("decommissioning", a.decommissioning)
-      .field("busy", a.busy)
-      .field("idle", a.idle)
-      .field("min", a.bounds.minExecutors)
-      .field("initial", a.bounds.initialExecutors)
-      .field("max", a.bounds.maxExecutors)
-      .field("maxNeeded", a.maxNeeded)
-      .field("numExecutorsToAdd", a.numExecutorsToAdd)
-      .field("initializing", a.initializing)
-      .field("backlogTimerInMs", a.addTime >= 0 ? std::max<int64_t>(0, a.addTime - at) : -1)
-      .field("launched", c.launched)
-      .field("peak", snapshot->peakExecutors);
-  // Spark's per-ResourceProfile state: a target, maxNeeded and step for each executor shape.
-  writeArray(w, "profiles", a.profiles, [&](JsonWriter& out, const allocation::ProfileSnapshot& p) {
-    auto held = c.profiles.find(p.profile.id);
-    const ProfileContainers containers =
-        held == c.profiles.end() ? ProfileContainers{} : held->second;
-    out.startObject()
-        .field("id", p.profile.id)
-        .field("cores", p.profile.id == allocation::kDefaultProfileId ? info.executorCores
-                                                                      : p.profile.executorCores)
-        .field("memoryMb", p.profile.id == allocation::kDefaultProfileId
-                               ? info.executorMemoryMb
-                               : p.profile.executorMemoryMb)
-        .field("target", p.target)
-        .field("maxNeeded", p.maxNeeded)
-        .field("numExecutorsToAdd", p.numExecutorsToAdd)
-        .field("live", p.live)
-        .field("pendingRemoval", p.pendingRemoval)
-        .field("requested", containers.outstanding)
-        .field("starting", containers.starting)
-        .field("pendingTasks", p.pendingTasks)
-        .field("runningTasks", p.runningTasks)
-        .endObject();
-  });
-  w.endObject();
-  w.key("containers")
-      .startObject()
-      .field("requested", c.outstanding)
-      .field("starting", c.starting)
-      .field("running", c.running)
-      .field("releasing", c.releasing)
-      .field("waitingMs",
-             c.outstanding > 0 && c.outstandingSince >= 0 ? at - c.outstandingSince : int64_t{0})
-      .field("recentFailures", c.recentFailures)
-      .endObject();
-  w.key("tasks")
-      .startObject()
-      .field("pending", snapshot->pendingTasks)
-      .field("running", snapshot->runningTasks)
-      .field("succeeded", succeeded)
-      .field("failed", failed)
-      .endObject();
+  writeStatusAllocation(w, *snapshot, info);
+  writeStatusContainers(w, snapshot->containers, snapshot->takenAt);
+  writeStatusTasks(w, *snapshot);
   writeCapacity(w, snapshot->capacity, info);
   writeArray(w, "jobs", snapshot->jobs, [&](JsonWriter& out, const JobSummary& job) {
     writeJob(out, job, false, info.startedAt);
   });
-  // Every job's stages with their progress and times (bounded), for the page's stage bars and
-  // its timeline; GET /api/v1/jobs/{id} has each stage in full.
-  const auto [stages, omitted] = statusStages(snapshot->jobs);
-  writeArray(w, "stages", stages, [&](JsonWriter& out, const auto& entry) {
-    const StageSummary& stage = *entry.second;
-    writeStageProgress(out.startObject().field("job", entry.first->jobId), stage)
-        .field("submittedMs", uptimeOf(stage.submittedMs, info.startedAt))
-        .field("completedMs", uptimeOf(stage.completedMs, info.startedAt))
-        .endObject();
-  });
-  w.field("stagesOmitted", static_cast<int64_t>(omitted));
+  writeStatusStages(w, snapshot->jobs, info.startedAt);
   w.endObject();
   return w.str();
 }

@@ -29,6 +29,21 @@ void appendHelpRow(std::ostringstream& out, const std::string& left, const std::
   out << help << "\n";
 }
 
+// A --conf value: key=value with neither side blank.
+std::string checkedConfSetting(std::string setting) {
+  const size_t eq = setting.find('=');
+  if (eq == std::string::npos) {
+    throw ConfigError("--conf '" + setting + "' is not of the form key=value");
+  }
+  if (trim(std::string_view(setting).substr(0, eq)).empty()) {
+    throw ConfigError("--conf '" + setting + "' has no key");
+  }
+  if (trim(std::string_view(setting).substr(eq + 1)).empty()) {
+    throw ConfigError("--conf '" + setting + "' has no value");
+  }
+  return setting;
+}
+
 }  // namespace
 
 CommandLine::CommandLine(std::string program, std::string synopsis)
@@ -135,18 +150,7 @@ bool CommandLine::parse(const std::vector<std::string>& args) {
     };
 
     if (name == "conf") {
-      const std::string setting = takeValue("key=value");
-      const size_t eq = setting.find('=');
-      if (eq == std::string::npos) {
-        throw ConfigError("--conf '" + setting + "' is not of the form key=value");
-      }
-      if (trim(std::string_view(setting).substr(0, eq)).empty()) {
-        throw ConfigError("--conf '" + setting + "' has no key");
-      }
-      if (trim(std::string_view(setting).substr(eq + 1)).empty()) {
-        throw ConfigError("--conf '" + setting + "' has no value");
-      }
-      confs.push_back(setting);
+      confs.push_back(checkedConfSetting(takeValue("key=value")));
     } else if (name == "properties-file") {
       propertiesFile_ = takeValue("FILE");
     } else if (const OptionSpec* spec = findOption(name)) {
@@ -163,6 +167,12 @@ bool CommandLine::parse(const std::vector<std::string>& args) {
     }
   }
 
+  checkPositionals();
+  loadProperties(confs);
+  return true;
+}
+
+void CommandLine::checkPositionals() const {
   size_t required = 0;
   for (const PositionalSpec& spec : positionalSpecs_) required += spec.required ? 1 : 0;
   if (positionals_.size() < required) {
@@ -173,14 +183,15 @@ bool CommandLine::parse(const std::vector<std::string>& args) {
     throw ConfigError("unexpected argument '" + positionals_[positionalSpecs_.size()] + "'" +
                       std::string(kHelpHint));
   }
+}
 
+void CommandLine::loadProperties(const std::vector<std::string>& confs) {
   if (propertiesFile_) properties_.loadFile(*propertiesFile_);
   for (const std::string& setting : confs) {
     const size_t eq = setting.find('=');
     properties_.set(setting.substr(0, eq), setting.substr(eq + 1), Origin{});
   }
   properties_.validate();
-  return true;
 }
 
 std::optional<std::string> CommandLine::option(const std::string& name) const {

@@ -84,6 +84,10 @@ class CommandLine {
   };
 
   const OptionSpec* findOption(std::string_view name) const;
+  // parse()'s last steps: enough positionals and no unexpected one; then the properties file,
+  // the --conf settings in order, and validation.
+  void checkPositionals() const;
+  void loadProperties(const std::vector<std::string>& confs);
   const OptionSpec& requireDeclared(const std::string& name, bool wantFlag) const;
 
   std::string program_;

@@ -315,116 +315,139 @@ bool ExecutorBackend::registerWithAm(bool resumed) {
 
 int ExecutorBackend::run() {
   log_.info() << "starting " << settings_.describe();
-  if (registerWithAm()) {
-    RunnerReport report;
-    rest::ExecutorSync sync;
-    std::vector<int64_t> handedBack;  // queued tasks taken out unstarted, for the next sync
-    bool syncNow = true;
-    SteadyTime lastSent = std::chrono::steady_clock::now();
-    while (!leaving()) {
-      if (!syncNow) {
-        SteadyTime until = lastSent + heartbeatInterval_;
-        // A queued task that cannot start within queuedTaskWaitMs goes back then.
-        const std::optional<TimeMs> oldest = runner_.oldestQueuedAtMs();
-        if (oldest && queuedTaskWaitMs_ > 0) {
-          const int64_t left = std::max<int64_t>(0, *oldest + queuedTaskWaitMs_ - runner_.nowMs());
-          until = std::min(until, std::chrono::steady_clock::now() + Millis(left));
-        }
-        runner_.waitForUpdates(until);
-      }
-      if (leaving()) break;
-
-      // Slots freed since the last round go to queued tasks before the AM hears of it.
-      runner_.startQueued();
-      if (queuedTaskWaitMs_ > 0 && runner_.queuedCount() > 0) {
-        const std::vector<int64_t> stale =
-            runner_.takeBackQueuedSince(runner_.nowMs() - queuedTaskWaitMs_);
-        handedBack.insert(handedBack.end(), stale.begin(), stale.end());
-      }
-      runner_.collect(report);
-      sync.updates.swap(report.updates);
-      sync.running.swap(report.running);
-      sync.returned.swap(handedBack);
-      handedBack.clear();
-      sync.freeSlots = report.freeSlots;
-      sync.migrated.swap(migrated_);
-      migrated_.clear();
-      const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&
-                        sync.returned.empty() && runner_.queuedCount() == 0;
-      // Only a sync with nothing to report may be held, and only while no task runs (a
-      // running task could end during the hold and its slot would sit idle).
-      sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
-      const std::string body = rest::toJson(sync);
-      const size_t reported = sync.updates.size();
-      inFlight_ = sync.running;
-      for (const auto& update : sync.updates) inFlight_.push_back(update.taskId);
-      sync.updates.clear();  // keeps the capacity for the next round
-      sync.migrated.clear();
-
-      lastSent = std::chrono::steady_clock::now();
-      std::optional<rest::HttpResponse> response = postToAm(syncPath_, body, sync.maxWaitMs);
-      if (!response) break;
-      if (!response->ok()) {
-        leaveOnRefusal("sync", *response);
-        break;
-      }
-      rest::ExecutorSyncReply reply;
-      try {
-        reply = rest::executorSyncReplyFromJson(rest::parseJson(response->body));
-      } catch (const std::exception& error) {
-        leave(1, std::string("the AM's sync reply is unreadable: ") + error.what(), true);
-        break;
-      }
-      TIDE_LOG(log_, trace) << "sync: reported " << reported << ", got " << reply.launches.size()
-                            << " launches, " << reply.kills.size() << " kills";
-      if (reply.shutdown) {
-        leave(0, "the AM released this executor", false);
-        break;
-      }
-      for (const std::string& prefix : reply.dropBlocks) {
-        if (blocks_ == nullptr) continue;
-        if (blocks_->drop(prefix)) {
-          TIDE_LOG(log_, debug) << "dropped blocks " << prefix;
-        } else {
-          log_.warn() << "cannot drop blocks '" << prefix << "'";
-        }
-      }
-      for (int64_t taskId : reply.kills) runner_.kill(taskId);
-      handedBack = runner_.takeBackQueued(reply.takeBack);
-      for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
-      // Tasks first, so that they run while this executor fetches a leaving peer's blocks.
-      for (const rest::BlockMigration& migration : reply.migrations) {
-        migrated_.push_back(migrate_ ? migrate_(migration)
-                                     : rest::BlockMigrationResult{migration.id, false,
-                                                                  "this executor cannot migrate"});
-      }
-
-      if (runner_.hasUpdates() || !handedBack.empty() || !migrated_.empty()) {
-        // e.g. noop tasks, already done, tasks handed back, or migrations: report them at once
-        syncNow = true;
-      } else if (runner_.runningCount() > 0) {
-        syncNow = false;  // wait for one to end (or the heartbeat)
-      } else {
-        // Idle. After a long poll the AM held, poll again at once; after one it answered
-        // early with nothing (an AM that does not hold), wait out the interval rather than
-        // spin. A sync that reported something was not held, so it is followed by a poll.
-        const bool answeredEarly = std::chrono::steady_clock::now() < lastSent + heartbeatInterval_;
-        syncNow = !(idle && answeredEarly && reply.launches.empty() && reply.kills.empty());
-      }
-    }
-  }
-
-  runner_.killAll();
-  const int stillRunning = runner_.runningCount();
-  if (stillRunning > 0) {
-    log_.info() << "waiting for " << stillRunning << " killed tasks to exit";
-    if (!runner_.waitUntilIdle(std::chrono::steady_clock::now() + kExitMargin +
-                               Millis(runner_.killGracePeriod()))) {
-      log_.warn() << runner_.runningCount() << " tasks still running; leaving them to SIGKILL";
-    }
-  }
+  if (registerWithAm()) syncUntilLeaving();
+  stopTasks();
   std::lock_guard<std::mutex> lock(mutex_);
   return exitStatus_;
+}
+
+void ExecutorBackend::syncUntilLeaving() {
+  RunnerReport report;
+  rest::ExecutorSync sync;  // kept across rounds for the capacity of its lists
+  bool syncNow = true;
+  SteadyTime lastSent = std::chrono::steady_clock::now();
+  while (!leaving()) {
+    if (!syncNow) waitForWork(lastSent);
+    if (leaving()) break;
+    const bool idle = gatherSync(report, sync);
+    const size_t reported = sync.updates.size();
+    const std::string body = encodeSync(sync);
+    lastSent = std::chrono::steady_clock::now();
+    const std::optional<rest::ExecutorSyncReply> reply = exchangeSync(body, sync.maxWaitMs);
+    if (!reply) break;
+    TIDE_LOG(log_, trace) << "sync: reported " << reported << ", got " << reply->launches.size()
+                          << " launches, " << reply->kills.size() << " kills";
+    if (!applyReply(*reply)) break;
+    syncNow = syncAgainAtOnce(idle, *reply, lastSent);
+  }
+}
+
+void ExecutorBackend::waitForWork(SteadyTime lastSent) {
+  SteadyTime until = lastSent + heartbeatInterval_;
+  // A queued task that cannot start within queuedTaskWaitMs goes back then.
+  const std::optional<TimeMs> oldest = runner_.oldestQueuedAtMs();
+  if (oldest && queuedTaskWaitMs_ > 0) {
+    const int64_t left = std::max<int64_t>(0, *oldest + queuedTaskWaitMs_ - runner_.nowMs());
+    until = std::min(until, std::chrono::steady_clock::now() + Millis(left));
+  }
+  runner_.waitForUpdates(until);
+}
+
+bool ExecutorBackend::gatherSync(RunnerReport& report, rest::ExecutorSync& sync) {
+  // Slots freed since the last round go to queued tasks before the AM hears of it.
+  runner_.startQueued();
+  if (queuedTaskWaitMs_ > 0 && runner_.queuedCount() > 0) {
+    const std::vector<int64_t> stale =
+        runner_.takeBackQueuedSince(runner_.nowMs() - queuedTaskWaitMs_);
+    handedBack_.insert(handedBack_.end(), stale.begin(), stale.end());
+  }
+  runner_.collect(report);
+  sync.updates.swap(report.updates);
+  sync.running.swap(report.running);
+  sync.returned.swap(handedBack_);
+  handedBack_.clear();
+  sync.freeSlots = report.freeSlots;
+  sync.migrated.swap(migrated_);
+  migrated_.clear();
+  const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&
+                    sync.returned.empty() && runner_.queuedCount() == 0;
+  // Only a sync with nothing to report may be held, and only while no task runs (a
+  // running task could end during the hold and its slot would sit idle).
+  sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
+  return idle;
+}
+
+std::string ExecutorBackend::encodeSync(rest::ExecutorSync& sync) {
+  std::string body = rest::toJson(sync);
+  inFlight_ = sync.running;
+  for (const auto& update : sync.updates) inFlight_.push_back(update.taskId);
+  sync.updates.clear();  // keeps the capacity for the next round
+  sync.migrated.clear();
+  return body;
+}
+
+std::optional<rest::ExecutorSyncReply> ExecutorBackend::exchangeSync(const std::string& body,
+                                                                     int64_t maxWaitMs) {
+  std::optional<rest::HttpResponse> response = postToAm(syncPath_, body, maxWaitMs);
+  if (!response) return std::nullopt;
+  if (!response->ok()) {
+    leaveOnRefusal("sync", *response);
+    return std::nullopt;
+  }
+  try {
+    return rest::executorSyncReplyFromJson(rest::parseJson(response->body));
+  } catch (const std::exception& error) {
+    leave(1, std::string("the AM's sync reply is unreadable: ") + error.what(), true);
+    return std::nullopt;
+  }
+}
+
+bool ExecutorBackend::applyReply(const rest::ExecutorSyncReply& reply) {
+  if (reply.shutdown) {
+    leave(0, "the AM released this executor", false);
+    return false;
+  }
+  for (const std::string& prefix : reply.dropBlocks) {
+    if (blocks_ == nullptr) continue;
+    if (blocks_->drop(prefix)) {
+      TIDE_LOG(log_, debug) << "dropped blocks " << prefix;
+    } else {
+      log_.warn() << "cannot drop blocks '" << prefix << "'";
+    }
+  }
+  for (int64_t taskId : reply.kills) runner_.kill(taskId);
+  handedBack_ = runner_.takeBackQueued(reply.takeBack);
+  for (const rest::TaskLaunch& launch : reply.launches) runner_.launch(launch);
+  // Tasks first, so that they run while this executor fetches a leaving peer's blocks.
+  for (const rest::BlockMigration& migration : reply.migrations) {
+    migrated_.push_back(
+        migrate_ ? migrate_(migration)
+                 : rest::BlockMigrationResult{migration.id, false, "this executor cannot migrate"});
+  }
+  return true;
+}
+
+bool ExecutorBackend::syncAgainAtOnce(bool idle, const rest::ExecutorSyncReply& reply,
+                                      SteadyTime lastSent) const {
+  // e.g. noop tasks, already done, tasks handed back, or migrations: report them at once
+  if (runner_.hasUpdates() || !handedBack_.empty() || !migrated_.empty()) return true;
+  if (runner_.runningCount() > 0) return false;  // wait for one to end (or the heartbeat)
+  // Idle. After a long poll the AM held, poll again at once; after one it answered early
+  // with nothing (an AM that does not hold), wait out the interval rather than spin. A sync
+  // that reported something was not held, so it is followed by a poll.
+  const bool answeredEarly = std::chrono::steady_clock::now() < lastSent + heartbeatInterval_;
+  return !(idle && answeredEarly && reply.launches.empty() && reply.kills.empty());
+}
+
+void ExecutorBackend::stopTasks() {
+  runner_.killAll();
+  const int stillRunning = runner_.runningCount();
+  if (stillRunning == 0) return;
+  log_.info() << "waiting for " << stillRunning << " killed tasks to exit";
+  if (!runner_.waitUntilIdle(std::chrono::steady_clock::now() + kExitMargin +
+                             Millis(runner_.killGracePeriod()))) {
+    log_.warn() << runner_.runningCount() << " tasks still running; leaving them to SIGKILL";
+  }
 }
 
 }  // namespace tide::executor

@@ -45,6 +45,7 @@
 #include "executor/executor_settings.h"
 #include "executor/task_runner.h"
 #include "rest/http_client.h"
+#include "rest/messages/executor.h"
 
 namespace tide::executor {
 
@@ -96,12 +97,33 @@ class ExecutorBackend {
   // Answers that are neither a success nor an outage: 401/403, 404 and the rest.
   void leaveOnRefusal(const std::string& call, const rest::HttpResponse& response);
 
+  // run()'s rounds until it leaves: wait for work or the heartbeat, gather what there is to
+  // report into one sync, send it, act on the reply.
+  void syncUntilLeaving();
+  void waitForWork(std::chrono::steady_clock::time_point lastSent);
+  // Fills `sync` with what happened since the last one; true when it has nothing to report
+  // (and may then be held by the AM).
+  bool gatherSync(RunnerReport& report, rest::ExecutorSync& sync);
+  // The sync's JSON; notes its tasks as in flight and empties its updates and migrations.
+  std::string encodeSync(rest::ExecutorSync& sync);
+  // nullopt: run() must leave (unreachable, refused, or an unreadable reply).
+  std::optional<rest::ExecutorSyncReply> exchangeSync(const std::string& body, int64_t maxWaitMs);
+  // Drops, kills, takes back, launches and migrates as the reply says; false when the AM
+  // released this executor.
+  bool applyReply(const rest::ExecutorSyncReply& reply);
+  bool syncAgainAtOnce(bool idle, const rest::ExecutorSyncReply& reply,
+                       std::chrono::steady_clock::time_point lastSent) const;
+  // Kills the tasks still running and waits (bounded) for them to exit.
+  void stopTasks();
+
   ExecutorSettings settings_;
   TaskRunner& runner_;
   BlockStore* blocks_;
   Migrate migrate_;
   // Migrations done since the last sync, reported in the next one. The run() thread's.
   std::vector<rest::BlockMigrationResult> migrated_;
+  // Queued tasks taken back unstarted, returned in the next sync. The run() thread's.
+  std::vector<int64_t> handedBack_;
   Logger log_{"executor"};                    // before client_, whose options log through it
   std::unique_ptr<rest::HttpClient> client_;  // the run() thread's
   std::mutex commitMutex_;

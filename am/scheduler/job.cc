@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -83,6 +84,19 @@ const rapidjson::Value* findMember(const rapidjson::Value& object, std::string_v
   return it == object.MemberEnd() ? nullptr : &it->value;
 }
 
+// The number itself when the value is one (a negative or fractional one is the problem),
+// else its type.
+std::string describeValue(const rapidjson::Value& value) {
+  return value.IsNumber() ? rest::toJsonString(value) : rest::describeJsonType(value);
+}
+
+int readPositiveInt(const rapidjson::Value& value, const std::string& path) {
+  if (!value.IsInt() || value.GetInt() < 1) {
+    fail(path, "expected a positive integer, got " + describeValue(value));
+  }
+  return value.GetInt();
+}
+
 // "executor": {"cores": 8, "memory": "4g"}: cores a positive integer, memory a size as
 // executor.memory takes it (a bare number is MiB).
 ExecutorShape readExecutorShape(const rapidjson::Value& value, const std::string& path) {
@@ -93,12 +107,7 @@ ExecutorShape readExecutorShape(const rapidjson::Value& value, const std::string
   rejectUnknownFields(value, path, {"cores", "memory"});
   ExecutorShape shape;
   if (const rapidjson::Value* cores = findMember(value, "cores")) {
-    if (!cores->IsInt() || cores->GetInt() < 1) {
-      fail(memberPath(path, "cores"),
-           "expected a positive integer, got " +
-               (cores->IsNumber() ? rest::toJsonString(*cores) : rest::describeJsonType(*cores)));
-    }
-    shape.cores = cores->GetInt();
+    shape.cores = readPositiveInt(*cores, memberPath(path, "cores"));
   }
   if (const rapidjson::Value* memory = findMember(value, "memory")) {
     const std::string memoryPath = memberPath(path, "memory");
@@ -144,8 +153,7 @@ std::vector<std::string> readStringArray(const rapidjson::Value& value, const st
 
 int64_t readNonNegativeInt64(const rapidjson::Value& value, const std::string& path) {
   if (!value.IsInt64() || value.GetInt64() < 0) {
-    fail(path, "expected a non-negative integer, got " +
-                   (value.IsNumber() ? rest::toJsonString(value) : rest::describeJsonType(value)));
+    fail(path, "expected a non-negative integer, got " + describeValue(value));
   }
   return value.GetInt64();
 }
@@ -156,8 +164,7 @@ int64_t readTaskCount(const rapidjson::Value& value, const std::string& path) {
     fail(path, "at most " + std::to_string(kMaxTasksPerStage) + " tasks, got " +
                    rest::toJsonString(value));
   }
-  fail(path, "expected a positive integer, got " +
-                 (value.IsNumber() ? rest::toJsonString(value) : rest::describeJsonType(value)));
+  fail(path, "expected a positive integer, got " + describeValue(value));
 }
 
 DurationMs readTimeout(const rapidjson::Value& value, const std::string& path) {
@@ -173,27 +180,11 @@ DurationMs readTimeout(const rapidjson::Value& value, const std::string& path) {
   }
   if (value.IsInt64() && value.GetInt64() >= 0) return value.GetInt64();
   fail(path, "expected a duration such as \"30s\" or a number of milliseconds, got " +
-                 (value.IsNumber() ? rest::toJsonString(value) : rest::describeJsonType(value)));
+                 describeValue(value));
 }
 
-StageSpec parseStage(const rapidjson::Value& value, const std::string& path) {
-  if (!value.IsObject()) fail(path, "expected an object, got " + rest::describeJsonType(value));
-  rejectUnknownFields(value, path, stageFields());
-  StageSpec stage;
-
-  const rapidjson::Value* id = findMember(value, "id");
-  if (id == nullptr) fail(memberPath(path, "id"), "missing (every stage needs an id)");
-  stage.id = readString(*id, memberPath(path, "id"));
-
-  if (const rapidjson::Value* deps = findMember(value, "depends_on")) {
-    stage.dependsOn =
-        readStringArray(*deps, memberPath(path, "depends_on"), "an array of stage ids");
-  }
-
-  const rapidjson::Value* tasks = findMember(value, "tasks");
-  if (tasks == nullptr) fail(memberPath(path, "tasks"), "missing (the number of tasks)");
-  stage.numTasks = readTaskCount(*tasks, memberPath(path, "tasks"));
-
+// What each task runs: "command" (an argv) or "builtin" ("noop", or "sleep" for "sleep_ms").
+void readWork(const rapidjson::Value& value, const std::string& path, StageSpec& stage) {
   const rapidjson::Value* command = findMember(value, "command");
   const rapidjson::Value* builtin = findMember(value, "builtin");
   if (command != nullptr && builtin != nullptr) {
@@ -225,30 +216,53 @@ StageSpec parseStage(const rapidjson::Value& value, const std::string& path) {
   } else if (sleepMs != nullptr) {
     fail(memberPath(path, "sleep_ms"), "only used with \"builtin\": \"sleep\"");
   }
+}
+
+// "env": {"NAME": "value"}; a name is non-empty and has no '='.
+std::map<std::string, std::string> readEnvironment(const rapidjson::Value& env,
+                                                   const std::string& envPath) {
+  if (!env.IsObject()) {
+    fail(envPath, "expected an object of strings, got " + rest::describeJsonType(env));
+  }
+  std::map<std::string, std::string> variables;
+  for (auto member = env.MemberBegin(); member != env.MemberEnd(); ++member) {
+    const std::string name = memberName(member);
+    if (name.empty() || name.find('=') != std::string::npos) {
+      fail(envPath, "invalid variable name " + singleQuoted(name));
+    }
+    variables[name] = readString(member->value, memberPath(envPath, name));
+  }
+  return variables;
+}
+
+StageSpec parseStage(const rapidjson::Value& value, const std::string& path) {
+  if (!value.IsObject()) fail(path, "expected an object, got " + rest::describeJsonType(value));
+  rejectUnknownFields(value, path, stageFields());
+  StageSpec stage;
+
+  const rapidjson::Value* id = findMember(value, "id");
+  if (id == nullptr) fail(memberPath(path, "id"), "missing (every stage needs an id)");
+  stage.id = readString(*id, memberPath(path, "id"));
+
+  if (const rapidjson::Value* deps = findMember(value, "depends_on")) {
+    stage.dependsOn =
+        readStringArray(*deps, memberPath(path, "depends_on"), "an array of stage ids");
+  }
+
+  const rapidjson::Value* tasks = findMember(value, "tasks");
+  if (tasks == nullptr) fail(memberPath(path, "tasks"), "missing (the number of tasks)");
+  stage.numTasks = readTaskCount(*tasks, memberPath(path, "tasks"));
+
+  readWork(value, path, stage);
 
   if (const rapidjson::Value* env = findMember(value, "env")) {
-    const std::string envPath = memberPath(path, "env");
-    if (!env->IsObject()) {
-      fail(envPath, "expected an object of strings, got " + rest::describeJsonType(*env));
-    }
-    for (auto member = env->MemberBegin(); member != env->MemberEnd(); ++member) {
-      const std::string name = memberName(member);
-      if (name.empty() || name.find('=') != std::string::npos) {
-        fail(envPath, "invalid variable name " + singleQuoted(name));
-      }
-      stage.env[name] = readString(member->value, memberPath(envPath, name));
-    }
+    stage.env = readEnvironment(*env, memberPath(path, "env"));
   }
   if (const rapidjson::Value* cwd = findMember(value, "cwd")) {
     stage.cwd = readString(*cwd, memberPath(path, "cwd"));
   }
   if (const rapidjson::Value* cpus = findMember(value, "cpus")) {
-    if (!cpus->IsInt() || cpus->GetInt() < 1) {
-      fail(memberPath(path, "cpus"),
-           "expected a positive integer, got " +
-               (cpus->IsNumber() ? rest::toJsonString(*cpus) : rest::describeJsonType(*cpus)));
-    }
-    stage.cpus = cpus->GetInt();
+    stage.cpus = readPositiveInt(*cpus, memberPath(path, "cpus"));
   }
   if (const rapidjson::Value* executor = findMember(value, "executor")) {
     stage.executor = readExecutorShape(*executor, memberPath(path, "executor"));

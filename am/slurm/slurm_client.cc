@@ -24,6 +24,11 @@ constexpr DurationMs kMaxSubmitBackoff = 30000;
 constexpr const char* kInheritedVariables[] = {"PATH",   "HOME",   "LANG",
                                                "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH"};
 
+// Each resource profile's asks are its own: jobs count against the ask of their shape.
+bool sameShape(const rest::Resource& a, const rest::Resource& b) {
+  return a.memoryMb == b.memoryMb && a.vCores == b.vCores;
+}
+
 std::string optional(const Properties& props, const char* key) {
   return props.getOptionalString(key).value_or("");
 }
@@ -115,19 +120,45 @@ void SlurmClient::grant(ExecutorJob& job, HeartbeatResult& result) {
 }
 
 HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
-  // Releases first, and kept until delivered: the AM hands each one over only once.
-  for (const auto& containerId : ask.releases) {
+  takeReleases(ask.releases);
+  const std::vector<SlurmJob> listed = slurm_->jobs();  // one listing for all of them
+  HeartbeatResult result;
+  // squeue says nothing of what the partition could still hold for this job's size.
+  result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
+  followJobs(listed, result);
+
+  // Pending jobs against what the AM still wants, for each executor shape it asks (the
+  // default one and each resource profile's); the grants above are no longer wanted.
+  std::vector<std::pair<rest::Resource, int>> asks{{ask.resource, ask.outstanding}};
+  for (const ProfileAsk& profile : ask.profileAsks) {
+    asks.emplace_back(profile.resource, profile.outstanding);
+  }
+  for (const auto& [resource, outstanding] : asks) {
+    // A job's resource is what it was submitted with: cpus at least 1.
+    const rest::Resource submitted{resource.memoryMb, std::max(1, resource.vCores)};
+    const auto grantedNow =
+        std::count_if(result.granted.begin(), result.granted.end(),
+                      [&](const rest::Container& c) { return sameShape(c.resource, submitted); });
+    matchPending(resource, submitted, std::max(0, outstanding - static_cast<int>(grantedNow)));
+  }
+
+  for (const auto& [id, job] : jobs_) {
+    if (!job.granted && !job.cancelRequested) result.startingExecutors.push_back(job.executorId);
+  }
+  return result;
+}
+
+void SlurmClient::takeReleases(const std::vector<std::string>& releases) {
+  // Kept until delivered: the AM hands each one over only once.
+  for (const auto& containerId : releases) {
     for (auto& [id, job] : jobs_) {
-      if (slurmContainerId(id) == containerId && !job.cancelRequested) {
-        job.cancelRequested = true;
-        cancelQueue_.insert(id);
-      }
+      if (slurmContainerId(id) == containerId && !job.cancelRequested) cancelJob(job);
     }
   }
   deliverCancels();
+}
 
-  // One listing for all of them.
-  const std::vector<SlurmJob> listed = slurm_->jobs();
+std::map<int64_t, const SlurmJob*> SlurmClient::ourListedJobs(const std::vector<SlurmJob>& listed) {
   const std::string namePrefix =
       slurmExecutorJobNamePrefix(settings_.jobNamePrefix, applicationId_);
   std::map<int64_t, const SlurmJob*> ours;
@@ -141,101 +172,79 @@ HeartbeatResult SlurmClient::heartbeat(const ContainerAsk& ask) {
                   << "): submitted by this AM without its id coming back";
     }
   }
+  return ours;
+}
 
-  HeartbeatResult result;
-  // squeue says nothing of what the partition could still hold for this job's size.
-  result.capacity.source = "unknown: Slurm does not say how many executor jobs its partition holds";
-  // Grants in this poll, by executor shape (each resource profile's asks are its own).
-  std::map<std::pair<int64_t, int>, int> grantedNow;
-  const auto shapeOf = [](const rest::Resource& r) { return std::make_pair(r.memoryMb, r.vCores); };
+void SlurmClient::followJobs(const std::vector<SlurmJob>& listed, HeartbeatResult& result) {
+  const std::map<int64_t, const SlurmJob*> ours = ourListedJobs(listed);
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    ExecutorJob& job = it->second;
     auto found = ours.find(it->first);
-    if (found == ours.end()) {
-      if (++job.missingPolls < kMissingPollsBeforeLost) {
-        ++it;
-        continue;
-      }
-      log_.warn() << "Slurm no longer lists job " << job.jobId << " (executor " << job.executorId
-                  << ")";
-      if (job.granted) {
-        result.completed.push_back(
-            {slurmContainerId(job.jobId), rest::exit_status::kAborted,
-             rest::container_state::kComplete,
-             "Slurm job " + std::to_string(job.jobId) + " is no longer known to Slurm"});
-      }
-      cancelQueue_.erase(job.jobId);
-      it = jobs_.erase(it);
-      continue;
-    }
-    job.missingPolls = 0;
-    const SlurmJob& slurmJob = *found->second;
-    job.phase = slurmJob.phase();
-    if (!slurmJob.batchHost.empty()) job.node = slurmJob.batchHost;
-    if (job.phase == SlurmJobPhase::kRunning && !job.granted && !job.cancelRequested) {
-      grant(job, result);
-      ++grantedNow[shapeOf(job.resource)];
-    }
-    if (job.phase != SlurmJobPhase::kEnded) {
-      ++it;
-      continue;
-    }
-    cancelQueue_.erase(job.jobId);
-    if (job.cancelRequested && !job.granted) {
-      // A pending request the AM took back: nobody is waiting for its end.
-      it = jobs_.erase(it);
-      continue;
-    }
-    if (!job.granted) {
-      // It ended before a listing showed it running (a quick failure, or cancelled or refused
-      // by Slurm while pending): granted and completed at once, so the allocator sees its exit
-      // and counts a failure as it would for any executor.
-      grant(job, result);
-      ++grantedNow[shapeOf(job.resource)];
-    }
-    const SlurmJobEnd end = slurmJobEnd(slurmJob, job.cancelRequested);
-    log_.info() << "executor " << job.executorId << ": " << end.diagnostics << " (exit "
-                << end.exitStatus << ")";
-    result.completed.push_back({slurmContainerId(job.jobId), end.exitStatus,
-                                rest::container_state::kComplete, end.diagnostics});
-    it = jobs_.erase(it);
+    const bool done = found == ours.end() ? followUnlisted(it->second, result)
+                                          : followListed(it->second, *found->second, result);
+    it = done ? jobs_.erase(it) : std::next(it);
   }
+}
 
-  // Pending jobs against what the AM still wants, for each executor shape it asks (the
-  // default one and each resource profile's); the grants above are no longer wanted.
-  std::vector<std::pair<rest::Resource, int>> asks{{ask.resource, ask.outstanding}};
-  for (const ProfileAsk& profile : ask.profileAsks) {
-    asks.emplace_back(profile.resource, profile.outstanding);
+bool SlurmClient::followUnlisted(ExecutorJob& job, HeartbeatResult& result) {
+  if (++job.missingPolls < kMissingPollsBeforeLost) return false;
+  log_.warn() << "Slurm no longer lists job " << job.jobId << " (executor " << job.executorId
+              << ")";
+  if (job.granted) {
+    result.completed.push_back(
+        {slurmContainerId(job.jobId), rest::exit_status::kAborted, rest::container_state::kComplete,
+         "Slurm job " + std::to_string(job.jobId) + " is no longer known to Slurm"});
   }
-  for (const auto& [resource, outstanding] : asks) {
-    // A job's resource is what it was submitted with: cpus at least 1.
-    const rest::Resource submitted{resource.memoryMb, std::max(1, resource.vCores)};
-    std::vector<ExecutorJob*> pending;
-    for (auto& [id, job] : jobs_) {
-      if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested &&
-          shapeOf(job.resource) == shapeOf(submitted)) {
-        pending.push_back(&job);
-      }
-    }
-    const int wanted = std::max(0, outstanding - grantedNow[shapeOf(submitted)]);
-    const int pendingCount = static_cast<int>(pending.size());
-    if (pendingCount > wanted) {
-      // The newest first: the oldest are nearest the front of Slurm's queue.
-      for (int i = pendingCount - 1; i >= wanted; --i) {
-        log_.info() << "cancelling pending Slurm job " << pending[i]->jobId << " (executor "
-                    << pending[i]->executorId << "): " << wanted << " pending wanted";
-        cancelJob(*pending[i]);
-      }
-      deliverCancels();
-    } else if (pendingCount < wanted) {
-      submitExecutors(wanted - pendingCount, resource);
-    }
-  }
+  cancelQueue_.erase(job.jobId);
+  return true;
+}
 
-  for (const auto& [id, job] : jobs_) {
-    if (!job.granted && !job.cancelRequested) result.startingExecutors.push_back(job.executorId);
+bool SlurmClient::followListed(ExecutorJob& job, const SlurmJob& slurmJob,
+                               HeartbeatResult& result) {
+  job.missingPolls = 0;
+  job.phase = slurmJob.phase();
+  if (!slurmJob.batchHost.empty()) job.node = slurmJob.batchHost;
+  if (job.phase == SlurmJobPhase::kRunning && !job.granted && !job.cancelRequested) {
+    grant(job, result);
   }
-  return result;
+  if (job.phase != SlurmJobPhase::kEnded) return false;
+  cancelQueue_.erase(job.jobId);
+  // A pending request the AM took back: nobody is waiting for its end.
+  if (job.cancelRequested && !job.granted) return true;
+  if (!job.granted) {
+    // It ended before a listing showed it running (a quick failure, or cancelled or refused
+    // by Slurm while pending): granted and completed at once, so the allocator sees its exit
+    // and counts a failure as it would for any executor.
+    grant(job, result);
+  }
+  const SlurmJobEnd end = slurmJobEnd(slurmJob, job.cancelRequested);
+  log_.info() << "executor " << job.executorId << ": " << end.diagnostics << " (exit "
+              << end.exitStatus << ")";
+  result.completed.push_back({slurmContainerId(job.jobId), end.exitStatus,
+                              rest::container_state::kComplete, end.diagnostics});
+  return true;
+}
+
+void SlurmClient::matchPending(const rest::Resource& resource, const rest::Resource& submitted,
+                               int wanted) {
+  std::vector<ExecutorJob*> pending;
+  for (auto& [id, job] : jobs_) {
+    if (job.phase == SlurmJobPhase::kPending && !job.granted && !job.cancelRequested &&
+        sameShape(job.resource, submitted)) {
+      pending.push_back(&job);
+    }
+  }
+  const int pendingCount = static_cast<int>(pending.size());
+  if (pendingCount > wanted) {
+    // The newest first: the oldest are nearest the front of Slurm's queue.
+    for (int i = pendingCount - 1; i >= wanted; --i) {
+      log_.info() << "cancelling pending Slurm job " << pending[i]->jobId << " (executor "
+                  << pending[i]->executorId << "): " << wanted << " pending wanted";
+      cancelJob(*pending[i]);
+    }
+    deliverCancels();
+  } else if (pendingCount < wanted) {
+    submitExecutors(wanted - pendingCount, resource);
+  }
 }
 
 void SlurmClient::submitExecutors(int count, const rest::Resource& resource) {

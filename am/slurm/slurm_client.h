@@ -19,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "am/containers/resource_manager_client.h"
 #include "am/slurm/rest_client.h"
@@ -84,6 +85,20 @@ class SlurmClient final : public ResourceManagerClient {
     int missingPolls = 0;          // consecutive listings that did not show it
   };
 
+  // heartbeat's steps: the AM's releases become cancellations; every job of ours follows the
+  // listing (granted when running, completed when ended or gone); then the pending jobs of
+  // each asked shape are matched to what the AM still wants.
+  void takeReleases(const std::vector<std::string>& releases);
+  // The listed jobs that are in jobs_, by id; listed jobs of this AM's name that are not (their
+  // id was lost) are queued for cancelling.
+  std::map<int64_t, const SlurmJob*> ourListedJobs(const std::vector<SlurmJob>& listed);
+  void followJobs(const std::vector<SlurmJob>& listed, HeartbeatResult& result);
+  // One job's step; true when it is done with and leaves jobs_.
+  bool followListed(ExecutorJob& job, const SlurmJob& slurmJob, HeartbeatResult& result);
+  bool followUnlisted(ExecutorJob& job, HeartbeatResult& result);
+  // Cancels the newest pending jobs of the `submitted` shape beyond `wanted`, or submits the
+  // missing ones of `resource`.
+  void matchPending(const rest::Resource& resource, const rest::Resource& submitted, int wanted);
   void submitExecutors(int count, const rest::Resource& resource);
   void cancelJob(ExecutorJob& job);
   void deliverCancels();

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,10 +15,6 @@
 
 namespace tide::bench {
 namespace {
-
-// Epoll tags: listeners are 0..n-1, the eventfd kWakeTag, connections kConnectionTag + fd.
-constexpr uint64_t kWakeTag = 1ULL << 40;
-constexpr uint64_t kConnectionTag = 1ULL << 41;
 
 int bindListener(const std::string& address, int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -105,23 +100,12 @@ NodeListener::NodeListener(const std::vector<std::string>& addresses, NodeReques
     listeners_.push_back(bindListener(address, port_));
     if (port_ == 0) port_ = boundPort(listeners_.back());
   }
-  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-  wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  epoll_event event{};
-  event.events = EPOLLIN;
-  event.data.u64 = kWakeTag;
-  ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &event);
-  for (size_t i = 0; i < listeners_.size(); ++i) {
-    event.data.u64 = i;
-    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, listeners_[i], &event);
-  }
+  for (size_t i = 0; i < listeners_.size(); ++i) epoll_.add(listeners_[i], i);
 }
 
 NodeListener::~NodeListener() {
   stop();
   for (int fd : listeners_) ::close(fd);
-  ::close(wake_);
-  ::close(epoll_);
 }
 
 void NodeListener::start() {
@@ -131,8 +115,7 @@ void NodeListener::start() {
 void NodeListener::stop() {
   if (!thread_.joinable()) return;
   stopping_ = true;
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
+  epoll_.wake();
   thread_.join();
 }
 
@@ -140,7 +123,7 @@ void NodeListener::run() {
   std::map<int, Connection> connections;
   epoll_event events[64];
   while (!stopping_) {
-    const int ready = ::epoll_wait(epoll_, events, 64, 1000);
+    const int ready = ::epoll_wait(epoll_.fd(), events, 64, 1000);
     for (int i = 0; i < ready; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == kWakeTag) continue;
@@ -149,10 +132,7 @@ void NodeListener::run() {
           const int fd = ::accept4(listeners_[tag], nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
           if (fd < 0) break;
           connections[fd].node = tag;
-          epoll_event event{};
-          event.events = EPOLLIN;
-          event.data.u64 = kConnectionTag + static_cast<uint64_t>(fd);
-          ::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event);
+          epoll_.add(fd, kConnectionTag + static_cast<uint64_t>(fd));
         }
         continue;
       }
@@ -181,7 +161,7 @@ void NodeListener::run() {
         done = true;
       }
       if (done) {
-        ::epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+        ::epoll_ctl(epoll_.fd(), EPOLL_CTL_DEL, fd, nullptr);
         ::close(fd);
         connections.erase(fd);
       }

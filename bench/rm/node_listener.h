@@ -9,10 +9,13 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "bench/rm/wakeable_epoll.h"
 
 namespace tide::bench {
 
@@ -42,11 +45,14 @@ class NodeListener {
  private:
   void run();
 
+  // Epoll tags: listeners are 0..n-1, the wake kWakeTag, connections kConnectionTag + fd.
+  static constexpr uint64_t kWakeTag = 1ULL << 40;
+  static constexpr uint64_t kConnectionTag = 1ULL << 41;
+
   NodeRequestHandler handler_;
   std::vector<int> listeners_;
   int port_ = 0;
-  int epoll_ = -1;
-  int wake_ = -1;  // eventfd that ends run()
+  WakeableEpoll epoll_{kWakeTag};  // woken to end run()
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -53,6 +53,22 @@ void heartbeatHolders(ClusterState& state, const std::vector<rest::Container>& r
   for (const std::string& node : nodes) state.nodeHeartbeat(node, {});
 }
 
+// Fixed seeds and cluster timestamp, so that every run places the same containers.
+ClusterStateOptions benchOptions() {
+  ClusterStateOptions options;
+  options.clusterTimestamp = 1700000000000;
+  options.placementSeed = 1;
+  return options;
+}
+
+// Registers `nodes` nodes of `capacity` and heartbeats each once, so that they take containers.
+void addReadyNodes(ClusterState& state, int nodes, rest::Resource capacity) {
+  for (int i = 0; i < nodes; ++i) {
+    const auto node = state.registerNode({"node" + std::to_string(i), 8042, capacity});
+    state.nodeHeartbeat(node.nodeId, {});
+  }
+}
+
 std::string submitAndRegister(ClusterState& state) {
   const std::string app = state.newApplication().applicationId;
   rest::ApplicationSubmission submission;
@@ -82,15 +98,8 @@ void BM_AllocateInProcess(benchmark::State& bench) {
   initLogging(LogOptions{Severity::kWarn, LogFormat::kText});
   const int batch = static_cast<int>(bench.range(0));
   ManualClock clock(0);
-  ClusterStateOptions options;
-  options.clusterTimestamp = 1700000000000;
-  options.placementSeed = 1;
-  ClusterState state(options, clock, seededSecretGenerator(1));
-  for (int i = 0; i < kNodes; ++i) {
-    const auto node = state.registerNode(
-        {"node" + std::to_string(i), 8042, rest::Resource{kNodeMemoryMb, kNodeCores}});
-    state.nodeHeartbeat(node.nodeId, {});  // ready for containers
-  }
+  ClusterState state(benchOptions(), clock, seededSecretGenerator(1));
+  addReadyNodes(state, kNodes, rest::Resource{kNodeMemoryMb, kNodeCores});
   const std::string attempt = submitAndRegister(state);
   state.takeOutbox();
 
@@ -174,14 +183,8 @@ void scheduleBench(benchmark::State& bench, bool saturated) {
   const int nodes = static_cast<int>(bench.range(0));
   constexpr int kApplications = 100;
   ManualClock clock(0);
-  ClusterStateOptions options;
-  options.clusterTimestamp = 1700000000000;
-  options.placementSeed = 1;
-  ClusterState state(options, clock, seededSecretGenerator(1));
-  for (int i = 0; i < nodes; ++i) {
-    const auto node = state.registerNode({"node" + std::to_string(i), 8042, Resource{16384, 8}});
-    state.nodeHeartbeat(node.nodeId, {});
-  }
+  ClusterState state(benchOptions(), clock, seededSecretGenerator(1));
+  addReadyNodes(state, nodes, Resource{16384, 8});
   const int freeCores = nodes * 8 - kApplications;
   std::vector<std::string> attempts;
   for (int a = 0; a < kApplications; ++a) attempts.push_back(submitAndRegister(state));

@@ -26,7 +26,6 @@
 #include <curl/curl.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -50,6 +49,7 @@
 #include <vector>
 
 #include "bench/rm/node_listener.h"
+#include "bench/rm/wakeable_epoll.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
 #include "rest/messages/cluster.h"
@@ -93,6 +93,32 @@ struct Options {
   std::exit(problem.empty() ? 0 : 2);
 }
 
+// The --name=VALUE options that set one field, by the field's type.
+template <typename T>
+using OptionField = std::pair<const char*, T Options::*>;
+const OptionField<int> kIntOptions[] = {{"nodes", &Options::nodes},
+                                        {"ams", &Options::ams},
+                                        {"executors-per-am", &Options::executorsPerAm},
+                                        {"node-cores", &Options::nodeCores},
+                                        {"seconds", &Options::seconds},
+                                        {"warmup", &Options::warmup}};
+const OptionField<int64_t> kInt64Options[] = {{"node-memory-mb", &Options::nodeMemoryMb},
+                                              {"am-interval-ms", &Options::amIntervalMs}};
+const OptionField<std::string> kStringOptions[] = {
+    {"rm", &Options::rmBinary}, {"work-dir", &Options::workDir}, {"json", &Options::jsonOut}};
+
+// Sets the field `key` names in `table` to `parse(value)`; false when the table has no `key`.
+template <typename T, size_t N, typename Parse>
+bool assign(const OptionField<T> (&table)[N], const std::string& key, const std::string& value,
+            Options& options, Parse parse) {
+  for (const auto& [name, field] : table) {
+    if (key != name) continue;
+    options.*field = parse(value);
+    return true;
+  }
+  return false;
+}
+
 Options parseOptions(int argc, char** argv) {
   Options options;
   char self[4096] = {};
@@ -107,37 +133,23 @@ Options parseOptions(int argc, char** argv) {
     const std::string key = arg.substr(2, eq - 2);
     const std::string value = arg.substr(eq + 1);
     try {
-      if (key == "nodes")
-        options.nodes = std::stoi(value);
-      else if (key == "ams")
-        options.ams = std::stoi(value);
-      else if (key == "executors-per-am")
-        options.executorsPerAm = std::stoi(value);
-      else if (key == "node-cores")
-        options.nodeCores = std::stoi(value);
-      else if (key == "node-memory-mb")
-        options.nodeMemoryMb = std::stoll(value);
-      else if (key == "seconds")
-        options.seconds = std::stoi(value);
-      else if (key == "warmup")
-        options.warmup = std::stoi(value);
-      else if (key == "am-interval-ms")
-        options.amIntervalMs = std::stoll(value);
-      else if (key == "lifetime-ms") {
+      if (assign(kIntOptions, key, value, options,
+                 [](const std::string& v) { return std::stoi(v); }) ||
+          assign(kInt64Options, key, value, options,
+                 [](const std::string& v) { return std::stoll(v); }) ||
+          assign(kStringOptions, key, value, options, [](const std::string& v) { return v; })) {
+        continue;
+      }
+      if (key == "lifetime-ms") {
         const size_t colon = value.find(':');
         options.lifetimeMinMs = std::stoll(value.substr(0, colon));
         options.lifetimeMaxMs = colon == std::string::npos ? options.lifetimeMinMs
                                                            : std::stoll(value.substr(colon + 1));
-      } else if (key == "rm")
-        options.rmBinary = value;
-      else if (key == "conf")
+      } else if (key == "conf") {
         options.rmConf.push_back(value);
-      else if (key == "work-dir")
-        options.workDir = value;
-      else if (key == "json")
-        options.jsonOut = value;
-      else
+      } else {
         usage("unknown option --" + key);
+      }
     } catch (const std::logic_error&) {
       usage("--" + key + ": not a number: " + value);
     }
@@ -359,12 +371,6 @@ class Simulation {
     // curl's socket interface over epoll: each event touches only the transfer it is for
     // (curl_multi_perform walks every transfer in flight, which made the generator the
     // bottleneck once responses slowed down and transfers piled up).
-    epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    epoll_event wakeEvent{};
-    wakeEvent.events = EPOLLIN;
-    wakeEvent.data.fd = wake_;
-    ::epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &wakeEvent);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Simulation::onSocket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Simulation::onTimer);
@@ -394,8 +400,6 @@ class Simulation {
     for (SimNode& node : nodes_) freeCall(node.call);
     for (SimAm& am : ams_) freeCall(am.call);
     curl_multi_cleanup(multi_);
-    ::close(wake_);
-    ::close(epoll_);
   }
 
   // Runs the simulation until `untilUs` or until `done()` (asked about every 100 ms) holds;
@@ -423,15 +427,14 @@ class Simulation {
       if (!due_.empty()) waitUs = std::min(waitUs, due_.top().atUs - now);
       if (curlDeadlineUs_ >= 0) waitUs = std::min(waitUs, curlDeadlineUs_ - now);
       const int ready =
-          ::epoll_wait(epoll_, events, 256,
+          ::epoll_wait(epoll_.fd(), events, 256,
                        static_cast<int>(std::clamp<int64_t>((waitUs + 999) / 1000, 0, 100)));
       for (int i = 0; i < ready; ++i) {
-        const int fd = events[i].data.fd;
-        if (fd == wake_) {
-          uint64_t count = 0;
-          [[maybe_unused]] ssize_t read = ::read(wake_, &count, sizeof count);
+        if (events[i].data.u64 == kWakeTag) {
+          epoll_.clearWakes();
           continue;
         }
+        const int fd = static_cast<int>(events[i].data.u64);
         const uint32_t what = events[i].events;
         const int mask = ((what & EPOLLIN) ? CURL_CSELECT_IN : 0) |
                          ((what & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
@@ -463,7 +466,7 @@ class Simulation {
   };
 
   static int onSocket(CURL*, curl_socket_t sock, int what, void* self, void*) {
-    const int epoll = static_cast<Simulation*>(self)->epoll_;
+    const int epoll = static_cast<Simulation*>(self)->epoll_.fd();
     if (what == CURL_POLL_REMOVE) {
       ::epoll_ctl(epoll, EPOLL_CTL_DEL, sock, nullptr);
       return 0;
@@ -471,7 +474,7 @@ class Simulation {
     epoll_event event{};
     event.events =
         ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
-    event.data.fd = sock;
+    event.data.u64 = static_cast<uint64_t>(sock);
     if (::epoll_ctl(epoll, EPOLL_CTL_MOD, sock, &event) != 0) {
       ::epoll_ctl(epoll, EPOLL_CTL_ADD, sock, &event);
     }
@@ -747,8 +750,7 @@ class Simulation {
   int onNodeRequest(const NodeRequest& request) {
     std::lock_guard<std::mutex> lock(eventsMutex_);
     events_.push_back(request);
-    const uint64_t one = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_, &one, sizeof one);
+    epoll_.wake();
     return request.method == "POST" ? 201 : 200;
   }
 
@@ -791,8 +793,9 @@ class Simulation {
   std::string nodeCredential_;
   std::mt19937_64 rng_;
   CURLM* multi_ = nullptr;
-  int epoll_ = -1;
-  int wake_ = -1;                // eventfd: the listener has news
+  // Epoll tags: a curl socket's is its descriptor; the wake's (the listener has news) is none.
+  static constexpr uint64_t kWakeTag = UINT64_MAX;
+  WakeableEpoll epoll_{kWakeTag};
   int64_t curlDeadlineUs_ = -1;  // when curl wants CURL_SOCKET_TIMEOUT (-1: no time-out set)
   std::vector<SimNode> nodes_;
   std::vector<SimAm> ams_;

@@ -88,6 +88,21 @@ std::string ContainerManager::nmAddress() const {
 
 void ContainerManager::start() {
   if (started_) throw std::logic_error("ContainerManager::start called twice");
+  createDirectories();
+  std::set<std::string> keptCgroups;
+  std::vector<ContainerRecord> toRecover = takeOverPreviousRun(keptCgroups);
+  chooseMemoryEnforcement(keptCgroups);
+  prepareSupervision();
+  if (!toRecover.empty()) recoverContainers(std::move(toRecover));
+
+  started_ = true;
+  reaper_ = std::thread([this] { reapLoop(); });
+  if (enforcement_ != MemoryEnforcement::kOff) {
+    memoryMonitor_ = std::thread([this] { monitorMemoryLoop(); });
+  }
+}
+
+void ContainerManager::createDirectories() {
   std::error_code ec;
   fs::create_directories(options_.workDir, ec);
   if (ec)
@@ -99,8 +114,11 @@ void ContainerManager::start() {
   if (ec)
     throw std::runtime_error("cannot create log dir " + options_.logDir + ": " + ec.message());
   records_.ensureDirectory();
+}
+
+std::vector<ContainerRecord> ContainerManager::takeOverPreviousRun(
+    std::set<std::string>& keptCgroups) {
   std::vector<ContainerRecord> toRecover;
-  std::set<std::string> keptCgroups;
   if (options_.recovery) {
     // Throws for a record it cannot read: never a silent fresh start over containers that may
     // still run.
@@ -128,7 +146,10 @@ void ContainerManager::start() {
                   << " container record(s) of a previous run";
     }
   }
+  return toRecover;
+}
 
+void ContainerManager::chooseMemoryEnforcement(const std::set<std::string>& keptCgroups) {
   switch (options_.memoryEnforcement) {
     case MemoryEnforcement::kOff:
       enforcement_ = MemoryEnforcement::kOff;
@@ -158,7 +179,9 @@ void ContainerManager::start() {
       break;
     }
   }
+}
 
+void ContainerManager::prepareSupervision() {
   if (options_.supervisorPath.empty())
     options_.supervisorPath = selfDirectory() + "/tide-container";
   if (::access(options_.supervisorPath.c_str(), X_OK) != 0) {
@@ -168,14 +191,6 @@ void ContainerManager::start() {
   if (options_.adoptOrphans && ::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     throw std::runtime_error(std::string("cannot become a child subreaper: ") +
                              std::strerror(errno));
-  }
-
-  if (!toRecover.empty()) recoverContainers(std::move(toRecover));
-
-  started_ = true;
-  reaper_ = std::thread([this] { reapLoop(); });
-  if (enforcement_ != MemoryEnforcement::kOff) {
-    memoryMonitor_ = std::thread([this] { monitorMemoryLoop(); });
   }
 }
 
@@ -223,6 +238,27 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
   Container container;
   container.request = request;
   container.workDir = options_.workDir + "/" + request.applicationId + "/" + request.containerId;
+  const std::string logDir = prepareDirectories(container);
+  spawnSupervisor(container, logDir);
+  container.sequence = nextSequence_++;
+  if (const auto info = readProcess(container.pid)) container.startTimeTicks = info->startTimeTicks;
+  if (std::string error = records_.write(recordOf(container)); !error.empty()) {
+    log_.warn() << "container " << request.containerId
+                << ": no record, a restarted NM could neither re-attach to it nor clean it up: "
+                << error;
+  }
+  log_.info() << "started container " << request.containerId << " of " << request.applicationId
+              << " as pid " << container.pid << " (" << request.resource.memoryMb << " MiB, "
+              << request.resource.vCores << " vCores) in " << container.workDir;
+  warnIfOverCommitted(request.resource);
+  auto [it, inserted] = containers_.emplace(request.containerId, std::move(container));
+  (void)inserted;
+  changed_.notify_all();
+  return reportOf(it->second);
+}
+
+std::string ContainerManager::prepareDirectories(const Container& container) const {
+  const rest::ContainerLaunchRequest& request = container.request;
   std::error_code ec;
   fs::create_directories(container.workDir, ec);
   if (ec) throw std::runtime_error("cannot create " + container.workDir + ": " + ec.message());
@@ -246,6 +282,11 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
       std::fclose(file);
     }
   }
+  return logDir;
+}
+
+void ContainerManager::spawnSupervisor(Container& container, const std::string& logDir) {
+  const rest::ContainerLaunchRequest& request = container.request;
   SpawnOptions spawn;
   spawn.workDir = container.workDir;
   spawn.stdoutPath = logDir + "/stdout";
@@ -275,24 +316,16 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
     if (!container.cgroupPath.empty()) CgroupMemory::remove(container.cgroupPath);
     throw;
   }
-  container.sequence = nextSequence_++;
-  if (const auto info = readProcess(container.pid)) container.startTimeTicks = info->startTimeTicks;
-  if (std::string error = records_.write(recordOf(container)); !error.empty()) {
-    log_.warn() << "container " << request.containerId
-                << ": no record, a restarted NM could neither re-attach to it nor clean it up: "
-                << error;
-  }
+}
 
-  rest::Resource inUse = request.resource;
+void ContainerManager::warnIfOverCommitted(const rest::Resource& launched) const {
+  rest::Resource inUse = launched;
   for (const auto& [id, other] : containers_) {
     if (other.state == kRunning) {
       inUse.memoryMb += other.request.resource.memoryMb;
       inUse.vCores += other.request.resource.vCores;
     }
   }
-  log_.info() << "started container " << request.containerId << " of " << request.applicationId
-              << " as pid " << container.pid << " (" << request.resource.memoryMb << " MiB, "
-              << request.resource.vCores << " vCores) in " << container.workDir;
   if (inUse.memoryMb > options_.capacity.memoryMb || inUse.vCores > options_.capacity.vCores) {
     // The RM never over-commits a node; when it happens anyway (e.g. a stopped container
     // still in its grace period) the NM runs the container and says so.
@@ -300,10 +333,6 @@ rest::ContainerReport ContainerManager::launch(const rest::ContainerLaunchReques
                 << options_.capacity.memoryMb << " MiB and " << inUse.vCores << " of "
                 << options_.capacity.vCores << " vCores";
   }
-  auto [it, inserted] = containers_.emplace(request.containerId, std::move(container));
-  (void)inserted;
-  changed_.notify_all();
-  return reportOf(it->second);
 }
 
 void ContainerManager::requestStop(Container& container, StopReason reason) {

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -202,7 +203,19 @@ class ContainerManager {
   void rememberAdoptedTrees();
   // SIGKILLs what is left of an adopted container's remembered tree. mutex_ held.
   void killRememberedTree(Container& container);
+  // start()'s steps: the work and log dirs; the previous run's records, recovered (returned,
+  // with the containers whose cgroups stay) or killed; cgroup or watchdog; the supervisor binary
+  // and the child subreaper that adopts orphaned containers.
+  void createDirectories();
+  std::vector<ContainerRecord> takeOverPreviousRun(std::set<std::string>& keptCgroups);
+  void chooseMemoryEnforcement(const std::set<std::string>& keptCgroups);
+  void prepareSupervision();
   ContainerRecord recordOf(const Container& container) const;
+  // launch()'s steps, with mutex_ held: the work dir and the log dir it links to (returned),
+  // the supervisor started in the container's cgroup, a warning when the node is over-committed.
+  std::string prepareDirectories(const Container& container) const;
+  void spawnSupervisor(Container& container, const std::string& logDir);
+  void warnIfOverCommitted(const rest::Resource& launched) const;
   void dropOldCompleted();
   void requestStop(Container& container, StopReason reason);
   std::vector<std::string> containerEnvironment(const rest::ContainerLaunchRequest& request,
