@@ -18,18 +18,13 @@
 namespace tide::allocation {
 namespace {
 
-// Executors of 4 one-cpu slots that come 100 ms after the 1 s backlog timeout.
+// Executors of 4 one-cpu slots, at most 8, that come 100 ms after the backlog timeout (1 s, the
+// default, as is the 100 ms interval) and go after 5 s idle.
 AllocationConfig fourCoreConfig() {
   AllocationConfig config;
-  config.bounds.minExecutors = 0;
-  config.bounds.initialExecutors = 0;
   config.bounds.maxExecutors = 8;
-  config.schedulerBacklogTimeout = 1000;
-  config.sustainedSchedulerBacklogTimeout = 1000;
   config.executorIdleTimeout = 5000;
-  config.interval = 100;
   config.executorCores = 4;
-  config.taskCpus = 1;
   return config;
 }
 
