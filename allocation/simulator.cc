@@ -115,8 +115,9 @@ class Simulation {
                      bool firstAttempt);
   // Takes a running attempt off its executor and its task (it ended, failed or was killed).
   void detachAttempt(uint64_t key, const RunningTask& task);
-  // The original finished (or its last attempt failed) before its marked copy launched.
-  void dropPendingCopy(size_t stageIndex, int64_t index, bool report);
+  // The task succeeded before its marked copy launched: the copy is not needed (Spark's
+  // listener drops a pending speculative task when any attempt of it succeeds).
+  void dropPendingCopy(size_t stageIndex, int64_t index);
   // Executors set aside because nothing fitted their free cores may fit new work.
   void offerFreeExecutorsAgain();
   void recordSpeculation(SpeculationEvent::Kind kind, const SimStage& stage, int64_t index,
@@ -385,7 +386,7 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
   if (speculationOn()) stage.successful.add(task.duration);
   // As the AM: a copy marked but not launched is dropped first, then the success is heard,
   // then the other running copy ends killed.
-  dropPendingCopy(task.stage, task.index, /*report=*/true);
+  dropPendingCopy(task.stage, task.index);
   engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess, task.speculative);
   if (task.speculative) {
     ++speculationCounts_.copiesWon;
@@ -430,14 +431,14 @@ void Simulation::detachAttempt(uint64_t key, const RunningTask& task) {
   if (attempts->second.empty()) stage.runningByIndex.erase(attempts);
 }
 
-void Simulation::dropPendingCopy(size_t stageIndex, int64_t index, bool report) {
+void Simulation::dropPendingCopy(size_t stageIndex, int64_t index) {
   SimStage& stage = stages_[stageIndex];
   if (stage.speculatable.erase(index) == 0) return;
   --pendingTasks_;
   if (!stage.hasWaitingWork()) stagesWithPending_.erase(stageIndex);
   engine_->onPendingSpeculativeTaskDropped(stage.event->stage);
   ++speculationCounts_.dropped;
-  if (report) recordSpeculation(SpeculationEvent::Kind::kDropped, stage, index, "");
+  recordSpeculation(SpeculationEvent::Kind::kDropped, stage, index, "");
 }
 
 void Simulation::offerFreeExecutorsAgain() {
@@ -495,10 +496,10 @@ void Simulation::failRunningTasks(size_t executorIndex) {
     const bool otherCopyRuns = !attempts->second.empty();
     if (!otherCopyRuns) stage.runningByIndex.erase(attempts);
     engine_->onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed, task.speculative);
-    // Another copy still running will do (the AM's rule); else the task goes again, and a copy
-    // marked for it has nothing left to copy.
+    // Another copy still running will do (the AM's rule); else the task goes again. A copy
+    // marked for it stays marked, as in Spark and the AM: it may run beside the retry, and it
+    // counts as pending until it starts or the task succeeds.
     if (otherCopyRuns) continue;
-    dropPendingCopy(task.stage, task.index, /*report=*/true);
     stage.retries.push_front(task.index);
     stagesWithPending_.insert(task.stage);
     ++pendingTasks_;
@@ -581,10 +582,13 @@ bool Simulation::startTask(size_t executorIndex) {
     // Nothing else to run: a marked copy, but never beside an attempt of the same task (it
     // would be just as slow there; Spark's rule).
     for (auto copy = stage.speculatable.begin(); copy != stage.speculatable.end(); ++copy) {
-      const std::vector<uint64_t>& attempts = stage.runningByIndex.at(*copy);
-      const bool here = std::any_of(attempts.begin(), attempts.end(), [&](uint64_t key) {
-        return runningTasks_.at(key).executor == executorIndex;
-      });
+      // Regular tasks go first, so a marked task whose attempts were lost has its retry running.
+      auto attempts = stage.runningByIndex.find(*copy);
+      const bool here =
+          attempts != stage.runningByIndex.end() &&
+          std::any_of(attempts->second.begin(), attempts->second.end(), [&](uint64_t key) {
+            return runningTasks_.at(key).executor == executorIndex;
+          });
       if (here) continue;
       const int64_t index = *copy;
       stage.speculatable.erase(copy);

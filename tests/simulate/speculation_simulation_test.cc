@@ -164,6 +164,29 @@ TEST(SpeculationSimulationTest, TheOriginalFinishingFirstKillsTheRunningCopy) {
   EXPECT_EQ(run.lines.back().live, 0);
 }
 
+// Spark's ExecutorAllocationListener drops a pending speculative task only when a copy of it
+// starts or an attempt of it succeeds, and TaskSetManager keeps the task marked. When the
+// straggler's executor is lost at 6000 before its copy could start (maxExecutors=1), the task
+// runs again as a retry (no straggler this time), and the marked copy still counts as pending
+// (2 pending: the retry and the copy) until the retry, on e2 from 6100, succeeds at 7100. The
+// copy never runs beside the retry on e2.
+TEST(SpeculationSimulationTest, APendingCopyOfALostTaskCountsUntilTheTaskSucceeds) {
+  AllocationConfig config = fourCoreConfig();
+  config.bounds.maxExecutors = 1;
+  const SpecRun run =
+      simulateText(std::string(kOneStraggler) + "\n" + R"({"t": 6000, "type": "executor_lost"})",
+                   config, speculationOn());
+  EXPECT_EQ(run.events(), (Events{"4200 submitted scan/0", "7100 dropped scan/0"}));
+  const SimulationLine* lost = nullptr;
+  for (const auto& line : run.lines) {
+    if (line.t == 6000) lost = &line;
+  }
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ(lost->tasksPending, 2);
+  EXPECT_EQ(run.summary.makespanMs, 7100);
+  EXPECT_EQ(run.summary.speculation->launched, 0);
+}
+
 // minFinishedForSpeculation = max(floor(quantile x numTasks), 1): with 10 tasks and the default
 // quantile 0.9, 9 must have succeeded. Two stragglers of 30 s (task 0 on e1 from 1100, task 1
 // on e2 from 2100) leave 8 for half a minute: no copy, however slow they are, until task 0 ends
