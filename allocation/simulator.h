@@ -67,7 +67,7 @@ struct SpeculationEvent {
     kLaunched,     // the copy started, on `executor`
     kCopyWon,      // the copy (on `executor`) finished first; the original was killed
     kOriginalWon,  // the original (on `executor`) finished first; the running copy was killed
-    kDropped,      // the original finished before the copy launched: the copy is not needed
+    kDropped,      // the task succeeded before the copy launched: the copy is not needed
   };
   TimeMs t = 0;
   Kind kind = Kind::kSubmitted;
