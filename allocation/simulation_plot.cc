@@ -13,6 +13,7 @@ constexpr const char* kTargetColor = "#2563eb";
 constexpr const char* kLiveColor = "#16a34a";
 constexpr const char* kBusyColor = "#ea580c";
 constexpr const char* kTasksColor = "#94a3b8";
+constexpr const char* kSpeculationColor = "#9333ea";  // speculation's dots: not on the page
 
 constexpr double kWidth = 900;
 constexpr double kHeight = 360;
@@ -168,6 +169,21 @@ std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
         << R"(" stroke-width=")" << (s.name == std::string("busy") ? "1.5" : "2.5")
         << R"(" points=")" << chart.steps(lines, end, s.value, &Chart::yExecutors) << R"("/>)"
         << "\n";
+  }
+  // Speculation events (with speculation on): a dot each along the bottom of the plot area, its
+  // title saying what happened, so a straggler's copy shows where the executor it needed came.
+  for (const SimulationLine& line : lines) {
+    for (const SpeculationEvent& event : line.speculation) {
+      const bool outcome = event.kind == SpeculationEvent::Kind::kCopyWon ||
+                           event.kind == SpeculationEvent::Kind::kOriginalWon ||
+                           event.kind == SpeculationEvent::Kind::kDropped;
+      svg << R"(<circle class="speculation" cx=")" << number(chart.x(event.t)) << R"(" cy=")"
+          << number(kHeight - kBottom - (outcome ? 6 : 14)) << R"(" r="3" fill=")"
+          << kSpeculationColor << R"("><title>)" << label(static_cast<double>(event.t) / 1000.0)
+          << " s: " << speculationEventName(event.kind) << " " << event.stage << " task "
+          << event.task << (event.executor.empty() ? "" : " on " + event.executor)
+          << "</title></circle>\n";
+    }
   }
   // Legend, top right of the plot area.
   double legendX = kLeft + 90;

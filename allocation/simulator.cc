@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "allocation/allocation_policy.h"
+#include "common/enum_names.h"
 #include "rest/json.h"
 
 namespace tide::allocation {
@@ -21,14 +22,20 @@ struct SimStage {
   const TraceEvent* event = nullptr;
   int profileId = kDefaultProfileId;  // its executors' shape (the trace's executor_cores)
   int64_t nextFresh = 0;              // the next task never started
-  std::deque<DurationMs> retries;     // failed tasks, run before the fresh ones
+  std::deque<int64_t> retries;        // indices of failed tasks, run before the fresh ones
   int64_t unfinished = 0;             // tasks not yet succeeded
   bool uncached = false;              // its cached blocks were dropped: report no new ones
   bool shuffleReleased = false;       // its job ended: report no new shuffle output
+  // For speculation: the running attempts (task keys) of each task that has one, the tasks
+  // marked for a copy not launched yet, and the durations of the successful attempts.
+  std::map<int64_t, std::vector<uint64_t>> runningByIndex;
+  std::set<int64_t> speculatable;
+  am::DurationCounts successful;
 
   int64_t pendingCount() const {
     return static_cast<int64_t>(retries.size()) + event->taskCount - nextFresh;
   }
+  bool hasWaitingWork() const { return pendingCount() > 0 || !speculatable.empty(); }
 };
 
 struct SimExecutor {
@@ -49,6 +56,9 @@ struct RunningTask {
   size_t executor = 0;
   DurationMs duration = 0;
   int cpus = 1;
+  int64_t index = 0;         // the task's index in its stage
+  bool speculative = false;  // a copy launched by speculation
+  TimeMs startedAt = 0;
 };
 
 struct ExecutorRequest {
@@ -79,6 +89,9 @@ class Simulation {
   void applyTraceEvents();
   void completeTasks();
   void grantExecutors();
+  // The AM's TaskScheduler.checkSpeculatableTasks: at multiples of speculation.interval, the
+  // tasks of each stage running longer than the rule allows get a copy, counted as pending.
+  void checkSpeculatableTasks();
   void placeTasks();
   void releaseExecutors(const std::vector<ExecutorId>& ids);
   // Decommissioning (decommission.enabled): the executors chosen take no more tasks, and at the
@@ -94,9 +107,22 @@ class Simulation {
   void setBounds(const TraceEvent& event);
   void loseNewestExecutor(const TraceEvent& event);
 
-  // Starts the first pending task (FIFO by stage) whose cpus fit the executor's free cores;
-  // false when none fits.
+  // Starts the first pending task (FIFO by stage) whose cpus fit the executor's free cores, or
+  // when a stage has nothing else to run, a speculative copy of one of its tasks not running on
+  // this executor (as in Spark); false when none fits.
   bool startTask(size_t executorIndex);
+  void launchAttempt(size_t stageIndex, int64_t index, size_t executorIndex, bool speculative,
+                     bool firstAttempt);
+  // Takes a running attempt off its executor and its task (it ended, failed or was killed).
+  void detachAttempt(uint64_t key, const RunningTask& task);
+  // The task succeeded before its marked copy launched: the copy is not needed (Spark's
+  // listener drops a pending speculative task when any attempt of it succeeds).
+  void dropPendingCopy(size_t stageIndex, int64_t index);
+  // Executors set aside because nothing fitted their free cores may fit new work.
+  void offerFreeExecutorsAgain();
+  void recordSpeculation(SpeculationEvent::Kind kind, const SimStage& stage, int64_t index,
+                         const std::string& executor);
+  bool speculationOn() const { return options_.speculation.enabled; }
   int cpusOf(const TraceEvent& event) const {
     return event.cpus > 0 ? event.cpus : config_.taskCpus;
   }
@@ -127,8 +153,9 @@ class Simulation {
   std::vector<SimStage> stages_;  // in submission order: placement is FIFO by stage
   std::map<std::string, size_t> stageIndex_;
   std::map<std::string, std::vector<size_t>> jobShuffleStages_;
-  std::set<size_t> stagesWithPending_;
-  int64_t pendingTasks_ = 0;
+  std::set<size_t> stagesWithPending_;  // with pending tasks or marked speculative copies
+  std::set<size_t> activeStages_;       // submitted with tasks not yet succeeded
+  int64_t pendingTasks_ = 0;            // with the speculative copies not launched yet
 
   std::unordered_map<uint64_t, RunningTask> runningTasks_;  // looked up only, never iterated
   // (end time, task key): keys grow with start order, so ties end in start order. Entries of
@@ -153,12 +180,14 @@ class Simulation {
   int64_t busyExecutorMs_ = 0;
   int peakLive_ = 0;
   std::vector<StageTiming> stageTimings_;  // indexed like stages_
+  SpeculationCounts speculationCounts_;
 
   // Output: what the previous line showed, and what happened since.
   SimulationCounts printedCounts_;
   std::string printedDecisionKey_;
   std::vector<std::string> addedSinceLine_;
   std::vector<std::string> removedSinceLine_;
+  std::vector<SpeculationEvent> speculationSinceLine_;
 };
 
 SimulationSummary Simulation::run() {
@@ -182,6 +211,7 @@ SimulationSummary Simulation::run() {
     applyTraceEvents();
     completeTasks();
     grantExecutors();
+    checkSpeculatableTasks();
     placeTasks();
     const bool isTick = t == nextTick_;
     TickResult result;
@@ -229,6 +259,11 @@ TimeMs Simulation::nextInstant() {
     completions_.pop();
   }
   if (!completions_.empty()) next = std::min(next, completions_.top().first);
+  if (speculationOn() && !runningTasks_.empty()) {
+    // Only a running task can become slow; the checks fall at multiples of the interval.
+    const DurationMs interval = std::max<DurationMs>(options_.speculation.intervalMs, 1);
+    next = std::min(next, (now_ / interval + 1) * interval);
+  }
   // Requests due now or earlier but made in this instant wait for the next instant anyway;
   // only a due time still ahead is an instant of its own.
   auto firstAhead = std::upper_bound(
@@ -282,13 +317,9 @@ void Simulation::submitStage(const TraceEvent& event) {
   stageIndex_.emplace(event.stage, index);
   if (event.shuffle) jobShuffleStages_[event.job].push_back(index);
   stagesWithPending_.insert(index);
+  if (event.taskCount > 0) activeStages_.insert(index);
   pendingTasks_ += event.taskCount;
-  // Executors set aside because no earlier task fit their free cores may fit this stage's.
-  for (size_t live : liveExecutors_) {
-    if (executors_[live].freeSlots > 0 && !executors_[live].decommissioning) {
-      executorsWithFreeSlots_.insert(live);
-    }
-  }
+  offerFreeExecutorsAgain();
   engine_->onStageSubmitted(event.stage, event.taskCount, cpusOf(event), profileId);
 }
 
@@ -351,19 +382,102 @@ void Simulation::finishTask(uint64_t key, const RunningTask& task) {
     engine_->onShuffleOutput(executor.id, stageId);
   }
 
+  detachAttempt(key, task);
+  if (speculationOn()) stage.successful.add(task.duration);
+  // As the AM: a copy marked but not launched is dropped first, then the success is heard,
+  // then the other running copy ends killed.
+  dropPendingCopy(task.stage, task.index);
+  engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess, task.speculative);
+  if (task.speculative) {
+    ++speculationCounts_.copiesWon;
+    recordSpeculation(SpeculationEvent::Kind::kCopyWon, stage, task.index, executor.id);
+  }
+  auto others = stage.runningByIndex.find(task.index);
+  if (others != stage.runningByIndex.end()) {
+    const std::vector<uint64_t> losers = others->second;
+    for (uint64_t loserKey : losers) {
+      auto it = runningTasks_.find(loserKey);
+      const RunningTask loser = it->second;
+      runningTasks_.erase(it);
+      detachAttempt(loserKey, loser);
+      engine_->onTaskEnd(stageId, executors_[loser.executor].id, TaskEnd::kKilled,
+                         loser.speculative);
+    }
+    if (!task.speculative) {
+      ++speculationCounts_.originalsWon;
+      recordSpeculation(SpeculationEvent::Kind::kOriginalWon, stage, task.index, executor.id);
+    }
+  }
+
+  ++completedTasks_;
+  lastTaskEnd_ = now_;
+  if (--stage.unfinished == 0) {
+    activeStages_.erase(task.stage);
+    engine_->onStageCompleted(stageId);
+    stageTimings_[task.stage].finishedAt = now_;
+  }
+}
+
+void Simulation::detachAttempt(uint64_t key, const RunningTask& task) {
+  SimExecutor& executor = executors_[task.executor];
   const int before = static_cast<int>(executor.running.size());
   executor.running.erase(std::find(executor.running.begin(), executor.running.end(), key));
   executor.freeSlots += task.cpus;
   if (executor.live && !executor.decommissioning) executorsWithFreeSlots_.insert(task.executor);
   onRunningChanged(executor, before);
-  engine_->onTaskEnd(stageId, executor.id, TaskEnd::kSuccess);
+  SimStage& stage = stages_[task.stage];
+  auto attempts = stage.runningByIndex.find(task.index);
+  attempts->second.erase(std::find(attempts->second.begin(), attempts->second.end(), key));
+  if (attempts->second.empty()) stage.runningByIndex.erase(attempts);
+}
 
-  ++completedTasks_;
-  lastTaskEnd_ = now_;
-  if (--stage.unfinished == 0) {
-    engine_->onStageCompleted(stageId);
-    stageTimings_[task.stage].finishedAt = now_;
+void Simulation::dropPendingCopy(size_t stageIndex, int64_t index) {
+  SimStage& stage = stages_[stageIndex];
+  if (stage.speculatable.erase(index) == 0) return;
+  --pendingTasks_;
+  if (!stage.hasWaitingWork()) stagesWithPending_.erase(stageIndex);
+  engine_->onPendingSpeculativeTaskDropped(stage.event->stage);
+  ++speculationCounts_.dropped;
+  recordSpeculation(SpeculationEvent::Kind::kDropped, stage, index, "");
+}
+
+void Simulation::offerFreeExecutorsAgain() {
+  for (size_t live : liveExecutors_) {
+    if (executors_[live].freeSlots > 0 && !executors_[live].decommissioning) {
+      executorsWithFreeSlots_.insert(live);
+    }
   }
+}
+
+void Simulation::recordSpeculation(SpeculationEvent::Kind kind, const SimStage& stage,
+                                   int64_t index, const std::string& executor) {
+  speculationSinceLine_.push_back({now_, kind, stage.event->stage, index, executor});
+}
+
+void Simulation::checkSpeculatableTasks() {
+  if (!speculationOn() || runningTasks_.empty()) return;
+  const DurationMs interval = std::max<DurationMs>(options_.speculation.intervalMs, 1);
+  if (now_ % interval != 0) return;
+  bool marked = false;
+  for (size_t stageIndex : activeStages_) {
+    SimStage& stage = stages_[stageIndex];
+    std::vector<am::RunningCopy> running;
+    for (const auto& [index, keys] : stage.runningByIndex) {
+      if (keys.size() != 1) continue;  // already has its copy
+      running.push_back(am::RunningCopy{index, runningTasks_.at(keys.front()).startedAt});
+    }
+    for (int64_t index : am::speculatableTasks(stage.event->taskCount, stage.successful, running,
+                                               now_, options_.speculation.rule)) {
+      if (!stage.speculatable.insert(index).second) continue;
+      ++pendingTasks_;
+      stagesWithPending_.insert(stageIndex);
+      engine_->onSpeculativeTaskSubmitted(stage.event->stage);
+      ++speculationCounts_.submitted;
+      recordSpeculation(SpeculationEvent::Kind::kSubmitted, stage, index, "");
+      marked = true;
+    }
+  }
+  if (marked) offerFreeExecutorsAgain();
 }
 
 void Simulation::failRunningTasks(size_t executorIndex) {
@@ -377,10 +491,18 @@ void Simulation::failRunningTasks(size_t executorIndex) {
     runningTasks_.erase(it);
     executor.freeSlots += task.cpus;
     SimStage& stage = stages_[task.stage];
-    stage.retries.push_front(task.duration);
+    auto attempts = stage.runningByIndex.find(task.index);
+    attempts->second.erase(std::find(attempts->second.begin(), attempts->second.end(), *key));
+    const bool otherCopyRuns = !attempts->second.empty();
+    if (!otherCopyRuns) stage.runningByIndex.erase(attempts);
+    engine_->onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed, task.speculative);
+    // Another copy still running will do (the AM's rule); else the task goes again. A copy
+    // marked for it stays marked, as in Spark and the AM: it may run beside the retry, and it
+    // counts as pending until it starts or the task succeeds.
+    if (otherCopyRuns) continue;
+    stage.retries.push_front(task.index);
     stagesWithPending_.insert(task.stage);
     ++pendingTasks_;
-    engine_->onTaskEnd(stage.event->stage, executor.id, TaskEnd::kFailed);
   }
   executor.running.clear();
   onRunningChanged(executor, before);
@@ -436,36 +558,71 @@ void Simulation::placeTasks() {
 }
 
 bool Simulation::startTask(size_t executorIndex) {
-  SimExecutor& executor = executors_[executorIndex];
-  auto next = stagesWithPending_.begin();
-  // Only stages of its resource profile run on it (Spark's rule).
-  while (next != stagesWithPending_.end() && (stages_[*next].profileId != executor.profileId ||
-                                              cpusOf(*stages_[*next].event) > executor.freeSlots)) {
-    ++next;
+  const SimExecutor& executor = executors_[executorIndex];
+  for (auto next = stagesWithPending_.begin(); next != stagesWithPending_.end(); ++next) {
+    const size_t stageIndex = *next;
+    SimStage& stage = stages_[stageIndex];
+    // Only stages of its resource profile run on it (Spark's rule).
+    if (stage.profileId != executor.profileId || cpusOf(*stage.event) > executor.freeSlots) {
+      continue;
+    }
+    if (stage.pendingCount() > 0) {
+      const bool retry = !stage.retries.empty();
+      int64_t index;
+      if (retry) {
+        index = stage.retries.front();
+        stage.retries.pop_front();
+      } else {
+        index = stage.nextFresh++;
+      }
+      if (!stage.hasWaitingWork()) stagesWithPending_.erase(next);
+      launchAttempt(stageIndex, index, executorIndex, /*speculative=*/false, !retry);
+      return true;
+    }
+    // Nothing else to run: a marked copy, but never beside an attempt of the same task (it
+    // would be just as slow there; Spark's rule).
+    for (auto copy = stage.speculatable.begin(); copy != stage.speculatable.end(); ++copy) {
+      // Regular tasks go first, so a marked task whose attempts were lost has its retry running.
+      auto attempts = stage.runningByIndex.find(*copy);
+      const bool here =
+          attempts != stage.runningByIndex.end() &&
+          std::any_of(attempts->second.begin(), attempts->second.end(), [&](uint64_t key) {
+            return runningTasks_.at(key).executor == executorIndex;
+          });
+      if (here) continue;
+      const int64_t index = *copy;
+      stage.speculatable.erase(copy);
+      if (!stage.hasWaitingWork()) stagesWithPending_.erase(next);
+      launchAttempt(stageIndex, index, executorIndex, /*speculative=*/true, false);
+      return true;
+    }
   }
-  if (next == stagesWithPending_.end()) return false;
-  const size_t stageIndex = *next;
+  return false;
+}
+
+void Simulation::launchAttempt(size_t stageIndex, int64_t index, size_t executorIndex,
+                               bool speculative, bool firstAttempt) {
+  SimExecutor& executor = executors_[executorIndex];
   SimStage& stage = stages_[stageIndex];
   const int cpus = cpusOf(*stage.event);
-  DurationMs duration;
-  if (!stage.retries.empty()) {
-    duration = stage.retries.front();
-    stage.retries.pop_front();
-  } else {
-    duration = stage.event->taskDuration(stage.nextFresh++);
-  }
-  if (stage.pendingCount() == 0) stagesWithPending_.erase(next);
+  // A straggler is slow on its first attempt only; a copy or a retry takes the task's time.
+  const DurationMs duration =
+      firstAttempt ? stage.event->firstAttemptDuration(index) : stage.event->taskDuration(index);
   --pendingTasks_;
-
   const uint64_t key = nextTaskKey_++;
-  runningTasks_.emplace(key, RunningTask{stageIndex, executorIndex, duration, cpus});
+  runningTasks_.emplace(
+      key, RunningTask{stageIndex, executorIndex, duration, cpus, index, speculative, now_});
   completions_.emplace(now_ + duration, key);
+  stage.runningByIndex[index].push_back(key);
   const int before = static_cast<int>(executor.running.size());
   executor.running.push_back(key);
   executor.freeSlots -= cpus;
   onRunningChanged(executor, before);
-  engine_->onTaskStart(stage.event->stage, executor.id);
-  return true;
+  engine_->onTaskStart(stage.event->stage, executor.id, speculative);
+  if (speculative) {
+    ++speculationCounts_.launched;
+    recordSpeculation(SpeculationEvent::Kind::kLaunched, stage, index, executor.id);
+  }
 }
 
 void Simulation::releaseExecutors(const std::vector<ExecutorId>& ids) {
@@ -593,15 +750,17 @@ void Simulation::reportTick(const TickResult& result) {
   }
 
   const bool changed = !(counts == printedCounts_) || !addedSinceLine_.empty() ||
-                       !removedSinceLine_.empty() || madeAction ||
+                       !removedSinceLine_.empty() || !speculationSinceLine_.empty() || madeAction ||
                        (!decisionKey.empty() && decisionKey != printedDecisionKey_);
   if (!changed) return;
 
   static_cast<SimulationCounts&>(line) = counts;
   line.added = std::move(addedSinceLine_);
   line.removed = std::move(removedSinceLine_);
+  line.speculation = std::move(speculationSinceLine_);
   addedSinceLine_.clear();
   removedSinceLine_.clear();
+  speculationSinceLine_.clear();
   printedCounts_ = counts;
   printedDecisionKey_ = decisionKey;
   if (observer_.onLine) observer_.onLine(line);
@@ -654,6 +813,7 @@ SimulationSummary Simulation::finish(TimeMs end) {
   summary.busyExecutorMs = busyExecutorMs_;
   summary.peakLive = peakLive_;
   summary.tasks = completedTasks_;
+  if (speculationOn()) summary.speculation = speculationCounts_;
   summary.endMs = end;
   summary.stages = stageTimings_;
   return summary;
@@ -673,6 +833,12 @@ void writeIdList(rest::JsonWriter& out, const std::vector<std::string>& ids) {
 }
 
 }  // namespace
+
+const char* speculationEventName(SpeculationEvent::Kind kind) {
+  static constexpr const char* kNames[] = {"submitted", "launched", "copy_won", "original_won",
+                                           "dropped"};
+  return enumName(kind, kNames, "unknown");
+}
 
 void checkTraceFits(const AllocationConfig& config, const Trace& trace) {
   for (const TraceEvent& event : trace.events) {
@@ -717,6 +883,20 @@ std::string toJsonLine(const SimulationLine& line) {
   writeIdList(out, line.added);
   out.key("removed");
   writeIdList(out, line.removed);
+  if (!line.speculation.empty()) {
+    // Only on lines where speculation did something, so runs without it print what they did.
+    out.key("speculation").startArray();
+    for (const SpeculationEvent& event : line.speculation) {
+      out.startObject()
+          .field("t", event.t)
+          .field("event", speculationEventName(event.kind))
+          .field("stage", event.stage)
+          .field("task", event.task);
+      if (!event.executor.empty()) out.field("executor", event.executor);
+      out.endObject();
+    }
+    out.endArray();
+  }
   out.field("why", line.why).endObject();
   return out.str();
 }
@@ -730,9 +910,19 @@ std::string toJsonLine(const SimulationSummary& summary) {
       .field("executor_ms", summary.executorMs)
       .field("busy_executor_ms", summary.busyExecutorMs)
       .field("peak_live", summary.peakLive)
-      .field("tasks", summary.tasks)
-      .endObject()
-      .endObject();
+      .field("tasks", summary.tasks);
+  if (summary.speculation) {
+    const SpeculationCounts& counts = *summary.speculation;
+    out.key("speculation")
+        .startObject()
+        .field("submitted", counts.submitted)
+        .field("launched", counts.launched)
+        .field("copies_won", counts.copiesWon)
+        .field("originals_won", counts.originalsWon)
+        .field("dropped", counts.dropped)
+        .endObject();
+  }
+  out.endObject().endObject();
   return out.str();
 }
 

@@ -5,7 +5,8 @@
 // executor set followed the work.
 //
 // Within one instant, in this order: trace events (file order), task completions, executor
-// grants, task placement, the allocation tick (at multiples of dynamicAllocation.interval), the
+// grants, the speculation check (at multiples of speculation.interval, with speculation on),
+// task placement, the allocation tick (at multiples of dynamicAllocation.interval), the
 // release of the executors the tick chose to remove, then the resource manager reconciling its
 // requests with the target. The same inputs always give the same output.
 
@@ -19,6 +20,7 @@
 
 #include "allocation/allocation_config.h"
 #include "allocation/workload_trace.h"
+#include "am/scheduler/speculation.h"
 #include "common/clock.h"
 
 namespace tide::allocation {
@@ -37,28 +39,60 @@ struct SimulationOptions {
   std::optional<TimeMs> until;
   // A run without --until that has not settled after this many ticks is an error, not a hang.
   int64_t maxTicks = 20'000'000;
+  // The speculation* keys: slow tasks get a copy by the AM's rule (Spark's
+  // TaskSetManager.checkSpeculatableTasks), which runs on another executor; the first attempt
+  // to finish is the task's and the other is killed.
+  am::SpeculationSettings speculation;
 };
 
 // The counts an output line shows; a line is printed when they change (among other things).
 struct SimulationCounts {
   int target = 0;
-  int live = 0;     // executors granted and not yet released
-  int pending = 0;  // executor requests the resource manager has not granted yet
-  int busy = 0;     // live executors running at least one task
-  int64_t tasksPending = 0;
-  int64_t tasksRunning = 0;
+  int live = 0;              // executors granted and not yet released
+  int pending = 0;           // executor requests the resource manager has not granted yet
+  int busy = 0;              // live executors running at least one task
+  int64_t tasksPending = 0;  // with the speculative copies waiting for a slot
+  int64_t tasksRunning = 0;  // attempts: an original and its copy are two
   bool operator==(const SimulationCounts& o) const {
     return target == o.target && live == o.live && pending == o.pending && busy == o.busy &&
            tasksPending == o.tasksPending && tasksRunning == o.tasksRunning;
   }
 };
 
+// Something speculation did to one task, at the instant it happened.
+struct SpeculationEvent {
+  enum class Kind {
+    kSubmitted,    // the task ran too long: a copy waits for a slot (Spark's
+                   // speculativeTaskSubmitted)
+    kLaunched,     // the copy started, on `executor`
+    kCopyWon,      // the copy (on `executor`) finished first; the original was killed
+    kOriginalWon,  // the original (on `executor`) finished first; the running copy was killed
+    kDropped,      // the task succeeded before the copy launched: the copy is not needed
+  };
+  TimeMs t = 0;
+  Kind kind = Kind::kSubmitted;
+  std::string stage;
+  int64_t task = 0;      // the task's index in its stage
+  std::string executor;  // empty for kSubmitted and kDropped
+};
+const char* speculationEventName(SpeculationEvent::Kind kind);
+
 // One output line: the state after a tick instant where something changed.
 struct SimulationLine : SimulationCounts {
   TimeMs t = 0;
-  std::vector<std::string> added;    // granted since the previous line
-  std::vector<std::string> removed;  // released or lost since the previous line
-  std::string why;                   // the tick's decisions, joined with "; "
+  std::vector<std::string> added;             // granted since the previous line
+  std::vector<std::string> removed;           // released or lost since the previous line
+  std::vector<SpeculationEvent> speculation;  // since the previous line, in time order
+  std::string why;                            // the tick's decisions, joined with "; "
+};
+
+// How often each speculation event happened in the run.
+struct SpeculationCounts {
+  int64_t submitted = 0;
+  int64_t launched = 0;
+  int64_t copiesWon = 0;
+  int64_t originalsWon = 0;
+  int64_t dropped = 0;
 };
 
 // When a stage of the trace was submitted and when its last task ended (-1: never).
@@ -73,7 +107,8 @@ struct SimulationSummary {
   int64_t executorMs = 0;      // sum of executor lifetimes (grant to release or end of run)
   int64_t busyExecutorMs = 0;  // sum of the time each executor ran at least one task
   int peakLive = 0;
-  int64_t tasks = 0;                // tasks completed
+  int64_t tasks = 0;                             // tasks completed
+  std::optional<SpeculationCounts> speculation;  // printed with speculation on
   TimeMs endMs = 0;                 // when the run ended (not printed: --until, or when it settled)
   std::vector<StageTiming> stages;  // in submission order (not printed; `tide tune` reads it)
 };

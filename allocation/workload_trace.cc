@@ -103,9 +103,39 @@ class LineParser {
   const Value& object_;
 };
 
+// "stragglers": [{"task": 3, "ms": 20000}, ...]: tasks whose first attempt is slow.
+void parseStragglers(const LineParser& p, const Value& stragglers, TraceEvent& event) {
+  if (!stragglers.IsArray()) {
+    p.failField("stragglers", "expected an array of {\"task\": INDEX, \"ms\": DURATION}");
+  }
+  for (rapidjson::SizeType i = 0; i < stragglers.Size(); ++i) {
+    const std::string field = "stragglers[" + std::to_string(i) + "]";
+    const Value& straggler = stragglers[i];
+    if (!straggler.IsObject()) p.failField(field, "expected {\"task\": INDEX, \"ms\": DURATION}");
+    for (auto it = straggler.MemberBegin(); it != straggler.MemberEnd(); ++it) {
+      const std::string name(it->name.GetString(), it->name.GetStringLength());
+      if (name != "task" && name != "ms") p.failField(field, "unknown field '" + name + "'");
+    }
+    auto task = straggler.FindMember("task");
+    auto ms = straggler.FindMember("ms");
+    if (task == straggler.MemberEnd()) p.failField(field + ".task", "missing");
+    if (ms == straggler.MemberEnd()) p.failField(field + ".ms", "missing");
+    if (!task->value.IsInt64() || task->value.GetInt64() < 0 ||
+        task->value.GetInt64() >= event.taskCount) {
+      p.failField(field + ".task",
+                  "expected a task index from 0 to " + std::to_string(event.taskCount - 1));
+    }
+    const int64_t index = task->value.GetInt64();
+    const DurationMs duration = p.positiveDuration(ms->value, field + ".ms");
+    if (!event.stragglers.emplace(index, duration).second) {
+      p.failField(field + ".task", "task " + std::to_string(index) + " is listed twice");
+    }
+  }
+}
+
 void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
   p.rejectUnknownFields(event.type, {"stage", "tasks", "task_ms", "cache", "shuffle", "job", "cpus",
-                                     "executor_cores"});
+                                     "executor_cores", "stragglers"});
   event.stage = p.requireName("stage");
   auto earlier = history.stageLines.find(event.stage);
   if (earlier != history.stageLines.end()) {
@@ -132,6 +162,8 @@ void parseStage(const LineParser& p, TraceHistory& history, TraceEvent& event) {
   } else {
     p.failField("tasks", "expected an integer or an array of durations");
   }
+
+  if (const Value* stragglers = p.find("stragglers")) parseStragglers(p, *stragglers, event);
 
   if (auto cpus = p.optionalCount("cpus")) {
     if (*cpus == 0) p.failField("cpus", "expected a positive number of cores per task");

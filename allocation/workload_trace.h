@@ -6,6 +6,8 @@
 //   {"t": 0, "type": "stage", "stage": "s1", "tasks": 100, "task_ms": 2000, "job": "j1"}
 //   {"t": 0, "type": "stage", "stage": "s2", "tasks": [2000, 1500], "cache": true}
 //   {"t": 0, "type": "stage", "stage": "s3", "tasks": 8, "task_ms": 1000, "cpus": 4}
+//   {"t": 0, "type": "stage", "stage": "s4", "tasks": 8, "task_ms": 1000,
+//    "stragglers": [{"task": 3, "ms": 20000}]}
 //   {"t": 9000, "type": "uncache", "stage": "s2"}
 //   {"t": 9000, "type": "job_end", "job": "j1"}
 //   {"t": 9500, "type": "set_bounds", "min": 0, "max": 10}
@@ -13,6 +15,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -51,6 +54,10 @@ struct TraceEvent {
   // Cores of the executors its tasks run on (a stage-level executor shape, a resource profile
   // of its own); 0: executor.cores, the default profile.
   int executorCores = 0;
+  // Stragglers: task index -> how long its first attempt takes. The slowness is the attempt's
+  // (a slow node, a bad disk), not the work's: every later attempt of the task (a speculative
+  // copy, a retry) takes the task's own duration.
+  std::map<int64_t, DurationMs> stragglers;
 
   // kSetBounds: the fields given; the others keep their current value.
   std::optional<int> minExecutors;
@@ -59,6 +66,10 @@ struct TraceEvent {
 
   DurationMs taskDuration(int64_t index) const {
     return taskDurations.empty() ? uniformTaskMs : taskDurations[static_cast<size_t>(index)];
+  }
+  DurationMs firstAttemptDuration(int64_t index) const {
+    auto straggler = stragglers.find(index);
+    return straggler == stragglers.end() ? taskDuration(index) : straggler->second;
   }
 };
 

@@ -13,7 +13,8 @@ namespace tide::deploy {
 CommandLine replayCommandLine(std::string program, std::string synopsis) {
   CommandLine cli(std::move(program), std::move(synopsis));
   cli.addOption("trace", "FILE", "The workload trace to replay (JSON Lines)");
-  cli.showConfigKeys({"dynamicAllocation.", "executor.cores", "executor.instances", "task.cpus"});
+  cli.showConfigKeys(
+      {"dynamicAllocation.", "executor.cores", "executor.instances", "task.cpus", "speculation"});
   return cli;
 }
 

@@ -13,6 +13,7 @@
 #include "allocation/simulation_plot.h"
 #include "allocation/simulator.h"
 #include "allocation/workload_trace.h"
+#include "am/scheduler/speculation.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "deploy/commands.h"
@@ -24,7 +25,8 @@ namespace {
 constexpr const char* kSynopsis =
     "Replays a workload trace (JSON Lines: stages of tasks, uncache, job_end, set_bounds,\n"
     "executor_lost) against the real dynamic allocation policy on a virtual clock, with a\n"
-    "modelled resource manager granting each requested executor after --grant-delay.\n"
+    "modelled resource manager granting each requested executor after --grant-delay\n"
+    "(and, with speculation=true, speculative copies of slow tasks as the AM launches them).\n"
     "Prints one JSON line per allocation tick where something changed, then a summary line.\n"
     "--trace is required. Exit status: 0 done, 1 the run cannot finish, 2 bad usage, config\n"
     "or trace.";
@@ -51,6 +53,7 @@ int runSimulateCommand(int argc, char** argv) {
         allocation::SimulationOptions options;
         options.grantDelay = replayDurationOption(cli, "grant-delay", 0);
         if (cli.option("until")) options.until = replayDurationOption(cli, "until", 0);
+        options.speculation = am::readSpeculationSettings(cli.properties());
 
         const allocation::Trace trace = loadReplayTrace(tracePath);
         try {

@@ -3,7 +3,33 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/config.h"
+
 namespace tide::am {
+
+SpeculationSettings readSpeculationSettings(const Properties& properties) {
+  SpeculationSettings settings;
+  SpeculationConfig& rule = settings.rule;
+  settings.enabled = properties.getBool("speculation");
+  rule.quantile = properties.getDouble("speculation.quantile");
+  if (!(rule.quantile > 0.0 && rule.quantile <= 1.0)) {
+    throw ConfigError(properties.describe("speculation.quantile") + ": must be in (0, 1]");
+  }
+  settings.intervalMs = properties.getDuration("speculation.interval");
+  rule.minThresholdMs = properties.getDuration("speculation.minTaskRuntime");
+  if (const auto threshold =
+          properties.getOptionalDuration("speculation.task.duration.threshold")) {
+    rule.taskDurationThresholdMs = *threshold;
+  }
+  rule.multiplier = properties.getDouble("speculation.multiplier");
+  if (!(rule.multiplier >= 1.0)) {
+    throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
+  }
+  rule.slotsPerExecutor = std::max<int64_t>(
+      properties.getInt("executor.cores") / std::max<int64_t>(properties.getInt("task.cpus"), 1),
+      1);
+  return settings;
+}
 
 DurationCounts::DurationCounts(std::initializer_list<DurationMs> durations) {
   for (DurationMs duration : durations) add(duration);

@@ -12,6 +12,10 @@
 
 #include "common/clock.h"
 
+namespace tide {
+class Properties;
+}
+
 namespace tide::am {
 
 struct SpeculationConfig {
@@ -23,6 +27,16 @@ struct SpeculationConfig {
   DurationMs taskDurationThresholdMs = -1;
   int64_t slotsPerExecutor = 1;  // executor.cores / task.cpus
 };
+
+// The speculation* keys, read the same way by the AM's scheduler and `tide simulate`.
+struct SpeculationSettings {
+  bool enabled = false;         // speculation
+  DurationMs intervalMs = 100;  // speculation.interval: how often to look for slow tasks
+  SpeculationConfig rule;       // with slotsPerExecutor = executor.cores / task.cpus
+};
+
+// Throws ConfigError naming the key when a value is out of range.
+SpeculationSettings readSpeculationSettings(const Properties& properties);
 
 // Successful durations of a stage's tasks as a count per distinct value: the exact median in
 // memory by how many different durations there were (ms), not by how many tasks succeeded.

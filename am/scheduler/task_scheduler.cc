@@ -118,22 +118,16 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
     if (!file.empty()) config.pools = loadPoolsFile(file);
   }
 
-  config.speculation = properties.getBool("speculation");
-  config.speculationQuantile = properties.getDouble("speculation.quantile");
-  if (!(config.speculationQuantile > 0.0 && config.speculationQuantile <= 1.0)) {
-    throw ConfigError(properties.describe("speculation.quantile") + ": must be in (0, 1]");
-  }
-  config.speculationIntervalMs = properties.getDuration("speculation.interval");
-  config.speculationMinThresholdMs = properties.getDuration("speculation.minTaskRuntime");
-  if (const auto threshold =
-          properties.getOptionalDuration("speculation.task.duration.threshold")) {
-    config.speculationTaskDurationThresholdMs = *threshold;
-  }
+  const SpeculationSettings speculation = readSpeculationSettings(properties);
+  config.speculation = speculation.enabled;
+  config.speculationQuantile = speculation.rule.quantile;
+  config.speculationMultiplier = speculation.rule.multiplier;
+  config.speculationIntervalMs = speculation.intervalMs;
+  config.speculationMinThresholdMs = speculation.rule.minThresholdMs;
+  config.speculationTaskDurationThresholdMs = speculation.rule.taskDurationThresholdMs;
   config.executorCores = static_cast<int>(properties.getInt("executor.cores"));
   config.executorMemoryMb = properties.getSizeBytes("executor.memory") / (1024 * 1024);
-  config.slotsPerExecutor = std::max<int64_t>(
-      properties.getInt("executor.cores") / std::max<int64_t>(properties.getInt("task.cpus"), 1),
-      1);
+  config.slotsPerExecutor = speculation.rule.slotsPerExecutor;
   const int64_t queued = properties.getInt("scheduler.queuedTasksPerExecutor");
   if (queued < 0 || queued > 10000) {
     throw ConfigError(properties.describe("scheduler.queuedTasksPerExecutor") +
@@ -143,10 +137,6 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   config.queuedTaskWaitMs = properties.getDuration("scheduler.queuedTaskWait");
   if (config.queuedTaskWaitMs <= 0) {
     throw ConfigError(properties.describe("scheduler.queuedTaskWait") + ": must be positive");
-  }
-  config.speculationMultiplier = properties.getDouble("speculation.multiplier");
-  if (!(config.speculationMultiplier >= 1.0)) {
-    throw ConfigError(properties.describe("speculation.multiplier") + ": must be at least 1");
   }
 
   ExcludeOnFailureConfig& exclude = config.excludeOnFailure;

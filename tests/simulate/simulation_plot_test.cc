@@ -97,6 +97,20 @@ TEST(SimulationPlot, EachSeriesIsAStepLineThroughItsValuesInTimeOrder) {
   EXPECT_THAT(svg, HasSubstr("peak 3 live, 8 tasks"));
 }
 
+TEST(SimulationPlot, SpeculationEventsAreDotsWithWhatHappenedAtTheirTime) {
+  SimulationLine launched = lineAt(5300, 2, 2, 2, 0);
+  launched.speculation = {{5300, SpeculationEvent::Kind::kLaunched, "scan", 0, "e2"}};
+  SimulationLine won = lineAt(6300, 0, 2, 0, 0);
+  won.speculation = {{6300, SpeculationEvent::Kind::kCopyWon, "scan", 0, "e2"}};
+  SimulationSummary summary;
+  summary.endMs = 10000;
+  const std::string svg = plotSimulationSvg({lineAt(0, 1, 0, 0, 4), launched, won}, summary);
+  EXPECT_THAT(svg, HasSubstr("<title>5.3 s: launched scan task 0 on e2</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>6.3 s: copy_won scan task 0 on e2</title>"));
+  const std::string plain = plotSimulationSvg({lineAt(0, 1, 0, 0, 4)}, summary);
+  EXPECT_EQ(plain.find("speculation"), std::string::npos) << "no dots without speculation";
+}
+
 TEST(SimulationPlot, ARunWithNoLinesIsStillAChart) {
   const std::string svg = plotSimulationSvg({}, SimulationSummary{});
   EXPECT_THAT(svg, HasSubstr("</svg>\n"));

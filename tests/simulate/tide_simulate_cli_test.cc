@@ -131,6 +131,35 @@ TEST(TideSimulateCliTest, WideTasksAreCountedAtTheirStagesOwnTasksPerExecutor) {
   EXPECT_EQ(summaryOf(narrow).peakLive, 6) << narrow.out;
 }
 
+// The README's speculation example through the command: the speculation keys reach the
+// simulator, and the summary counts what README.md says.
+TEST(TideSimulateCliTest, SpeculationKeysReachTheSimulatorAndTheSummaryCountsTheCopies) {
+  const std::string args =
+      simulateArgs(kExamples + "/speculation.jsonl") + " --conf executor.cores=4";
+  const Result on = runTide(args + " --conf speculation=true");
+  ASSERT_EQ(on.status, 0) << on.err;
+  rapidjson::Document summary;
+  summary.Parse(lines(on.out).back().c_str());
+  ASSERT_TRUE(summary.HasMember("summary")) << on.out;
+  ASSERT_TRUE(summary["summary"].HasMember("speculation")) << on.out;
+  const auto& counts = summary["summary"]["speculation"];
+  EXPECT_EQ(counts["submitted"].GetInt64(), 3);
+  EXPECT_EQ(counts["launched"].GetInt64(), 2);
+  EXPECT_EQ(counts["copies_won"].GetInt64(), 1);
+  EXPECT_EQ(counts["originals_won"].GetInt64(), 1);
+  EXPECT_EQ(counts["dropped"].GetInt64(), 1);
+  EXPECT_NE(
+      on.out.find(
+          R"("speculation":[{"t":5300,"event":"launched","stage":"scan","task":0,"executor":"e2"}])"),
+      std::string::npos)
+      << on.out;
+
+  const Result off = runTide(args);
+  ASSERT_EQ(off.status, 0) << off.err;
+  EXPECT_EQ(off.out.find("speculation"), std::string::npos) << off.out;
+  EXPECT_EQ(runTide(args + " --conf speculation.quantile=1.5").status, 2);
+}
+
 // Stage-level executor shapes: "fit" (8 tasks of 2 cpus) asks for executors of 8 cores of its
 // own (executor_cores): 2 of them, beside "prepare"'s 4 default 2-core executors, each profile
 // with its own target. Without executor_cores all 16 tasks share 2-core executors: 8 + 4 = 12,

@@ -110,6 +110,30 @@ TEST(WorkloadTraceTest, AStagesCpusPerTask) {
       "trace.jsonl:1: field 'cpus': expected a non-negative integer");
 }
 
+// A straggler is slow on its first attempt only: later attempts take the task's own time.
+TEST(WorkloadTraceTest, StragglersSlowOnlyTheFirstAttemptOfTheirTask) {
+  const Trace trace = parse(
+      R"({"t": 0, "type": "stage", "stage": "s1", "tasks": 4, "task_ms": 1000, "stragglers": [{"task": 3, "ms": 20000}]})");
+  const TraceEvent& stage = trace.events[0];
+  EXPECT_EQ(stage.firstAttemptDuration(3), 20000);
+  EXPECT_EQ(stage.taskDuration(3), 1000);
+  EXPECT_EQ(stage.firstAttemptDuration(2), 1000);
+
+  const std::string head =
+      R"({"t": 0, "type": "stage", "stage": "s1", "tasks": 4, "task_ms": 1000, )";
+  EXPECT_EQ(errorOf(head + R"("stragglers": [{"task": 4, "ms": 20}]})"),
+            "trace.jsonl:1: field 'stragglers[0].task': expected a task index from 0 to 3");
+  EXPECT_EQ(errorOf(head + R"("stragglers": [{"task": 1, "ms": 20}, {"task": 1, "ms": 30}]})"),
+            "trace.jsonl:1: field 'stragglers[1].task': task 1 is listed twice");
+  EXPECT_EQ(errorOf(head + R"("stragglers": [{"task": 1, "ms": 0}]})"),
+            "trace.jsonl:1: field 'stragglers[0].ms': expected a positive integer (milliseconds)");
+  EXPECT_EQ(errorOf(head + R"("stragglers": [{"task": 1, "msec": 10}]})"),
+            "trace.jsonl:1: field 'stragglers[0]': unknown field 'msec'");
+  EXPECT_EQ(errorOf(head + R"("stragglers": {"task": 1}})"),
+            "trace.jsonl:1: field 'stragglers': expected an array of {\"task\": INDEX, \"ms\": "
+            "DURATION}");
+}
+
 TEST(WorkloadTraceTest, BadJsonNamesTheLineAndColumn) {
   const std::string message = errorOf(kStage + "\n\n" + R"({"t": 3, "type": "executor_lost",})");
   EXPECT_EQ(message.rfind("trace.jsonl:3: invalid JSON at column ", 0), 0u) << message;
