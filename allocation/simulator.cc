@@ -30,7 +30,7 @@ struct SimStage {
   // marked for a copy not launched yet, and the durations of the successful attempts.
   std::map<int64_t, std::vector<uint64_t>> runningByIndex;
   std::set<int64_t> speculatable;
-  am::DurationCounts successful;
+  DurationCounts successful;
 
   int64_t pendingCount() const {
     return static_cast<int64_t>(retries.size()) + event->taskCount - nextFresh;
@@ -461,12 +461,12 @@ void Simulation::checkSpeculatableTasks() {
   bool marked = false;
   for (size_t stageIndex : activeStages_) {
     SimStage& stage = stages_[stageIndex];
-    std::vector<am::RunningCopy> running;
+    std::vector<RunningCopy> running;
     for (const auto& [index, keys] : stage.runningByIndex) {
       if (keys.size() != 1) continue;  // already has its copy
-      running.push_back(am::RunningCopy{index, runningTasks_.at(keys.front()).startedAt});
+      running.push_back(RunningCopy{index, runningTasks_.at(keys.front()).startedAt});
     }
-    for (int64_t index : am::speculatableTasks(stage.event->taskCount, stage.successful, running,
+    for (int64_t index : allocation::speculatableTasks(stage.event->taskCount, stage.successful, running,
                                                now_, options_.speculation.rule)) {
       if (!stage.speculatable.insert(index).second) continue;
       ++pendingTasks_;

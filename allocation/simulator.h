@@ -20,7 +20,7 @@
 
 #include "allocation/allocation_config.h"
 #include "allocation/workload_trace.h"
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 #include "common/clock.h"
 
 namespace tide::allocation {
@@ -42,7 +42,7 @@ struct SimulationOptions {
   // The speculation* keys: slow tasks get a copy by the AM's rule (Spark's
   // TaskSetManager.checkSpeculatableTasks), which runs on another executor; the first attempt
   // to finish is the task's and the other is killed.
-  am::SpeculationSettings speculation;
+  allocation::SpeculationSettings speculation;
 };
 
 // The counts an output line shows; a line is printed when they change (among other things).

@@ -13,7 +13,7 @@
 #include "allocation/simulation_plot.h"
 #include "allocation/simulator.h"
 #include "allocation/workload_trace.h"
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "deploy/commands.h"
@@ -53,7 +53,7 @@ int runSimulateCommand(int argc, char** argv) {
         allocation::SimulationOptions options;
         options.grantDelay = replayDurationOption(cli, "grant-delay", 0);
         if (cli.option("until")) options.until = replayDurationOption(cli, "until", 0);
-        options.speculation = am::readSpeculationSettings(cli.properties());
+        options.speculation = allocation::readSpeculationSettings(cli.properties());
 
         const allocation::Trace trace = loadReplayTrace(tracePath);
         try {

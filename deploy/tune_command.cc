@@ -17,7 +17,7 @@
 #include "allocation/allocation_config.h"
 #include "allocation/simulator.h"
 #include "allocation/workload_trace.h"
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "common/strings.h"
@@ -288,7 +288,7 @@ int runTuneCommand(int argc, char** argv) {
 
         allocation::SimulationOptions options;
         options.grantDelay = grantDelay;
-        options.speculation = am::readSpeculationSettings(cli.properties());
+        options.speculation = allocation::readSpeculationSettings(cli.properties());
         std::vector<Outcome> outcomes;
         for (const Setting& setting : grid(base)) {
           const allocation::SimulationSummary summary =

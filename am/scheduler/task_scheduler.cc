@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 #include "common/enum_names.h"
 
 namespace tide::am {

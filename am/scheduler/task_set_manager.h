@@ -19,11 +19,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocation/speculation.h"
 #include "am/scheduler/index_set.h"
-#include "am/scheduler/speculation.h"
 #include "common/clock.h"
 
 namespace tide::am {
+
+// Spark's rule for slow tasks is the allocation layer's, shared with `tide simulate`.
+using allocation::DurationCounts;
+using allocation::readSpeculationSettings;
+using allocation::RunningCopy;
+using allocation::speculatableTasks;
+using allocation::SpeculationConfig;
+using allocation::SpeculationSettings;
+using allocation::speculationThreshold;
 
 // One attempt of one task: the task's index in its stage and which try it is (0 = first).
 struct TaskAttempt {

@@ -512,6 +512,7 @@ TEST(SimulatorTest, JsonLinesHaveTheDocumentedShape) {
                                   /*busyExecutorMs=*/202000,
                                   /*peakLive=*/8,
                                   /*tasks=*/200,
+                                  /*speculation=*/std::nullopt,
                                   /*endMs=*/0,
                                   /*stages=*/{}};
   EXPECT_EQ(toJsonLine(summary),

@@ -1,11 +1,11 @@
 // Spark's checkSpeculatableTasks thresholds.
 
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace tide::am {
+namespace tide::allocation {
 namespace {
 
 using ::testing::ElementsAre;
@@ -61,4 +61,4 @@ TEST(SpeculationTest, TheMedianOfAMillionSuccessesIsExact) {
 }
 
 }  // namespace
-}  // namespace tide::am
+}  // namespace tide::allocation

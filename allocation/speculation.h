@@ -16,7 +16,7 @@ namespace tide {
 class Properties;
 }
 
-namespace tide::am {
+namespace tide::allocation {
 
 struct SpeculationConfig {
   double quantile = 0.9;  // Spark 4's defaults
@@ -71,4 +71,4 @@ std::vector<int64_t> speculatableTasks(int64_t numTasks, const DurationCounts& s
                                        const std::vector<RunningCopy>& running, TimeMs now,
                                        const SpeculationConfig& config);
 
-}  // namespace tide::am
+}  // namespace tide::allocation

@@ -1,11 +1,11 @@
-#include "am/scheduler/speculation.h"
+#include "allocation/speculation.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "common/config.h"
 
-namespace tide::am {
+namespace tide::allocation {
 
 SpeculationSettings readSpeculationSettings(const Properties& properties) {
   SpeculationSettings settings;
@@ -82,4 +82,4 @@ std::vector<int64_t> speculatableTasks(int64_t numTasks, const DurationCounts& s
   return slow;
 }
 
-}  // namespace tide::am
+}  // namespace tide::allocation
