@@ -466,8 +466,8 @@ void Simulation::checkSpeculatableTasks() {
       if (keys.size() != 1) continue;  // already has its copy
       running.push_back(RunningCopy{index, runningTasks_.at(keys.front()).startedAt});
     }
-    for (int64_t index : allocation::speculatableTasks(stage.event->taskCount, stage.successful, running,
-                                               now_, options_.speculation.rule)) {
+    for (int64_t index : speculatableTasks(stage.event->taskCount, stage.successful, running, now_,
+                                           options_.speculation.rule)) {
       if (!stage.speculatable.insert(index).second) continue;
       ++pendingTasks_;
       stagesWithPending_.insert(stageIndex);
