@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "allocation/allocation_config.h"
-#include "allocation/workload_trace.h"
 #include "allocation/speculation.h"
+#include "allocation/workload_trace.h"
 #include "common/clock.h"
 
 namespace tide::allocation {
