@@ -310,6 +310,7 @@ AmOutcome ApplicationMaster::run() {
       if (journal_) journal_->remove();
       journal_.reset();
     });
+    cleanUpFallbackStorage();
   }
   log_.info() << "finished: " << outcome.finalStatus
               << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
@@ -857,10 +858,7 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots, b
     }
     // The scheduler knows where blocks are; only the AM knows where executors serve them.
     for (rest::TaskLaunch& launch : reply.launches) {
-      for (rest::BlockInput& input : launch.inputs) {
-        auto holder = executors_.find(input.executorId);
-        input.url = holder == executors_.end() ? "" : holder->second.blockUrl;
-      }
+      for (rest::BlockInput& input : launch.inputs) input.url = blockUrlOf(input.executorId);
     }
   }
   if (freeSlots > 0 && reply.launches.empty() && scheduler_->queuedTaskCount() > 0 &&

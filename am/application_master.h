@@ -191,6 +191,15 @@ class ApplicationMaster : public MasterControl {
   std::vector<rest::BlockMigration> migrationsFor(const std::string& peer);
   // Executors that may take blocks: registered, neither decommissioning nor adopted-unseen.
   std::vector<std::string> migrationPeers() const;
+  // Where a reader fetches the blocks `holder` holds: its block server, "file://<dir>" for the
+  // fallback storage (kFallbackStorageId), "" when it is gone.
+  std::string blockUrlOf(const std::string& holder) const;
+  // storage.decommission.fallbackStorage.path/<application id>, as Spark's FallbackStorage
+  // lays it out; "" without a fallback storage.
+  std::string fallbackStorageDir() const;
+  // storage.decommission.fallbackStorage.cleanUp: the application's fallback directory goes
+  // when the application has ended for good. Not under mu_.
+  void cleanUpFallbackStorage();
   void forgetExecutor(const std::string& executorId, const std::string& reason,
                       const std::string& detail, TimeMs now);
   void detectSilentExecutors(TimeMs now);

@@ -2,11 +2,44 @@
 // am/scheduler/decommissioner.h): the policy chose an idle executor; it stops taking tasks, its
 // task outputs go to peers over their syncs, the scheduler's block registry moves each output
 // a peer took, and the executor is released once nothing is left to move, or
-// executor.decommission.forceKillTimeout has passed. Every step is in the decision log.
+// executor.decommission.forceKillTimeout has passed. Shuffle output no peer takes goes to the
+// fallback storage (storage.decommission.fallbackStorage.path), copied there by the leaving
+// executor itself. Every step is in the decision log.
+
+#include <filesystem>
+#include <system_error>
 
 #include "am/application_master.h"
 
 namespace tide::am {
+
+std::string ApplicationMaster::fallbackStorageDir() const {
+  const std::string& path = decommissioner_.config().fallbackPath;
+  if (path.empty()) return "";
+  return (path == "/" ? "" : path) + "/" + identity_.applicationId;
+}
+
+std::string ApplicationMaster::blockUrlOf(const std::string& holder) const {
+  if (holder == kFallbackStorageId) {
+    const std::string dir = fallbackStorageDir();
+    return dir.empty() ? "" : "file://" + dir;
+  }
+  auto it = executors_.find(holder);
+  return it == executors_.end() ? "" : it->second.blockUrl;
+}
+
+void ApplicationMaster::cleanUpFallbackStorage() {
+  const std::string dir = fallbackStorageDir();
+  if (dir.empty() || !decommissioner_.config().fallbackCleanUp) return;
+  std::error_code error;
+  std::filesystem::remove_all(dir, error);
+  if (error) {
+    log_.warn() << "could not delete the fallback storage " << dir << ": " << error.message();
+  } else {
+    log_.info() << "deleted the fallback storage " << dir
+                << " (storage.decommission.fallbackStorage.cleanUp)";
+  }
+}
 
 std::vector<std::string> ApplicationMaster::migrationPeers() const {
   std::vector<std::string> peers;
@@ -38,8 +71,11 @@ std::vector<rest::BlockMigration> ApplicationMaster::migrationsFor(const std::st
     rest::BlockMigration migration;
     migration.id = assignment.id;
     migration.fromExecutor = assignment.fromExecutor;
-    auto from = executors_.find(assignment.fromExecutor);
-    migration.url = from == executors_.end() ? "" : from->second.blockUrl;
+    if (assignment.toFallback) {
+      migration.fallbackDir = fallbackStorageDir();  // the leaving executor copies its own
+    } else {
+      migration.url = blockUrlOf(assignment.fromExecutor);
+    }
     migration.blocks = std::move(assignment.output.blocks);
     migrations.push_back(std::move(migration));
   }
@@ -55,15 +91,18 @@ void ApplicationMaster::migrationsReported(const std::string& peer,
     std::optional<MigrationAssignment> done =
         decommissioner_.onResult(peer, result, migrationPeers());
     if (!result.ok) {
-      log_.warn() << "migration " << result.id << " to " << peer << " failed: " << result.reason;
+      log_.warn() << "migration " << result.id << " by " << peer << " failed: " << result.reason;
     }
     if (!done) continue;
+    // Copied to the fallback storage: on no executor from now on, and on no node.
+    const std::string to = done->toFallback ? kFallbackStorageId : peer;
+    const std::string toNode = done->toFallback ? "" : node;
     // The registry moves it only if it is still the output on the leaving executor. Journaled
     // after: a record lost in a crash only means the output is made again after the restart.
     if (scheduler_->outputMigrated(done->output.stageId, done->output.index, done->fromExecutor,
-                                   peer, node)) {
+                                   to, toNode)) {
       journal(JournalRecord::outputMigrated(done->output.stageId, done->output.index,
-                                            done->fromExecutor, peer, node));
+                                            done->fromExecutor, to, toNode));
     }
   }
   releaseDecommissioned(now);
