@@ -99,8 +99,8 @@ void ApplicationMaster::migrationsReported(const std::string& peer,
     const std::string toNode = done->toFallback ? "" : node;
     // The registry moves it only if it is still the output on the leaving executor. Journaled
     // after: a record lost in a crash only means the output is made again after the restart.
-    if (scheduler_->outputMigrated(done->output.stageId, done->output.index, done->fromExecutor,
-                                   to, toNode)) {
+    if (scheduler_->outputMigrated(done->output.stageId, done->output.index, done->fromExecutor, to,
+                                   toNode)) {
       journal(JournalRecord::outputMigrated(done->output.stageId, done->output.index,
                                             done->fromExecutor, to, toNode));
     }

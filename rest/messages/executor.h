@@ -59,7 +59,7 @@ struct BlockInput {
   // That executor's block server, "http://addr:port" ("": unreachable), or "file://<dir>" for
   // a block in the fallback storage (executorId "fallback"): the file <dir>/<path>.
   std::string url;
-  std::string path;        // on that executor: "<jobId>/<stageId>/<mapIndex>/part-<partition>"
+  std::string path;  // on that executor: "<jobId>/<stageId>/<mapIndex>/part-<partition>"
   int64_t size = 0;
 };
 

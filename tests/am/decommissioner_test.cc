@@ -278,8 +278,7 @@ TEST_F(DecommissionerTest, ReadsTheFallbackStorageKeys) {
        {"storage.decommission.fallbackStorage.cleanUp", "true"}}));
   EXPECT_EQ(read.fallbackPath, "/shared/fallback") << "Spark's trailing '/' is optional";
   EXPECT_TRUE(read.fallbackCleanUp);
-  EXPECT_EQ(DecommissionConfig::fromProperties(testing_support::propertiesOf({})).fallbackPath,
-            "")
+  EXPECT_EQ(DecommissionConfig::fromProperties(testing_support::propertiesOf({})).fallbackPath, "")
       << "none by default, as in Spark";
   try {
     DecommissionConfig::fromProperties(
