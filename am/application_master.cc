@@ -765,12 +765,21 @@ Status ApplicationMaster::syncExecutor(const std::string& executorId,
     bool changed = false;
     bool committedAny = false;
     if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
+    if (sync.decommissioning) decommissionAsked(executorId, clock_.nowMs());
     // Queued tasks it has started since (pipelining): running for the listeners from now on.
     if (scheduler_->queuedTaskCount() > 0) {
       for (int64_t taskId : sync.running) scheduler_->taskStarted(taskId, executorId);
     }
+    size_t handedBack = 0;
     for (int64_t taskId : sync.returned) {
-      if (scheduler_->queuedTaskReturned(taskId, executorId)) changed = true;
+      if (scheduler_->queuedTaskReturned(taskId, executorId)) ++handedBack;
+    }
+    if (handedBack > 0) {
+      changed = true;
+      auto self = executors_.find(executorId);
+      if (self != executors_.end() && self->second.decommissioning) {
+        queuedTasksHandedBack(executorId, handedBack);
+      }
     }
     for (const auto& update : sync.updates) {
       std::optional<CommittedTask> committed;

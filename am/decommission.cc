@@ -7,6 +7,7 @@
 // executor itself. Every step is in the decision log.
 
 #include <filesystem>
+#include <iterator>
 #include <system_error>
 
 #include "am/application_master.h"
@@ -55,10 +56,23 @@ void ApplicationMaster::startDecommission(const std::string& executorId, TimeMs 
   auto it = executors_.find(executorId);
   if (it == executors_.end() || it->second.decommissioning) return;
   it->second.decommissioning = true;
+  it->second.decommissionStartedAt = now;
   const std::string why =
       decommissioner_.start(executorId, scheduler_->outputsToMigrate(executorId), migrationPeers());
   log_.info() << why;
   recordDecision("containers", "migrate", allocator_.target(), why, "");
+  // Tasks handed to it ahead of a free slot (pipelining) and not started: asked back at its
+  // next sync, to run elsewhere (Spark gives a decommissioning executor no new task).
+  const std::vector<TaskToKill> queued = scheduler_->takeBackQueuedTasksOn(executorId);
+  if (!queued.empty()) {
+    for (const TaskToKill& task : queued) it->second.takeBack.push_back(task.taskId);
+    const std::string asked = executorId + " decommissioning: asking back " +
+                              std::to_string(queued.size()) +
+                              (queued.size() == 1 ? " queued task" : " queued tasks") +
+                              " not started, to run on other executors";
+    log_.info() << asked;
+    recordDecision("containers", "take_back", allocator_.target(), asked, "");
+  }
   // Peers hear of their migrations at their next sync: wake the ones waiting for work.
   workAvailable_.notify_all();
   releaseDecommissioned(now);
@@ -108,11 +122,56 @@ void ApplicationMaster::migrationsReported(const std::string& peer,
   releaseDecommissioned(now);
 }
 
+void ApplicationMaster::decommissionAsked(const std::string& executorId, TimeMs now) {
+  auto it = executors_.find(executorId);
+  if (it == executors_.end() || it->second.decommissioning) return;
+  if (!config_.allocation.decommissionEnabled) {
+    if (decommissionIgnored_.insert(executorId).second) {
+      log_.warn() << executorId
+                  << " asks to be decommissioned; ignored (decommission.enabled=false)";
+    }
+    return;
+  }
+  const std::string why = "decommissioning " + executorId + ": asked to leave (SIGPWR)";
+  log_.info() << why;
+  recordDecision("containers", "decommission", allocator_.target(), why, "");
+  allocation_.onExecutorDecommissioning(executorId);
+  startDecommission(executorId, now);
+}
+
+void ApplicationMaster::queuedTasksHandedBack(const std::string& executorId, size_t count) {
+  const std::string why = executorId + " handed back " + std::to_string(count) +
+                          (count == 1 ? " queued task" : " queued tasks") +
+                          " unstarted (decommissioning): pending again for other executors";
+  log_.info() << why;
+  recordDecision("containers", "handed_back", allocator_.target(), why, "");
+}
+
 void ApplicationMaster::releaseDecommissioned(TimeMs now) {
-  for (const FinishedDecommission& done : decommissioner_.takeFinished()) {
+  std::vector<FinishedDecommission> over = decommissioner_.takeFinished();
+  for (const FinishedDecommission& done : over) {
     log_.info() << done.why;
     recordDecision("containers", "decommissioned", allocator_.target(), done.why, "");
-    if (executors_.count(done.executorId) == 0) continue;  // lost meanwhile: already gone
+  }
+  over.insert(over.end(), std::make_move_iterator(awaitingTasks_.begin()),
+              std::make_move_iterator(awaitingTasks_.end()));
+  awaitingTasks_.clear();
+  for (FinishedDecommission& done : over) {
+    auto it = executors_.find(done.executorId);
+    if (it == executors_.end()) continue;  // lost meanwhile: already gone
+    const bool forced =
+        now - it->second.decommissionStartedAt >= decommissioner_.config().forceKillTimeout;
+    if (!scheduler_->runningTasksOn(done.executorId).empty()) {
+      if (!forced) {
+        awaitingTasks_.push_back(std::move(done));  // its tasks end first
+        continue;
+      }
+      // Still running at forceKillTimeout: those tasks run again elsewhere, not counted.
+      scheduler_->executorLost(done.executorId,
+                               "decommissioned with tasks still running after " +
+                                   formatDuration(decommissioner_.config().forceKillTimeout) +
+                                   " (executor.decommission.forceKillTimeout)");
+    }
     releaseExecutor(done.executorId, done.finished ? "decommissioned" : "decommission_unfinished",
                     done.why, now,
                     done.finished ? allocation::ExecutorExit::kDecommissionFinished

@@ -347,6 +347,10 @@ int ExecutorBackend::run() {
       sync.returned.swap(handedBack);
       handedBack.clear();
       sync.freeSlots = report.freeSlots;
+      if (decommissionRequested_ && !sync.decommissioning) {
+        log_.info() << "decommissioning asked (SIGPWR): telling the AM";
+      }
+      sync.decommissioning = decommissionRequested_;
       sync.migrated.swap(migrated_);
       migrated_.clear();
       const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&

@@ -786,6 +786,23 @@ std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksFor(const std::string&
   return takeBack;
 }
 
+std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksOn(const std::string& executorId) {
+  std::vector<TaskToKill> takeBack;
+  if (queuedNotAskedBack_ == 0) return takeBack;
+  auto found = runningByExecutor_.find(executorId);
+  if (found == runningByExecutor_.end()) return takeBack;
+  for (int64_t taskId : found->second) {
+    RunningTask& task = runningTasks_.at(taskId);
+    if (!task.queued || task.takeBackAsked) continue;
+    task.takeBackAsked = true;
+    --queuedNotAskedBack_;
+    takeBack.push_back(TaskToKill{taskId, executorId});
+  }
+  std::sort(takeBack.begin(), takeBack.end(),
+            [](const TaskToKill& a, const TaskToKill& b) { return a.taskId < b.taskId; });
+  return takeBack;
+}
+
 bool TaskScheduler::queuedTaskReturned(int64_t taskId, const std::string& executorId) {
   auto found = runningTasks_.find(taskId);
   if (found == runningTasks_.end() || !found->second.queued ||

@@ -294,7 +294,9 @@ const JsonFields<ExecutorSync>& syncFields() {
           .custom("returned", readIds("returned", &S::returned), writeIds("returned", &S::returned))
           .writeIf([](const S& value) { return !value.returned.empty(); })
           .required("freeSlots", &S::freeSlots, atLeast(0))
-          .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0));
+          .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0))
+          .optional("decommissioning", &S::decommissioning, false)
+          .writeIf([](const S& value) { return value.decommissioning; });
   return fields;
 }
 

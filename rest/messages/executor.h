@@ -144,6 +144,9 @@ struct ExecutorSync {
   std::vector<int64_t> returned;
   int freeSlots = 0;
   int64_t maxWaitMs = 0;  // how long the AM may hold this request when it has nothing to send
+  // Asked to leave gracefully (SIGPWR, as Spark's executors take it): with decommission.enabled
+  // the AM decommissions it, else it is ignored.
+  bool decommissioning = false;
 };
 
 struct ExecutorSyncReply {

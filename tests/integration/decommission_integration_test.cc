@@ -10,9 +10,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "am_cluster_test.h"
 
@@ -247,6 +250,64 @@ TEST_F(FallbackStorageIntegrationTest, AFailedCopyToTheFallbackStorageFallsBackT
   EXPECT_GE((*stage(done, "map"))["reruns"].GetInt(), 1) << "made again from lineage";
   EXPECT_TRUE(decided("e", "not migrated (the fallback storage: cannot create"))
       << ::testing::PrintToString(decisions());
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+// An executor asked to leave (SIGPWR, as Spark's executors take it) while it holds queued tasks
+// (pipelining, scheduler.queuedTasksPerExecutor): it starts none of them, hands them back and
+// they run on the other executor; the task it was running finishes there first. Every task
+// runs exactly once: each appends its index to one file.
+TEST_F(DecommissionIntegrationTest, ADecommissioningExecutorHandsBackItsQueuedTasks) {
+  startCluster();
+  const fs::path ran = dir.path() / "ran.txt";
+  submit(R"({"name": "queued", "stages": [{"id": "work", "tasks": 10, "command": ["sh", "-c",
+         "echo $TIDE_TASK_INDEX >> )" +
+             ran.string() + R"(; sleep 3"]}]})",
+         {{"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.initialExecutors", "2"},
+          {"dynamicAllocation.minExecutors", "0"},
+          {"dynamicAllocation.executorIdleTimeout", "60s"},
+          {"scheduler.queuedTasksPerExecutor", "4"},
+          {"scheduler.queuedTaskWait", "60s"},  // 3 s tasks are short enough to queue
+          {"decommission.enabled", "true"}},
+         /*session=*/true);
+  // Queued tasks count as running in the status (the executors list counts started ones): more
+  // running than the two slots means both executors hold queued tasks (each sync refills them).
+  ASSERT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document status = am->getJson("api/v1/status");
+        return status["tasks"]["running"].GetInt64() > 2;
+      },
+      30s))
+      << "no executor got queued tasks";
+  const std::optional<Executor> busy = waitForBusyExecutor(5s);
+  ASSERT_TRUE(busy);
+  const std::string leaving = busy->id;
+  const pid_t pid = busy->pid;
+  ASSERT_EQ(::kill(pid, SIGPWR), 0);
+  ASSERT_TRUE(jobEnds("job-1", 90s));
+  ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+  EXPECT_TRUE(decided("decommissioning " + leaving, ": asked to leave (SIGPWR)"));
+  EXPECT_TRUE(decided(leaving + " decommissioning: asking back ", " not started"))
+      << ::testing::PrintToString(decisions());
+  EXPECT_TRUE(decided(leaving + " handed back ", " unstarted (decommissioning)"))
+      << ::testing::PrintToString(decisions());
+  // Exactly once each: none lost, none run on both executors.
+  std::vector<std::string> lines;
+  std::istringstream in(testing_support::readFile(ran));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}));
+  const rapidjson::Document done = job("job-1");
+  EXPECT_EQ((*stage(done, "work"))["failedAttempts"].GetInt64(), 0) << "nothing killed";
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::vector<std::string> reasons = removalReasons();
+        return std::find(reasons.begin(), reasons.end(), "decommissioned") != reasons.end();
+      },
+      10s))
+      << "it left once its running task was done";
   client->kill(appId);
   waitForEnd(30s);
 }
