@@ -220,6 +220,10 @@ TEST(ExecutorMessagesTest, MigrationsAndTheirResultsRoundTrip) {
   EXPECT_TRUE(reported.migrated[0].ok);
   EXPECT_FALSE(reported.migrated[1].ok);
   EXPECT_EQ(reported.migrated[1].reason, "HTTP 404");
+  EXPECT_FALSE(reported.decommissioning);
+  EXPECT_EQ(toJson(sync).find("decommissioning"), std::string::npos) << "left out when false";
+  sync.decommissioning = true;  // asked to leave (SIGPWR)
+  EXPECT_TRUE(executorSyncFromJson(parseJson(toJson(sync))).decommissioning);
 
   const auto decodeReply = [](const rapidjson::Value& json) { executorSyncReplyFromJson(json); };
   expectFieldError(R"({"migrations":[{"id":1,"fromExecutor":"e3","blocks":["../x/part-0"]}]})",
