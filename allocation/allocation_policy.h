@@ -138,6 +138,9 @@ class AllocationPolicy {
   // `exit` says whether it went having finished its decommissioning (the removal counters,
   // SPARK-33763).
   virtual void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) = 0;
+  // Decommissioning that the policy did not choose (the executor was asked to leave, SIGPWR):
+  // from now on it is counted as decommissioning, as if the policy had released it.
+  virtual void onExecutorDecommissioning(const ExecutorId& /*id*/) {}
   virtual void onExecutorRemoved(const ExecutorId& id,
                                  ExecutorExit exit = ExecutorExit::kOther) = 0;
 

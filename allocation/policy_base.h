@@ -25,6 +25,9 @@ class PolicyBase : public AllocationPolicy {
   void onExecutorAdded(const ExecutorId& id, int profileId = kDefaultProfileId) override {
     monitor_.onExecutorAdded(id, profileId);
   }
+  void onExecutorDecommissioning(const ExecutorId& id) override {
+    monitor_.markDecommissioning({id});
+  }
   void onExecutorRemoved(const ExecutorId& id, ExecutorExit exit = ExecutorExit::kOther) override {
     monitor_.onExecutorRemoved(id, exit);
   }

@@ -200,7 +200,9 @@ std::set<std::string> ApplicationMaster::replayJournal() {
         break;
       case JournalRecord::Kind::kMigrate:
         // A decommissioned executor's output, taken by a peer: looked for there.
-        if (scheduler_->outputMigrated(r.stageId, r.index, r.executorId, r.toExecutor, r.node)) {
+        // One in the fallback storage outlives every executor and every attempt of the AM.
+        if (scheduler_->outputMigrated(r.stageId, r.index, r.executorId, r.toExecutor, r.node) &&
+            r.toExecutor != kFallbackStorageId) {
           holders.insert(r.toExecutor);
         }
         break;

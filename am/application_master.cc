@@ -344,6 +344,7 @@ AmOutcome ApplicationMaster::run() {
       if (journal_) journal_->remove();
       journal_.reset();
     });
+    cleanUpFallbackStorage();
   }
   log_.info() << "finished: " << outcome.finalStatus
               << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
@@ -828,12 +829,22 @@ Status ApplicationMaster::beginSync(const std::string& executorId, const rest::E
     const int64_t pendingBefore = reportedAny ? scheduler_->pendingTaskCount() : 0;
     const bool jobEndedBefore = jobEndedSincePublish_;
     if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
+    if (sync.decommissioning) decommissionAsked(executorId, clock_.nowMs());
     // Queued tasks it has started since (pipelining): running for the listeners from now on.
     if (scheduler_->queuedTaskCount() > 0) {
       for (int64_t taskId : sync.running) scheduler_->taskStarted(taskId, executorId);
     }
     // Queued tasks it gives back (not started) are pending again: that may wake held syncs.
-    for (int64_t taskId : sync.returned) scheduler_->queuedTaskReturned(taskId, executorId);
+    size_t handedBack = 0;
+    for (int64_t taskId : sync.returned) {
+      if (scheduler_->queuedTaskReturned(taskId, executorId)) ++handedBack;
+    }
+    if (handedBack > 0) {
+      auto self = executors_.find(executorId);
+      if (self != executors_.end() && self->second.decommissioning) {
+        queuedTasksHandedBack(executorId, handedBack);
+      }
+    }
     for (const auto& update : sync.updates) {
       std::optional<CommittedTask> committed;
       if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
@@ -947,10 +958,7 @@ bool ApplicationMaster::takeWork(const std::string& executorId, int freeSlots, b
     }
     // The scheduler knows where blocks are; only the AM knows where executors serve them.
     for (rest::TaskLaunch& launch : reply.launches) {
-      for (rest::BlockInput& input : launch.inputs) {
-        auto holder = executors_.find(input.executorId);
-        input.url = holder == executors_.end() ? "" : holder->second.blockUrl;
-      }
+      for (rest::BlockInput& input : launch.inputs) input.url = blockUrlOf(input.executorId);
     }
   }
   if (freeSlots > 0 && reply.launches.empty() && scheduler_->queuedTaskCount() > 0 &&

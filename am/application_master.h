@@ -156,6 +156,7 @@ class ApplicationMaster : public MasterControl {
     // Chosen for removal with decommission.enabled: gets no tasks, hands its blocks to peers
     // (decommissioner_), then is released.
     bool decommissioning = false;
+    TimeMs decommissionStartedAt = 0;
     int profileId = 0;  // the resource profile it was started for; runs only its stages' tasks
   };
 
@@ -186,8 +187,14 @@ class ApplicationMaster : public MasterControl {
   // Graceful decommissioning (am/decommission.cc), under mu_. The policy chose the executor:
   // it gets no more tasks and its blocks go to peers.
   void startDecommission(const std::string& executorId, TimeMs now);
-  // Releases the executors whose decommissioning is over (every tick, and after migrations).
+  // Releases the executors whose decommissioning is over and that run no task (every tick, and
+  // after migrations and task ends).
   void releaseDecommissioned(TimeMs now);
+  // The executor was asked to leave (SIGPWR): with decommission.enabled it is decommissioned
+  // as if the policy had chosen it, running tasks and all; else the request is ignored.
+  void decommissionAsked(const std::string& executorId, TimeMs now);
+  // A decommissioning executor handed back queued tasks unstarted: the decision log says so.
+  void queuedTasksHandedBack(const std::string& executorId, size_t count);
   // A peer's reports of the migrations it was given.
   void migrationsReported(const std::string& peer,
                           const std::vector<rest::BlockMigrationResult>& results, TimeMs now);
@@ -195,6 +202,15 @@ class ApplicationMaster : public MasterControl {
   std::vector<rest::BlockMigration> migrationsFor(const std::string& peer);
   // Executors that may take blocks: registered, neither decommissioning nor adopted-unseen.
   std::vector<std::string> migrationPeers() const;
+  // Where a reader fetches the blocks `holder` holds: its block server, "file://<dir>" for the
+  // fallback storage (kFallbackStorageId), "" when it is gone.
+  std::string blockUrlOf(const std::string& holder) const;
+  // storage.decommission.fallbackStorage.path/<application id>, as Spark's FallbackStorage
+  // lays it out; "" without a fallback storage.
+  std::string fallbackStorageDir() const;
+  // storage.decommission.fallbackStorage.cleanUp: the application's fallback directory goes
+  // when the application has ended for good. Not under mu_.
+  void cleanUpFallbackStorage();
   void forgetExecutor(const std::string& executorId, const std::string& reason,
                       const std::string& detail, TimeMs now);
   void detectSilentExecutors(TimeMs now);
@@ -282,6 +298,11 @@ class ApplicationMaster : public MasterControl {
   std::unique_ptr<TaskScheduler> scheduler_;
   ContainerAllocator allocator_;
   Decommissioner decommissioner_;
+  // Decommissionings that are over while their executor still runs tasks (one it started
+  // before it heard it was leaving): released once they end, as Spark's executor exits only
+  // with no task running, or at executor.decommission.forceKillTimeout.
+  std::vector<FinishedDecommission> awaitingTasks_;
+  std::set<std::string> decommissionIgnored_;  // asked with decommission.enabled=false: warned
 
   DecisionLog decisions_;             // its own mutex (taken inside mu_ too, never around it)
   AllocationHistory history_;         // its own mutex: read without mu_

@@ -170,6 +170,11 @@ std::vector<KeyInfo> decommissionKeys() {
       key("storage.decommission.maxReplicationFailuresPerBlock", K::kInt, "3",
           "Failed migrations of one task output (to different peers) before it is left to "
           "lineage"),
+      key("storage.decommission.fallbackStorage.path", K::kString, "",
+          "Absolute directory (shared by the AM and the executors) where a decommissioning "
+          "executor's shuffle blocks go when no peer takes them; readers fetch them there"),
+      key("storage.decommission.fallbackStorage.cleanUp", K::kBool, "false",
+          "Delete the application's fallback storage directory when the AM stops"),
       // tide default: Spark's is unset (never forced), and nothing in tide waits forever.
       key("executor.decommission.forceKillTimeout", K::kDuration, "120s",
           "Longest a decommissioning executor migrates before it is released anyway (its "

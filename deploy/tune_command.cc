@@ -16,8 +16,8 @@
 
 #include "allocation/allocation_config.h"
 #include "allocation/simulator.h"
-#include "allocation/workload_trace.h"
 #include "allocation/speculation.h"
+#include "allocation/workload_trace.h"
 #include "common/command_line.h"
 #include "common/config.h"
 #include "common/strings.h"

@@ -52,6 +52,22 @@ std::string BlockFetcher::fetchOne(const rest::BlockInput& input, const fs::path
     return "";
   }
   if (input.url.empty()) return "executor " + input.executorId + " holding it is gone";
+  if (input.url.rfind(kFileUrlPrefix, 0) == 0) {
+    // The fallback storage: a directory this executor reaches. Copied, not linked: the task
+    // may change its input, and the block must stay as it is for the other readers.
+    const fs::path source = fs::path(input.url.substr(kFileUrlPrefix.size())) / input.path;
+    const fs::path partial = target.string() + ".partial";
+    fs::copy_file(source, partial, fs::copy_options::overwrite_existing, error);
+    if (!error) fs::rename(partial, target, error);
+    if (error) {
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      return "block " + input.path + " from the fallback storage (" + source.string() +
+             "): " + error.message();
+    }
+    TIDE_LOG(log_, debug) << "read block " << input.path << " from the fallback storage";
+    return "";
+  }
 
   rest::HttpClientOptions clientOptions;
   clientOptions.connectTimeout = options_.connectTimeout;

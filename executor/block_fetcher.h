@@ -4,6 +4,9 @@
 // executor's BlockStore when the block is here, else fetched over HTTP from the executor that
 // holds it (GET <url>/blocks/<path>, authenticated with the application secret).
 //
+// A block in the fallback storage (url "file://<dir>", what a decommissioning executor no peer
+// took copied there) is copied from <dir>/<path>.
+//
 // A fetch that fails for a passing reason (a refused or broken connection, a 5xx) is retried a
 // few times with backoff; a block its holder does not have (404) or a holder that stays
 // unreachable is a fetch failure, which the AM answers by re-running the task that wrote it.
@@ -13,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/logging.h"
@@ -20,6 +24,9 @@
 #include "rest/messages/executor.h"
 
 namespace tide::executor {
+
+// The url of the fallback storage's blocks: "file://<absolute dir>".
+inline constexpr std::string_view kFileUrlPrefix = "file://";
 
 struct BlockFetcherOptions {
   std::string executorId;  // this executor: inputs it holds are linked, not fetched

@@ -1,6 +1,8 @@
 #include "executor/block_migrator.h"
 
 #include <filesystem>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -10,6 +12,7 @@ namespace tide::executor {
 namespace fs = std::filesystem;
 
 rest::BlockMigrationResult BlockMigrator::migrate(const rest::BlockMigration& migration) {
+  if (!migration.fallbackDir.empty()) return copyToFallback(migration);
   rest::BlockMigrationResult result;
   result.id = migration.id;
   // On the store's file system, so that keeping a block is a rename; named by the migration so
@@ -45,6 +48,43 @@ rest::BlockMigrationResult BlockMigrator::migrate(const rest::BlockMigration& mi
   } else {
     log_.warn() << "could not take blocks from decommissioning executor " << migration.fromExecutor
                 << ": " << result.reason;
+  }
+  return result;
+}
+
+rest::BlockMigrationResult BlockMigrator::copyToFallback(const rest::BlockMigration& migration) {
+  rest::BlockMigrationResult result;
+  result.id = migration.id;
+  const fs::path dir = migration.fallbackDir;
+  std::error_code error;
+  for (const std::string& path : migration.blocks) {
+    const std::optional<fs::path> block = store_.find(path);
+    if (!block) {
+      result.reason = "block " + path + " is not on this executor";
+      break;
+    }
+    const fs::path target = dir / path;
+    fs::create_directories(target.parent_path(), error);
+    if (error) {
+      result.reason = "cannot create " + target.parent_path().string() + ": " + error.message();
+      break;
+    }
+    // Beside it, then renamed: a reader never sees half a block.
+    const fs::path partial = target.string() + ".partial";
+    fs::copy_file(*block, partial, fs::copy_options::overwrite_existing, error);
+    if (!error) fs::rename(partial, target, error);
+    if (error) {
+      result.reason = "cannot write " + target.string() + ": " + error.message();
+      fs::remove(partial, error);
+      break;
+    }
+  }
+  result.ok = result.reason.empty();
+  if (result.ok) {
+    log_.info() << "copied " << migration.blocks.size() << " blocks to the fallback storage "
+                << dir.string();
+  } else {
+    log_.warn() << "could not copy blocks to the fallback storage: " << result.reason;
   }
   return result;
 }

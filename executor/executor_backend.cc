@@ -367,6 +367,10 @@ bool ExecutorBackend::gatherSync(RunnerReport& report, rest::ExecutorSync& sync)
   sync.returned.swap(handedBack_);
   handedBack_.clear();
   sync.freeSlots = report.freeSlots;
+  if (decommissionRequested_ && !sync.decommissioning) {
+    log_.info() << "decommissioning asked (SIGPWR): telling the AM";
+  }
+  sync.decommissioning = decommissionRequested_;
   sync.migrated.swap(migrated_);
   migrated_.clear();
   const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&

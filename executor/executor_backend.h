@@ -29,6 +29,7 @@
 // again with it (`resumed`, with the tasks it runs), keeps its tasks and blocks, and goes on.
 // Before returning it kills its running tasks' process groups.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,6 +64,10 @@ class ExecutorBackend {
   // Asks run() to leave: kills the running tasks right away and wakes every wait. A sync the
   // AM is holding is waited out (at most the heartbeat interval). Thread-safe.
   void requestStop(const std::string& why);
+  // Graceful decommissioning asked from outside (SIGPWR, as Spark's executor takes it): every
+  // sync from now on says so (ExecutorSync::decommissioning); the AM decides what follows.
+  // Thread-safe.
+  void requestDecommission() { decommissionRequested_ = true; }
 
   // Graceful decommissioning: how this executor takes a task output off a decommissioning
   // peer when the AM asks (BlockMigrator::migrate). Set before run(); without it a migration
@@ -121,6 +126,7 @@ class ExecutorBackend {
   BlockStore* blocks_;
   Migrate migrate_;
   // Migrations done since the last sync, reported in the next one. The run() thread's.
+  std::atomic<bool> decommissionRequested_{false};
   std::vector<rest::BlockMigrationResult> migrated_;
   // Queued tasks taken back unstarted, returned in the next sync. The run() thread's.
   std::vector<int64_t> handedBack_;

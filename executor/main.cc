@@ -42,8 +42,9 @@ int main(int argc, char** argv) {
         ::signal(SIGPIPE, SIG_IGN);
         // SIGTERM and SIGINT are taken by one thread with sigwait() instead of a handler, so
         // that stopping may lock and log (tasks get an empty mask from posix_spawn); SIGUSR1
-        // ends that thread.
-        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGUSR1});
+        // ends that thread. SIGPWR asks for graceful decommissioning (Spark's executor, with
+        // decommission.enabled): it is told to the AM, which decides.
+        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGUSR1, SIGPWR});
 
         // Blocks live in the container's directory, so the node manager's cleanup of the
         // container takes them too.
@@ -103,6 +104,10 @@ int main(int argc, char** argv) {
         });
         // Declared after the backend, so that it is gone (joined) before the backend is.
         const SignalThread stopOnSignal(stopSignals, SIGUSR1, [&backend](int signal) {
+          if (signal == SIGPWR) {
+            backend.requestDecommission();
+            return true;
+          }
           backend.requestStop(std::string("stopped by ") +
                               (signal == SIGTERM ? "SIGTERM" : "SIGINT"));
           return true;

@@ -23,6 +23,11 @@
 
 namespace tide::am {
 
+// The holder of outputs copied to the fallback storage by a decommissioning executor (Spark's
+// FallbackStorage.FALLBACK_BLOCK_MANAGER_ID, whose executor id is "fallback"): on no executor,
+// so no executor's loss takes them; readers fetch them from the fallback directory.
+inline constexpr const char* kFallbackStorageId = "fallback";
+
 // One task's output: where it is and what it holds.
 struct MapOutput {
   std::string executorId;

@@ -47,6 +47,16 @@ DecommissionConfig DecommissionConfig::fromProperties(const Properties& props) {
     throw ConfigError(props.describe("executor.decommission.forceKillTimeout") +
                       ": must be greater than 0");
   }
+  std::string fallback =
+      props.getOptionalString("storage.decommission.fallbackStorage.path").value_or("");
+  // The AM and every executor read it, each from its own working directory.
+  if (!fallback.empty() && fallback.front() != '/') {
+    throw ConfigError(props.describe("storage.decommission.fallbackStorage.path") +
+                      ": must be an absolute path (the AM and the executors all reach it)");
+  }
+  while (fallback.size() > 1 && fallback.back() == '/') fallback.pop_back();
+  config.fallbackPath = fallback;
+  config.fallbackCleanUp = props.getBool("storage.decommission.fallbackStorage.cleanUp");
   return config;
 }
 
@@ -63,6 +73,7 @@ std::string Decommissioner::start(const std::string& executorId,
   int64_t cached = 0;
   int64_t notMoved = 0;  // blocks the configuration does not migrate
   int64_t noPeer = 0;    // blocks it would, with no peer to take them
+  int64_t fallback = 0;  // of which the fallback storage takes
   for (const OutputToMigrate& output : outputs) {
     const int64_t blocks = static_cast<int64_t>(output.blocks.size());
     if (!config_.storageEnabled ||
@@ -74,19 +85,30 @@ std::string Decommissioner::start(const std::string& executorId,
     item.output = output;
     if (!assignPeer(item, peers)) {
       noPeer += blocks;
-      ++leaving.outputsFailed;
-      continue;
+      if (!assignFallback(item, executorId)) {
+        ++leaving.outputsFailed;
+        continue;
+      }
+      fallback += blocks;
+    } else {
+      (output.cached ? cached : shuffle) += blocks;
     }
-    (output.cached ? cached : shuffle) += blocks;
     const int64_t id = nextId_++;
     owners_[id] = executorId;
     leaving.items.emplace(id, std::move(item));
   }
   std::set<std::string> targets;
-  for (const auto& [id, item] : leaving.items) targets.insert(item.peer);
+  for (const auto& [id, item] : leaving.items) {
+    if (!item.toFallback) targets.insert(item.peer);
+  }
   std::vector<std::string> parts;
-  if (!leaving.items.empty()) {
+  if (!targets.empty()) {
     parts.push_back("migrating " + blocksPhrase(shuffle, cached) + " to " + joined(targets));
+  }
+  if (fallback > 0) {
+    parts.push_back("migrating " + blocksPhrase(fallback, 0) + " to " + kFallbackStorageName +
+                    " (no other executor to take them)");
+    noPeer -= fallback;
   }
   if (notMoved > 0) {
     const std::string key = !config_.storageEnabled  ? "storage.decommission.enabled"
@@ -120,13 +142,21 @@ bool Decommissioner::assignPeer(Item& item, const std::vector<std::string>& peer
   return true;
 }
 
+bool Decommissioner::assignFallback(Item& item, const std::string& executorId) {
+  if (config_.fallbackPath.empty() || item.output.cached || item.toFallback) return false;
+  item.peer = executorId;  // it copies its own blocks there
+  item.toFallback = true;
+  item.inFlight = false;
+  return true;
+}
+
 std::vector<MigrationAssignment> Decommissioner::takeFor(const std::string& peer) {
   std::vector<MigrationAssignment> assignments;
   for (auto& [executorId, leaving] : leaving_) {
     for (auto& [id, item] : leaving.items) {
       if (item.peer != peer || item.inFlight) continue;
       item.inFlight = true;
-      assignments.push_back({id, executorId, peer, item.output});
+      assignments.push_back({id, executorId, peer, item.output, item.toFallback});
     }
   }
   return assignments;
@@ -152,27 +182,35 @@ std::optional<MigrationAssignment> Decommissioner::onResult(
   if (found == leaving.items.end() || found->second.peer != peer || !found->second.inFlight) {
     return std::nullopt;
   }
+  const bool toFallback = found->second.toFallback;
   if (!result.ok) {
-    fail(leaving, result.id, "peer " + peer + ": " + result.reason, peers);
+    fail(executorId, leaving, result.id,
+         (toFallback ? std::string(kFallbackStorageName) : "peer " + peer) + ": " + result.reason,
+         peers);
     finishIfDone(executorId);
     return std::nullopt;
   }
-  MigrationAssignment done{result.id, executorId, peer, std::move(found->second.output)};
+  MigrationAssignment done{result.id, executorId, peer, std::move(found->second.output),
+                           toFallback};
   (done.output.cached ? leaving.cachedBlocksMigrated : leaving.shuffleBlocksMigrated) +=
       static_cast<int64_t>(done.output.blocks.size());
-  leaving.peersUsed.insert(peer);
+  leaving.peersUsed.insert(toFallback ? kFallbackStorageName : peer);
   leaving.items.erase(found);
   owners_.erase(owner);
   finishIfDone(executorId);
   return done;
 }
 
-void Decommissioner::fail(Leaving& leaving, int64_t id, const std::string& reason,
-                          const std::vector<std::string>& peers) {
+void Decommissioner::fail(const std::string& executorId, Leaving& leaving, int64_t id,
+                          const std::string& reason, const std::vector<std::string>& peers) {
   Item& item = leaving.items.at(id);
   ++item.failures;
   item.lastFailure = reason;
-  if (item.failures < config_.maxFailuresPerOutput && assignPeer(item, peers)) return;
+  if (!item.toFallback) {
+    // As Spark: shuffle output a peer could not take goes to the fallback storage at once.
+    if (assignFallback(item, executorId)) return;
+    if (item.failures < config_.maxFailuresPerOutput && assignPeer(item, peers)) return;
+  }
   // Given up: the output stays on the leaving executor and goes with it (lineage).
   leaving.lastFailure = reason;
   ++leaving.outputsFailed;
@@ -195,7 +233,9 @@ void Decommissioner::onExecutorGone(const std::string& executorId,
     for (const auto& [id, item] : leaving.items) {
       if (item.peer == executorId) lost.push_back(id);
     }
-    for (int64_t id : lost) fail(leaving, id, "peer " + executorId + " is gone", peers);
+    for (int64_t id : lost) {
+      fail(leavingId, leaving, id, "peer " + executorId + " is gone", peers);
+    }
   }
   std::vector<std::string> done;
   for (const auto& [leavingId, leaving] : leaving_) {

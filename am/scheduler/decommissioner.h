@@ -13,6 +13,12 @@
 // from lineage where still needed; and a decommissioning is over after
 // executor.decommission.forceKillTimeout whatever is still in flight.
 //
+// With a fallback storage (storage.decommission.fallbackStorage.path), as Spark's FallbackStorage:
+// shuffle output that no peer can take (there is none) or whose migration to a peer failed is
+// copied there by the leaving executor itself, and readers fetch it from there; only a failed
+// copy to the fallback storage leaves it to lineage. Cached blocks never go there (Spark's
+// fallback storage holds shuffle blocks only).
+//
 // Pure bookkeeping: no threads, no I/O, time from the injected Clock; the caller serialises
 // calls and carries out what it says (replies to peers, registry moves, releases).
 
@@ -38,6 +44,9 @@ struct DecommissionConfig {
   bool cachedBlocks = true;              // storage.decommission.rddBlocks.enabled
   int maxFailuresPerOutput = 3;          // storage.decommission.maxReplicationFailuresPerBlock
   DurationMs forceKillTimeout = 120000;  // executor.decommission.forceKillTimeout
+  // storage.decommission.fallbackStorage.path, absolute and without a trailing '/'; "": none.
+  std::string fallbackPath;
+  bool fallbackCleanUp = false;  // storage.decommission.fallbackStorage.cleanUp
 
   // Throws ConfigError naming the key for a bad value.
   static DecommissionConfig fromProperties(const Properties& props);
@@ -51,13 +60,18 @@ struct OutputToMigrate {
   std::vector<std::string> blocks;  // its block paths, "<jobId>/<stage>/<index>/part-<n>"
 };
 
-// A migration handed to a peer.
+// A migration handed to a peer, or to the leaving executor itself to copy into the fallback
+// storage (`toFallback`; `peer` is then `fromExecutor`).
 struct MigrationAssignment {
   int64_t id = 0;
   std::string fromExecutor;
   std::string peer;
   OutputToMigrate output;
+  bool toFallback = false;
 };
+
+// How the decision log names the fallback storage as a place blocks went.
+inline constexpr const char* kFallbackStorageName = "the fallback storage";
 
 // A decommissioning that is over: the executor may go.
 struct FinishedDecommission {
@@ -73,22 +87,27 @@ class Decommissioner {
   const DecommissionConfig& config() const { return config_; }
 
   // Starts decommissioning `executorId`, which holds `outputs`; those the configuration migrates
-  // go to `peers` (live executors that are not leaving), spread round robin. Returns the
-  // sentence for the decision log ("e3 decommissioning: migrating 12 shuffle blocks to e1").
-  // With nothing to migrate, or no peer, the decommissioning is over at once (takeFinished).
+  // go to `peers` (live executors that are not leaving), spread round robin, or with no peer
+  // (shuffle output, with a fallback storage) to the fallback storage. Returns the sentence for
+  // the decision log ("e3 decommissioning: migrating 12 shuffle blocks to e1"). With nothing to
+  // migrate, or nowhere to put it, the decommissioning is over at once (takeFinished).
   std::string start(const std::string& executorId, const std::vector<OutputToMigrate>& outputs,
                     const std::vector<std::string>& peers);
   bool isDecommissioning(const std::string& executorId) const {
     return leaving_.count(executorId) != 0;
   }
 
-  // The migrations `peer` has not been handed yet; from now on they are in flight.
+  // The migrations `peer` has not been handed yet (for a leaving executor: its copies to the
+  // fallback storage); from now on they are in flight.
   std::vector<MigrationAssignment> takeFor(const std::string& peer);
   bool hasWorkFor(const std::string& peer) const;
   // What `peer` reports of a migration. Returns the assignment when it succeeded (the caller
-  // moves the output to the peer in its registry). A failed one goes to another of `peers` it
-  // has not failed on, up to maxFailuresPerOutput failures; then it is left to lineage. Reports
-  // of unknown ids (their decommissioning is over) or from another peer change nothing.
+  // moves the output to the peer, or to the fallback storage, in its registry). A failed one
+  // goes to the fallback storage when there is one and it is shuffle output (as Spark's
+  // ShuffleMigrationRunnable on an IOException), else to another of `peers` it has not failed
+  // on, up to maxFailuresPerOutput failures; a failed copy to the fallback storage, or the last
+  // failure, leaves it to lineage. Reports of unknown ids (their decommissioning is over) or from
+  // another peer change nothing.
   std::optional<MigrationAssignment> onResult(const std::string& peer,
                                               const rest::BlockMigrationResult& result,
                                               const std::vector<std::string>& peers);
@@ -111,7 +130,8 @@ class Decommissioner {
  private:
   struct Item {
     OutputToMigrate output;
-    std::string peer;  // "" while no peer is chosen
+    std::string peer;  // "" while no peer is chosen; the leaving executor for `toFallback`
+    bool toFallback = false;
     bool inFlight = false;
     int failures = 0;
     std::set<std::string> triedPeers;
@@ -129,7 +149,10 @@ class Decommissioner {
 
   // Gives the item a peer it has not failed on, or gives it up (false).
   bool assignPeer(Item& item, const std::vector<std::string>& peers);
-  void fail(Leaving& leaving, int64_t id, const std::string& reason,
+  // Hands the item of leaving executor `executorId` to the fallback storage; false when there
+  // is none or the item may not go there (cached blocks, or it failed there already).
+  bool assignFallback(Item& item, const std::string& executorId);
+  void fail(const std::string& executorId, Leaving& leaving, int64_t id, const std::string& reason,
             const std::vector<std::string>& peers);
   // Ends the decommissioning once nothing is left to move.
   void finishIfDone(const std::string& executorId);

@@ -776,6 +776,23 @@ std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksFor(const std::string&
   return takeBack;
 }
 
+std::vector<TaskToKill> TaskScheduler::takeBackQueuedTasksOn(const std::string& executorId) {
+  std::vector<TaskToKill> takeBack;
+  if (queuedNotAskedBack_ == 0) return takeBack;
+  auto found = runningByExecutor_.find(executorId);
+  if (found == runningByExecutor_.end()) return takeBack;
+  for (int64_t taskId : found->second) {
+    RunningTask& task = runningTasks_.at(taskId);
+    if (!task.queued || task.takeBackAsked) continue;
+    task.takeBackAsked = true;
+    --queuedNotAskedBack_;
+    takeBack.push_back(TaskToKill{taskId, executorId});
+  }
+  std::sort(takeBack.begin(), takeBack.end(),
+            [](const TaskToKill& a, const TaskToKill& b) { return a.taskId < b.taskId; });
+  return takeBack;
+}
+
 bool TaskScheduler::queuedTaskReturned(int64_t taskId, const std::string& executorId) {
   auto found = runningTasks_.find(taskId);
   if (found == runningTasks_.end() || !found->second.queued ||
@@ -1086,7 +1103,8 @@ void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,
   if (!missing.executorId.empty()) {
     lost = blocks_.removeExecutor(missing.executorId);
     auto node = executorNodes_.find(missing.executorId);
-    if (health_ &&
+    // The fallback storage is no executor to exclude.
+    if (health_ && missing.executorId != kFallbackStorageId &&
         health_->updateExcludedForFetchFailure(node == executorNodes_.end() ? "" : node->second,
                                                missing.executorId) &&
         config_.excludeOnFailure.killExcludedExecutors) {
@@ -1344,12 +1362,14 @@ bool TaskScheduler::outputMigrated(const std::string& stageId, int64_t index,
   if (found == stagesById_.end()) return true;
   JobRun& job = *found->second.first;
   const StageRun& stage = job.stages[found->second.second];
-  job.executorsUsed.insert(toExecutor);  // the job's end drops its blocks there too
   // Readers already submitted prefer the new place, not the executor that is leaving.
   for (size_t dependent : stage.dependents) {
     const StageRun& reader = job.stages[dependent];
     if (reader.tasks && reader.state == StageState::kRunning) updatePreferences(job, dependent);
   }
+  // In the fallback storage it is on no executor: none holds data for the policy.
+  if (toExecutor == kFallbackStorageId) return true;
+  job.executorsUsed.insert(toExecutor);  // the job's end drops its blocks there too
   if (!stage.dependents.empty()) listeners_.onShuffleOutput(toExecutor, stageId);
   if (stage.spec->persist) listeners_.onBlocksCached(toExecutor, stageId);
   return true;

@@ -264,6 +264,9 @@ class TaskScheduler {
   //   - queued tasks on executors other than `idleExecutor` to ask back, once each (another
   //     executor is idle while nothing is pending: they should run there instead)
   std::vector<TaskToKill> takeBackQueuedTasksFor(const std::string& idleExecutor);
+  //   - the tasks queued on `executorId` not asked back yet, asked back now (it is leaving:
+  //     a decommissioning executor starts no new task, as in Spark), ascending
+  std::vector<TaskToKill> takeBackQueuedTasksOn(const std::string& executorId);
 
   // Running tasks of failed or cancelled jobs (or losing speculative copies) that the caller
   // should kill, once each. They stay running until their executor reports them (or is lost).

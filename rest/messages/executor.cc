@@ -246,6 +246,14 @@ void readMigrationBlocks(const JsonObjectReader& reader, BlockMigration& migrati
   }
 }
 
+// The fallback storage is one directory every executor reaches: named absolutely.
+void readFallbackDir(const JsonObjectReader& reader, BlockMigration& migration) {
+  migration.fallbackDir = JsonValueCodec<std::string>::optional(reader, "fallbackDir", "");
+  if (!migration.fallbackDir.empty() && migration.fallbackDir.front() != '/') {
+    throw JsonFieldError(reader.fieldPath("fallbackDir"), "expected an absolute path");
+  }
+}
+
 const JsonFields<BlockMigration>& blockMigrationFields() {
   using M = BlockMigration;
   static const JsonFields<M> fields =
@@ -253,9 +261,15 @@ const JsonFields<BlockMigration>& blockMigrationFields() {
           .required("id", &M::id, atLeast<int64_t>(1))
           .required("fromExecutor", &M::fromExecutor, nonEmpty())
           .optional("url", &M::url, "")
-          .custom("blocks", readMigrationBlocks, [](JsonWriter& out, const M& value) {
-            out.key("blocks");
-            JsonValueCodec<std::vector<std::string>>::write(out, value.blocks);
+          .custom("blocks", readMigrationBlocks,
+                  [](JsonWriter& out, const M& value) {
+                    out.key("blocks");
+                    JsonValueCodec<std::vector<std::string>>::write(out, value.blocks);
+                  })
+          .custom("fallbackDir", readFallbackDir, [](JsonWriter& out, const M& value) {
+            if (value.fallbackDir.empty()) return;
+            out.key("fallbackDir");
+            out.value(value.fallbackDir);
           });
   return fields;
 }
@@ -280,7 +294,9 @@ const JsonFields<ExecutorSync>& syncFields() {
           .custom("returned", readIds("returned", &S::returned), writeIds("returned", &S::returned))
           .writeIf([](const S& value) { return !value.returned.empty(); })
           .required("freeSlots", &S::freeSlots, atLeast(0))
-          .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0));
+          .optional("maxWaitMs", &S::maxWaitMs, 0, atLeast<int64_t>(0))
+          .optional("decommissioning", &S::decommissioning, false)
+          .writeIf([](const S& value) { return value.decommissioning; });
   return fields;
 }
 

@@ -56,8 +56,10 @@ struct BlockInput {
   std::string stageId;     // the upstream stage as the reading stage names it in depends_on
   int64_t mapIndex = 0;    // the upstream task that wrote it
   std::string executorId;  // where it is
-  std::string url;         // that executor's block server, "http://addr:port" ("": unreachable)
-  std::string path;        // on that executor: "<jobId>/<stageId>/<mapIndex>/part-<partition>"
+  // That executor's block server, "http://addr:port" ("": unreachable), or "file://<dir>" for
+  // a block in the fallback storage (executorId "fallback"): the file <dir>/<path>.
+  std::string url;
+  std::string path;  // on that executor: "<jobId>/<stageId>/<mapIndex>/part-<partition>"
   int64_t size = 0;
 };
 
@@ -115,11 +117,17 @@ struct TaskStatusUpdate {
 // a peer to take one task output off an executor that is leaving. The peer fetches `blocks`
 // from `url` (the leaving executor's block server, as a task fetches its inputs), keeps them
 // under the same block paths, and reports how it went in its next sync.
+//
+// With `fallbackDir` the migration is the decommissioning executor's own: no peer takes the
+// output, so it copies its blocks to <fallbackDir>/<block path> (the fallback storage,
+// storage.decommission.fallbackStorage.path/<application id>), from where readers fetch them
+// (BlockInput::url "file://<fallbackDir>").
 struct BlockMigration {
   int64_t id = 0;                   // the AM's, echoed in the result
   std::string fromExecutor;         // the decommissioning executor
   std::string url;                  // its block server
   std::vector<std::string> blocks;  // "<jobId>/<stageId>/<index>/part-<n>", one task's output
+  std::string fallbackDir;          // absolute; "" for a peer's migration
 };
 
 struct BlockMigrationResult {
@@ -136,6 +144,9 @@ struct ExecutorSync {
   std::vector<int64_t> returned;
   int freeSlots = 0;
   int64_t maxWaitMs = 0;  // how long the AM may hold this request when it has nothing to send
+  // Asked to leave gracefully (SIGPWR, as Spark's executors take it): with decommission.enabled
+  // the AM decommissions it, else it is ignored.
+  bool decommissioning = false;
 };
 
 struct ExecutorSyncReply {

@@ -175,6 +175,121 @@ TEST_F(DecommissionerTest, ForceKillTimeoutEndsAMigrationThatHangs) {
                         "task output still migrating"));
 }
 
+// storage.decommission.fallbackStorage.path (Spark's FallbackStorage): with no peer at all, the
+// leaving executor copies its shuffle output there itself; cached blocks never go there.
+TEST_F(DecommissionerTest, WithNoPeerShuffleOutputGoesToTheFallbackStorage) {
+  config.fallbackPath = "/shared/fallback";
+  OutputToMigrate cached = shuffleOutput(1);
+  cached.cached = true;
+  EXPECT_EQ(decommissioner().start("e3", {shuffleOutput(0, 2), cached}, {}),
+            "e3 decommissioning: migrating 2 shuffle blocks to the fallback storage (no other "
+            "executor to take them); 1 block not migrated (no other executor to take them), made "
+            "again from lineage where still needed");
+  EXPECT_TRUE(decommissioner().hasWorkFor("e3")) << "the leaving executor does the copy";
+  const auto copies = decommissioner().takeFor("e3");
+  ASSERT_THAT(copies, SizeIs(1));
+  EXPECT_TRUE(copies[0].toFallback);
+  EXPECT_EQ(copies[0].fromExecutor, "e3");
+  EXPECT_EQ(copies[0].output.index, 0) << "the shuffle output, not the cached one";
+  EXPECT_THAT(decommissioner().takeFinished(), IsEmpty()) << "the copy is in flight";
+  const auto done = decommissioner().onResult("e3", ok(copies[0].id), {});
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(done->toFallback);
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished) << "the cached output was not migrated";
+  EXPECT_THAT(finished[0].why,
+              HasSubstr("e3 decommissioned: 2 shuffle blocks migrated to the fallback storage"));
+}
+
+// As Spark's ShuffleMigrationRunnable: a migration to a peer that fails goes to the fallback
+// storage at once, not to another peer.
+TEST_F(DecommissionerTest, AFailedPeerMigrationGoesToTheFallbackStorage) {
+  config.fallbackPath = "/shared/fallback";
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
+  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
+  std::string firstPeer = "e1";
+  if (first.empty()) {
+    first = decommissioner().takeFor("e2");
+    firstPeer = "e2";
+  }
+  ASSERT_THAT(first, SizeIs(1));
+  EXPECT_FALSE(first[0].toFallback);
+  EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));
+  EXPECT_FALSE(decommissioner().hasWorkFor("e1"));
+  EXPECT_FALSE(decommissioner().hasWorkFor("e2"));
+  const auto copies = decommissioner().takeFor("e3");
+  ASSERT_THAT(copies, SizeIs(1));
+  EXPECT_TRUE(copies[0].toFallback);
+  ASSERT_TRUE(decommissioner().onResult("e3", ok(copies[0].id), {"e1", "e2"}));
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_TRUE(finished[0].finished);
+  EXPECT_EQ(finished[0].why, "e3 decommissioned: 1 shuffle block migrated to the fallback storage");
+}
+
+// The only peer dies while its migration is in flight: the output goes to the fallback storage.
+TEST_F(DecommissionerTest, APeerThatDiesSendsItsMigrationsToTheFallbackStorage) {
+  config.fallbackPath = "/shared/fallback";
+  decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
+  ASSERT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
+  decommissioner().onExecutorGone("e1", {});
+  const auto copies = decommissioner().takeFor("e3");
+  ASSERT_THAT(copies, SizeIs(1));
+  EXPECT_TRUE(copies[0].toFallback);
+  EXPECT_THAT(decommissioner().takeFinished(), IsEmpty());
+}
+
+// A copy to the fallback storage that fails leaves the output to lineage: never retried there.
+TEST_F(DecommissionerTest, AFailedFallbackCopyLeavesTheOutputToLineage) {
+  config.fallbackPath = "/shared/fallback";
+  config.maxFailuresPerOutput = 3;
+  decommissioner().start("e3", {shuffleOutput(0)}, {});
+  const auto copies = decommissioner().takeFor("e3");
+  ASSERT_THAT(copies, SizeIs(1));
+  const rest::BlockMigrationResult refused{copies[0].id, false,
+                                           "cannot create /shared/fallback/app: Not a directory"};
+  EXPECT_FALSE(decommissioner().onResult("e3", refused, {}));
+  EXPECT_THAT(decommissioner().takeFor("e3"), IsEmpty());
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(finished[0].why,
+              HasSubstr("1 task output not migrated (the fallback storage: cannot create "
+                        "/shared/fallback/app: Not a directory), made again from lineage"));
+}
+
+// The leaving executor dies while it copies: what it held is gone, as without a fallback.
+TEST_F(DecommissionerTest, TheLeavingExecutorKilledMidCopyEndsItUnfinished) {
+  config.fallbackPath = "/shared/fallback";
+  decommissioner().start("e3", {shuffleOutput(0)}, {});
+  const auto copies = decommissioner().takeFor("e3");
+  ASSERT_THAT(copies, SizeIs(1));
+  decommissioner().onExecutorGone("e3", {});
+  const auto finished = decommissioner().takeFinished();
+  ASSERT_THAT(finished, SizeIs(1));
+  EXPECT_FALSE(finished[0].finished);
+  EXPECT_FALSE(decommissioner().onResult("e3", ok(copies[0].id), {}));
+}
+
+TEST_F(DecommissionerTest, ReadsTheFallbackStorageKeys) {
+  const DecommissionConfig read = DecommissionConfig::fromProperties(testing_support::propertiesOf(
+      {{"storage.decommission.fallbackStorage.path", "/shared/fallback/"},
+       {"storage.decommission.fallbackStorage.cleanUp", "true"}}));
+  EXPECT_EQ(read.fallbackPath, "/shared/fallback") << "Spark's trailing '/' is optional";
+  EXPECT_TRUE(read.fallbackCleanUp);
+  EXPECT_EQ(DecommissionConfig::fromProperties(testing_support::propertiesOf({})).fallbackPath, "")
+      << "none by default, as in Spark";
+  try {
+    DecommissionConfig::fromProperties(
+        testing_support::propertiesOf({{"storage.decommission.fallbackStorage.path", "rel/dir"}}));
+    FAIL() << "a relative path was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("storage.decommission.fallbackStorage.path"));
+    EXPECT_THAT(e.what(), HasSubstr("must be an absolute path"));
+  }
+}
+
 TEST_F(DecommissionerTest, ReadsItsKeys) {
   const DecommissionConfig read = DecommissionConfig::fromProperties(
       testing_support::propertiesOf({{"storage.decommission.enabled", "true"},

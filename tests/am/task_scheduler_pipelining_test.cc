@@ -246,6 +246,44 @@ TEST_F(PipeliningTest, AnIdleExecutorAsksBackQueuedTasksOfOthersOnce) {
   EXPECT_EQ(moved[0].index, launches[2].index);
 }
 
+// Graceful decommissioning: the leaving executor's queued tasks are all asked back, once, and
+// each one it hands back runs exactly once, elsewhere; one it had started runs on there.
+TEST_F(PipeliningTest, ADecommissioningExecutorsQueuedTasksAreAskedBackAndRunElsewhereOnce) {
+  submit(5);
+  firstTaskTakes(1);
+  auto e1 = offer("e1", 1, 2);  // one running, two queued
+  ASSERT_EQ(countQueued(e1), 2);
+  auto e2 = offer("e2", 1, 0);  // the other executor is busy
+  ASSERT_EQ(e2.size(), 1u);
+  EXPECT_FALSE(scheduler().hasPendingTasks());
+  const auto back = scheduler().takeBackQueuedTasksOn("e1");
+  ASSERT_EQ(back.size(), 2u);
+  for (size_t i = 0; i < back.size(); ++i) {
+    EXPECT_EQ(back[i].taskId, e1[i + 1].taskId);
+    EXPECT_EQ(back[i].executorId, "e1");
+  }
+  EXPECT_THAT(scheduler().takeBackQueuedTasksOn("e1"), IsEmpty()) << "asked once";
+  EXPECT_THAT(scheduler().takeBackQueuedTasksFor("e2"), IsEmpty())
+      << "not asked again for an idle executor";
+  // e1 had started the first one before it heard; it hands back the other.
+  scheduler().taskStarted(e1[1].taskId, "e1");
+  EXPECT_FALSE(scheduler().queuedTaskReturned(e1[1].taskId, "e1")) << "started: it runs there";
+  ASSERT_TRUE(scheduler().queuedTaskReturned(e1[2].taskId, "e1"));
+  EXPECT_EQ(scheduler().pendingTaskCount(), 1);
+  EXPECT_EQ(scheduler().queuedTaskCount(), 0);
+  ASSERT_TRUE(scheduler().statusUpdate(ended(e2[0].taskId), "e2"));
+  auto moved = offer("e2", 1, 2);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0].index, e1[2].index);
+  EXPECT_EQ(moved[0].attempt, e1[2].attempt) << "it never ran: the same attempt";
+  ASSERT_TRUE(scheduler().statusUpdate(ended(moved[0].taskId), "e2"));
+  ASSERT_TRUE(scheduler().statusUpdate(ended(e1[0].taskId), "e1"));
+  ASSERT_TRUE(scheduler().statusUpdate(ended(e1[1].taskId), "e1"));
+  const auto summary = scheduler().jobSummary("job-1");
+  EXPECT_EQ(summary->succeeded, 5) << "every task once";
+  EXPECT_EQ(summary->failedAttempts, 0);
+}
+
 TEST_F(PipeliningTest, KillingAJobKillsItsQueuedTasksToo) {
   submit(6);
   firstTaskTakes(1);

@@ -206,9 +206,12 @@ TEST(ExecutorMessagesTest, SyncReplyRoundTrips) {
 // Graceful decommissioning: the AM's migrations for a peer and the peer's results.
 TEST(ExecutorMessagesTest, MigrationsAndTheirResultsRoundTrip) {
   ExecutorSyncReply reply;
-  reply.migrations = {{3, "e3", "http://127.0.0.1:4000", {"job-1/map/0/part-0"}}};
+  reply.migrations = {{3, "e3", "http://127.0.0.1:4000", {"job-1/map/0/part-0"}, ""},
+                      {4, "e3", "", {"job-1/map/1/part-0"}, "/shared/fallback/app-1"}};
   const ExecutorSyncReply back = executorSyncReplyFromJson(parseJson(toJson(reply)));
-  ASSERT_EQ(back.migrations.size(), 1u);
+  ASSERT_EQ(back.migrations.size(), 2u);
+  EXPECT_EQ(back.migrations[0].fallbackDir, "") << "a peer's migration";
+  EXPECT_EQ(back.migrations[1].fallbackDir, "/shared/fallback/app-1") << "a copy to the fallback";
   EXPECT_EQ(back.migrations[0].id, 3);
   EXPECT_EQ(back.migrations[0].fromExecutor, "e3");
   EXPECT_EQ(back.migrations[0].url, "http://127.0.0.1:4000");
@@ -223,10 +226,17 @@ TEST(ExecutorMessagesTest, MigrationsAndTheirResultsRoundTrip) {
   EXPECT_TRUE(reported.migrated[0].ok);
   EXPECT_FALSE(reported.migrated[1].ok);
   EXPECT_EQ(reported.migrated[1].reason, "HTTP 404");
+  EXPECT_FALSE(reported.decommissioning);
+  EXPECT_EQ(toJson(sync).find("decommissioning"), std::string::npos) << "left out when false";
+  sync.decommissioning = true;  // asked to leave (SIGPWR)
+  EXPECT_TRUE(executorSyncFromJson(parseJson(toJson(sync))).decommissioning);
 
   const auto decodeReply = [](const rapidjson::Value& json) { executorSyncReplyFromJson(json); };
   expectFieldError(R"({"migrations":[{"id":1,"fromExecutor":"e3","blocks":["../x/part-0"]}]})",
                    decodeReply, "migrations[0].blocks[0]");
+  expectFieldError(
+      R"({"migrations":[{"id":1,"fromExecutor":"e3","blocks":[],"fallbackDir":"relative/dir"}]})",
+      decodeReply, "migrations[0].fallbackDir");
 }
 
 TEST(ExecutorMessagesTest, OptionalFieldsTakeDefaults) {

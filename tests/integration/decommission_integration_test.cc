@@ -10,9 +10,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "am_cluster_test.h"
 
@@ -146,6 +149,165 @@ TEST_F(DecommissionIntegrationTest, WhenTheOnlyPeerDiesTheBlocksAreMadeAgainFrom
   EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n") << "nothing lost";
   const rapidjson::Document done = job("job-1");
   EXPECT_GE((*stage(done, "map"))["reruns"].GetInt(), 1) << "made again from lineage";
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+// The fallback storage (storage.decommission.fallbackStorage.path): one map task and, beside
+// it, a "slow" task on the other executor; the reduce reads the map output once "slow" is done.
+std::string fallbackJob(const std::string& output) {
+  return R"({"name": "fallback", "output": ")" + output + R"(", "stages": [
+      {"id": "map", "tasks": 1,
+       "command": ["sh", "-c", "sleep 1.5; echo mapped > $TIDE_OUTPUT_DIR/part-0"]},
+      {"id": "slow", "tasks": 1, "command": ["sh", "-c", "sleep 4"]},
+      {"id": "reduce", "depends_on": ["map", "slow"], "tasks": 1,
+       "command": ["sh", "-c", "cat $TIDE_INPUT_DIR/map/* > $TIDE_OUTPUT_DIR/part-0"]}]})";
+}
+
+class FallbackStorageIntegrationTest : public DecommissionIntegrationTest {
+ protected:
+  // Runs fallbackJob with decommissioning and the fallback storage at `fallbackPath`: once the
+  // map task is done, the executor running "slow" (the only peer) is frozen (SIGSTOP), so that
+  // the idle map executor's migration to it never ends and it is lost after network.timeout;
+  // its "slow" task runs again on a new executor.
+  void runWithTheOnlyPeerGone(const fs::path& fallbackPath) {
+    startCluster();
+    output = dir.path() / "out";
+    submit(fallbackJob(output.string()),
+           {{"dynamicAllocation.maxExecutors", "2"},
+            {"dynamicAllocation.initialExecutors", "2"},
+            {"dynamicAllocation.minExecutors", "0"},
+            {"dynamicAllocation.executorIdleTimeout", "1s"},
+            {"dynamicAllocation.shuffleTracking.enabled", "false"},
+            {"network.timeout", "3s"},
+            {"decommission.enabled", "true"},
+            {"storage.decommission.enabled", "true"},
+            {"storage.decommission.fallbackStorage.path", fallbackPath.string()}},
+           /*session=*/true);
+    ASSERT_TRUE(eventually(
+        [&] {
+          try {
+            const rapidjson::Document doc = job("job-1");
+            const rapidjson::Value* map = stage(doc, "map");
+            return map != nullptr && (*map)["succeeded"].GetInt64() == 1;
+          } catch (const rest::HttpError&) {
+            return false;  // not submitted yet
+          }
+        },
+        30s))
+        << "the map task did not finish";
+    // The executor list may lag the job's: wait until it shows the map executor idle too.
+    pid_t peer = 0;
+    ASSERT_TRUE(eventually(
+        [&] {
+          const rapidjson::Document listed = executors();
+          int idle = 0;
+          pid_t busy = 0;
+          for (const auto& e : listed["executors"].GetArray()) {
+            if (e["pid"].GetInt64() <= 0) return false;
+            if (e["runningTasks"].GetInt() > 0) {
+              busy = static_cast<pid_t>(e["pid"].GetInt64());
+            } else {
+              ++idle;
+            }
+          }
+          peer = busy;
+          return busy != 0 && idle == 1;
+        },
+        5s))
+        << "no executor runs \"slow\" beside the idle map executor";
+    ASSERT_EQ(::kill(peer, SIGSTOP), 0);
+    ASSERT_TRUE(jobEnds("job-1", 90s));
+    ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+    EXPECT_EQ(testing_support::readFile(output / "part-0"), "mapped\n") << "nothing lost";
+  }
+};
+
+TEST_F(FallbackStorageIntegrationTest, WithTheOnlyPeerGoneTheReduceReadsTheFallbackStorage) {
+  const fs::path fallback = dir.path() / "fallback";
+  runWithTheOnlyPeerGone(fallback);
+  const rapidjson::Document done = job("job-1");
+  const rapidjson::Value* map = stage(done, "map");
+  ASSERT_NE(map, nullptr);
+  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
+  EXPECT_EQ((*map)["succeeded"].GetInt64(), 1);
+  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
+  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
+  EXPECT_GE((*stage(done, "slow"))["failedAttempts"].GetInt64(), 1) << "its executor was lost";
+  EXPECT_TRUE(decided("e", " decommissioned: 1 shuffle block migrated to the fallback storage"));
+  // Spark's layout: <path>/<application id>/..., here the block path under it.
+  EXPECT_EQ(testing_support::readFile(fallback / appId / "job-1/map/0/part-0"), "mapped\n");
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+// The fallback storage cannot be written (its path is a file): the output is made again from
+// lineage, and the job still succeeds.
+TEST_F(FallbackStorageIntegrationTest, AFailedCopyToTheFallbackStorageFallsBackToLineage) {
+  const fs::path notADirectory = dir.writeFile("not-a-directory", "x");
+  runWithTheOnlyPeerGone(notADirectory);
+  const rapidjson::Document done = job("job-1");
+  EXPECT_GE((*stage(done, "map"))["reruns"].GetInt(), 1) << "made again from lineage";
+  EXPECT_TRUE(decided("e", "not migrated (the fallback storage: cannot create"))
+      << ::testing::PrintToString(decisions());
+  client->kill(appId);
+  waitForEnd(30s);
+}
+
+// An executor asked to leave (SIGPWR, as Spark's executors take it) while it holds queued tasks
+// (pipelining, scheduler.queuedTasksPerExecutor): it starts none of them, hands them back and
+// they run on the other executor; the task it was running finishes there first. Every task
+// runs exactly once: each appends its index to one file.
+TEST_F(DecommissionIntegrationTest, ADecommissioningExecutorHandsBackItsQueuedTasks) {
+  startCluster();
+  const fs::path ran = dir.path() / "ran.txt";
+  submit(R"({"name": "queued", "stages": [{"id": "work", "tasks": 10, "command": ["sh", "-c",
+         "echo $TIDE_TASK_INDEX >> )" +
+             ran.string() + R"(; sleep 3"]}]})",
+         {{"dynamicAllocation.maxExecutors", "2"},
+          {"dynamicAllocation.initialExecutors", "2"},
+          {"dynamicAllocation.minExecutors", "0"},
+          {"dynamicAllocation.executorIdleTimeout", "60s"},
+          {"scheduler.queuedTasksPerExecutor", "4"},
+          {"scheduler.queuedTaskWait", "60s"},  // 3 s tasks are short enough to queue
+          {"decommission.enabled", "true"}},
+         /*session=*/true);
+  // Queued tasks count as running in the status (the executors list counts started ones): more
+  // running than the two slots means both executors hold queued tasks (each sync refills them).
+  ASSERT_TRUE(eventually(
+      [&] {
+        const rapidjson::Document status = am->getJson("api/v1/status");
+        return status["tasks"]["running"].GetInt64() > 2;
+      },
+      30s))
+      << "no executor got queued tasks";
+  const std::optional<Executor> busy = waitForBusyExecutor(5s);
+  ASSERT_TRUE(busy);
+  const std::string leaving = busy->id;
+  const pid_t pid = busy->pid;
+  ASSERT_EQ(::kill(pid, SIGPWR), 0);
+  ASSERT_TRUE(jobEnds("job-1", 90s));
+  ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+  EXPECT_TRUE(decided("decommissioning " + leaving, ": asked to leave (SIGPWR)"));
+  EXPECT_TRUE(decided(leaving + " decommissioning: asking back ", " not started"))
+      << ::testing::PrintToString(decisions());
+  EXPECT_TRUE(decided(leaving + " handed back ", " unstarted (decommissioning)"))
+      << ::testing::PrintToString(decisions());
+  // Exactly once each: none lost, none run on both executors.
+  std::vector<std::string> lines;
+  std::istringstream in(testing_support::readFile(ran));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}));
+  const rapidjson::Document done = job("job-1");
+  EXPECT_EQ((*stage(done, "work"))["failedAttempts"].GetInt64(), 0) << "nothing killed";
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::vector<std::string> reasons = removalReasons();
+        return std::find(reasons.begin(), reasons.end(), "decommissioned") != reasons.end();
+      },
+      10s))
+      << "it left once its running task was done";
   client->kill(appId);
   waitForEnd(30s);
 }
