@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +46,15 @@ int openPidfd(pid_t pid) {
 
 std::string errnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
+}
+
+// One mkdir when the parent exists (every task's but the first), where create_directories
+// would first stat every ancestor; a missing parent is made the long way.
+std::error_code makeDirectory(const std::filesystem::path& directory) {
+  if (::mkdir(directory.c_str(), 0777) == 0) return {};
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  return error;
 }
 
 }  // namespace
@@ -111,7 +121,7 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
                     [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
     if (alreadyQueued) return;
     if (!queued_.empty() || busySlotsLocked() >= slots_) {
-      queued_.push_back(QueuedLaunch{launch, clock_->nowMs()});
+      queued_.push_back(QueuedLaunch{launch, clock_->nowMs(), false, {}});
       return;
     }
   }
@@ -120,17 +130,47 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
 
 void TaskRunner::startQueued() {
   while (true) {
-    rest::TaskLaunch next;
+    QueuedLaunch next;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) return;
-      next = std::move(queued_.front().launch);
+      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) break;
+      next = std::move(queued_.front());
       queued_.pop_front();
       ++starting_;  // holds its slot until it is in tasks_ (or has ended)
     }
-    start(next);
+    start(next.launch, next.prepared ? &next.files : nullptr);
     std::lock_guard<std::mutex> lock(mutex_);
     --starting_;
+  }
+  prepareNextQueued();
+}
+
+void TaskRunner::prepareNextQueued() {
+  // A task's directories are file system writes that wait for the disk's journal, which on a
+  // busy disk take longer than a short task: made now, while the slot's task runs, they are
+  // not in the gap between that task and the next. Only the next task's (a task taken back
+  // unstarted leaves empty directories behind), and not a task with inputs (its preparer
+  // thread makes them after fetching).
+  rest::TaskLaunch next;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ || queued_.empty()) return;
+    const QueuedLaunch& front = queued_.front();
+    if (front.prepared || front.launch.kind != "command" || !front.launch.inputs.empty()) return;
+    next.taskId = front.launch.taskId;
+    next.stageId = front.launch.stageId;
+    next.index = front.launch.index;
+    next.attempt = front.launch.attempt;
+    next.cwd = front.launch.cwd;
+  }
+  CommandFiles files;
+  if (prepareCommandFiles(next, files)) return;  // tried again, and reported, when it starts
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (QueuedLaunch& queued : queued_) {
+    if (queued.launch.taskId != next.taskId) continue;
+    queued.files = std::move(files);
+    queued.prepared = true;
+    break;
   }
 }
 
@@ -191,7 +231,7 @@ std::optional<TimeMs> TaskRunner::oldestQueuedAtMs() const {
   return queued_.front().queuedAt;
 }
 
-void TaskRunner::start(const rest::TaskLaunch& launch) {
+void TaskRunner::start(const rest::TaskLaunch& launch, const CommandFiles* prepared) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
     // The hot path: one lock, one update.
@@ -256,7 +296,7 @@ void TaskRunner::start(const rest::TaskLaunch& launch) {
       });
       return;
     }
-    startCommand(launch, now);
+    startCommand(launch, now, prepared);
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -324,7 +364,8 @@ std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& lau
   return entries;
 }
 
-void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
+void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now,
+                              const CommandFiles* prepared) {
   const auto fail = [&](int exitCode, std::string reason) {
     log_.warn() << "task " << launch.taskId << " could not start: " << reason;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -332,44 +373,13 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     finishWithoutProcessLocked(launch.taskId, kFailed, exitCode, std::move(reason), now,
                                clock_->nowMs());
   };
-
-  const std::filesystem::path taskDir =
-      taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
-  std::error_code error;
-  std::filesystem::create_directories(taskDir / "output", error);
-  if (!error) std::filesystem::create_directories(taskDir / "input", error);
-  if (error) {
-    fail(kNoProcessExitCode,
-         "cannot create task directory " + taskDir.string() + ": " + error.message());
+  CommandFiles files;
+  if (prepared != nullptr) {
+    files = *prepared;
+  } else if (std::optional<std::string> problem = prepareCommandFiles(launch, files)) {
+    fail(kNoProcessExitCode, std::move(*problem));
     return;
   }
-  std::filesystem::path cwd = taskDir;
-  if (!launch.cwd.empty()) {
-    cwd = options_.workDir / launch.cwd;  // an absolute launch.cwd replaces workDir
-    if (!std::filesystem::is_directory(cwd, error)) {
-      fail(kNoProcessExitCode, "working directory " + cwd.string() + " does not exist");
-      return;
-    }
-  }
-  // In the kept log dir when there is one: written there directly, so a killed task or
-  // executor loses nothing; the task dir links to them.
-  std::filesystem::path outputDir = taskDir;
-  if (!options_.logDir.empty()) {
-    outputDir = taskDirectory(options_.logDir, launch.stageId, launch.index, launch.attempt);
-    std::filesystem::create_directories(outputDir, error);
-    if (error) {
-      fail(kNoProcessExitCode,
-           "cannot create log directory " + outputDir.string() + ": " + error.message());
-      return;
-    }
-    for (const char* name : {"stdout", "stderr"}) {
-      std::filesystem::remove(taskDir / name, error);
-      std::filesystem::create_symlink(outputDir / name, taskDir / name, error);
-    }
-  }
-  const std::string stdoutPath = (outputDir / "stdout").string();
-  std::string stderrPath = (outputDir / "stderr").string();
-
   // posix_spawnp's rule, with the executor's PATH (not launch.env's), like a shell would before
   // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd.
   const char* executorPath = std::getenv("PATH");
@@ -380,34 +390,9 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
          "spawn failed: cannot run '" + launch.argv[0] + "': " + errnoText(ENOENT));
     return;
   }
-  SpawnOptions spawn;
-  spawn.workDir = cwd.string();
-  spawn.stdoutPath = stdoutPath;
-  spawn.stderrPath = stderrPath;
-  spawn.environment = taskEnvironment(launch);
-  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
-  // stays in the group; default signal dispositions and an empty mask, since the executor
-  // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
-  // connection, pidfds) are not inherited.
-  spawn.grouping = ProcessGrouping::kNewProcessGroup;
-  if (!options_.supervisorPath.empty()) {
-    // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
-    // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
-    spawn.argv = {options_.supervisorPath,
-                  "--die-with-parent",
-                  std::to_string(::getpid()),
-                  "--grace",
-                  std::to_string(options_.killGracePeriod),
-                  "--",
-                  *program};
-    spawn.argv.insert(spawn.argv.end(), launch.argv.begin() + 1, launch.argv.end());
-  } else {
-    spawn.argv = launch.argv;
-    spawn.argv[0] = *program;
-  }
   pid_t pid = -1;
   try {
-    pid = spawnProcess(spawn);
+    pid = spawnCommand(launch, files, *program);
   } catch (const SpawnError& e) {
     fail(kSpawnFailedExitCode,
          "spawn failed: cannot run '" + launch.argv[0] + "': " + e.code().message());
@@ -425,32 +410,97 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     return;
   }
   TIDE_LOG(log_, debug) << "task " << launch.taskId << " started as pid " << pid << " in "
-                        << cwd.string();
-
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    RunningTask task;
-    task.kind = TaskKind::kCommand;
-    task.startedAt = now;
-    task.timeoutMs = launch.timeoutMs;
-    task.pid = pid;
-    task.pidfd = pidfd;
-    task.stderrPath = std::move(stderrPath);
-    task.owner = TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir,
-                                 launch.taskId};
-    task.outputDir = taskDir / "output";
-    // A task that was preparing its inputs may have been asked to stop meanwhile.
-    auto preparing = tasks_.find(launch.taskId);
-    const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
-    RunningTask& stored = tasks_[launch.taskId];
-    stored = std::move(task);
-    if (launch.timeoutMs > 0) {
-      addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
-    }
-    if (killedWhilePreparing || stopping_) killLocked(launch.taskId, stored, clock_->nowMs());
-  }
+                        << files.cwd.string();
+  addCommandTask(launch, now, pid, pidfd, std::move(files));
   // The supervisor's poll() must start watching the new pidfd.
   wakeSupervisor();
+}
+
+std::optional<std::string> TaskRunner::prepareCommandFiles(const rest::TaskLaunch& launch,
+                                                           CommandFiles& files) const {
+  // Every directory made here is a journaled metadata write that waits for the file system's
+  // journal, which on a busy disk costs more than the task's fork and exec: only what the task
+  // uses is made (the input dir when it has inputs), and one mkdir each in the common case.
+  files.taskDir = taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
+  std::error_code error = makeDirectory(files.taskDir);
+  if (!error) error = makeDirectory(files.taskDir / "output");
+  if (!error && !launch.inputs.empty()) error = makeDirectory(files.taskDir / "input");
+  if (error) {
+    return "cannot create task directory " + files.taskDir.string() + ": " + error.message();
+  }
+  files.cwd = files.taskDir;
+  if (!launch.cwd.empty()) {
+    files.cwd = options_.workDir / launch.cwd;  // an absolute launch.cwd replaces workDir
+    if (!std::filesystem::is_directory(files.cwd, error)) {
+      return "working directory " + files.cwd.string() + " does not exist";
+    }
+  }
+  // In the kept log dir when there is one: written there directly, so a killed task or
+  // executor loses nothing (`tide logs` and the NM's log API read them there).
+  std::filesystem::path logDir = files.taskDir;
+  if (!options_.logDir.empty()) {
+    logDir = taskDirectory(options_.logDir, launch.stageId, launch.index, launch.attempt);
+    if (error = makeDirectory(logDir); error) {
+      return "cannot create log directory " + logDir.string() + ": " + error.message();
+    }
+  }
+  files.stdoutPath = (logDir / "stdout").string();
+  files.stderrPath = (logDir / "stderr").string();
+  return std::nullopt;
+}
+
+pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFiles& files,
+                               const std::string& program) const {
+  SpawnOptions spawn;
+  spawn.workDir = files.cwd.string();
+  spawn.stdoutPath = files.stdoutPath;
+  spawn.stderrPath = files.stderrPath;
+  spawn.environment = taskEnvironment(launch);
+  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
+  // stays in the group; default signal dispositions and an empty mask, since the executor
+  // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
+  // connection, pidfds) are not inherited.
+  spawn.grouping = ProcessGrouping::kNewProcessGroup;
+  if (!options_.supervisorPath.empty()) {
+    // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
+    // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
+    spawn.argv = {options_.supervisorPath,
+                  "--die-with-parent",
+                  std::to_string(::getpid()),
+                  "--grace",
+                  std::to_string(options_.killGracePeriod),
+                  "--",
+                  program};
+    spawn.argv.insert(spawn.argv.end(), launch.argv.begin() + 1, launch.argv.end());
+  } else {
+    spawn.argv = launch.argv;
+    spawn.argv[0] = program;
+  }
+  return spawnProcess(spawn);
+}
+
+void TaskRunner::addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd,
+                                CommandFiles files) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RunningTask task;
+  task.kind = TaskKind::kCommand;
+  task.startedAt = now;
+  task.timeoutMs = launch.timeoutMs;
+  task.pid = pid;
+  task.pidfd = pidfd;
+  task.stderrPath = std::move(files.stderrPath);
+  task.owner =
+      TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir, launch.taskId};
+  task.outputDir = files.taskDir / "output";
+  // A task that was preparing its inputs may have been asked to stop meanwhile.
+  auto preparing = tasks_.find(launch.taskId);
+  const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
+  RunningTask& stored = tasks_[launch.taskId];
+  stored = std::move(task);
+  if (launch.timeoutMs > 0) {
+    addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
+  }
+  if (killedWhilePreparing || stopping_) killLocked(launch.taskId, stored, clock_->nowMs());
 }
 
 void TaskRunner::kill(int64_t taskId) {

@@ -417,6 +417,33 @@ TEST_F(TaskRunnerTest, AKilledQueuedTaskIsReportedKilledWithoutRunning) {
   EXPECT_EQ(runner.queuedCount(), 0u);
 }
 
+TEST_F(TaskRunnerTest, AQueuedCommandsDirectoriesAreMadeWhileTheRunningTaskRuns) {
+  TaskRunnerOptions runnerOptions = options(1);
+  runnerOptions.logDir = workDir_.path() / "logs";
+  TaskRunner runner(runnerOptions);
+  const std::filesystem::path release = workDir_.path() / "release";
+  TaskLaunch first = commandTask(1, "while [ ! -e " + release.string() + " ]; do sleep 0.01; done");
+  first.queued = true;
+  TaskLaunch second = commandTask(2, "echo out; echo err >&2; echo part > \"$TIDE_OUTPUT_DIR/p\"");
+  second.queued = true;
+  runner.launch(first);
+  runner.launch(second);
+  runner.startQueued();  // no slot free: the next task is only made ready
+  const std::filesystem::path secondDir = workDir_.path() / "tasks" / "s1-2-0";
+  EXPECT_TRUE(std::filesystem::is_directory(secondDir / "output"));
+  EXPECT_TRUE(std::filesystem::is_directory(workDir_.path() / "logs" / "tasks" / "s1-2-0"));
+  EXPECT_EQ(runner.runningCount(), 1) << "task 2 waits for the slot";
+  testing_support::writeFile(release, "");
+  const std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 2);
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[1].taskId, 2);
+  EXPECT_EQ(updates[1].state, rest::TaskState::kFinished);
+  EXPECT_EQ(readFile(workDir_.path() / "logs" / "tasks" / "s1-2-0" / "stdout"), "out\n");
+  EXPECT_EQ(readFile(workDir_.path() / "logs" / "tasks" / "s1-2-0" / "stderr"), "err\n");
+  EXPECT_EQ(readFile(secondDir / "output" / "p"), "part\n");
+  EXPECT_FALSE(std::filesystem::exists(secondDir / "input")) << "made only for a task with inputs";
+}
+
 TEST_F(TaskRunnerTest, AQueuedNoopNeverWaits) {
   TaskRunner runner(options(1));
   runner.launch(queuedSleep(1, 60'000));
