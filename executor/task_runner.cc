@@ -59,6 +59,18 @@ std::error_code makeDirectory(const std::filesystem::path& directory) {
 
 }  // namespace
 
+TaskRunner::OwnedFd& TaskRunner::OwnedFd::operator=(OwnedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+TaskRunner::OwnedFd::~OwnedFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 std::vector<std::string> currentEnvironment() {
   std::vector<std::string> entries;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
@@ -146,10 +158,11 @@ void TaskRunner::startQueued() {
 }
 
 void TaskRunner::prepareNextQueued() {
-  // A task's directories are file system writes that wait for the disk's journal, which on a
-  // busy disk take longer than a short task: made now, while the slot's task runs, they are
-  // not in the gap between that task and the next. Only the next task's (a task taken back
-  // unstarted leaves empty directories behind), and not a task with inputs (its preparer
+  // A task's directories and output files are file system writes that wait for the disk's
+  // journal, which on a busy disk take longer than a short task: made now, while the slot's
+  // task runs, they are not in the gap between that task and the next. Only the next task's (a
+  // task taken back unstarted leaves its empty directories and files behind, and its open
+  // descriptors are closed with its queue entry), and not a task with inputs (its preparer
   // thread makes them after fetching).
   rest::TaskLaunch next;
   {
@@ -231,7 +244,7 @@ std::optional<TimeMs> TaskRunner::oldestQueuedAtMs() const {
   return queued_.front().queuedAt;
 }
 
-void TaskRunner::start(const rest::TaskLaunch& launch, const CommandFiles* prepared) {
+void TaskRunner::start(const rest::TaskLaunch& launch, CommandFiles* prepared) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
     // The hot path: one lock, one update.
@@ -364,8 +377,7 @@ std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& lau
   return entries;
 }
 
-void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now,
-                              const CommandFiles* prepared) {
+void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared) {
   const auto fail = [&](int exitCode, std::string reason) {
     log_.warn() << "task " << launch.taskId << " could not start: " << reason;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -375,7 +387,7 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now,
   };
   CommandFiles files;
   if (prepared != nullptr) {
-    files = *prepared;
+    files = std::move(*prepared);
   } else if (std::optional<std::string> problem = prepareCommandFiles(launch, files)) {
     fail(kNoProcessExitCode, std::move(*problem));
     return;
@@ -446,6 +458,11 @@ std::optional<std::string> TaskRunner::prepareCommandFiles(const rest::TaskLaunc
   }
   files.stdoutPath = (logDir / "stdout").string();
   files.stderrPath = (logDir / "stderr").string();
+  for (auto [path, fd] : {std::pair{&files.stdoutPath, &files.stdoutFd},
+                          std::pair{&files.stderrPath, &files.stderrFd}}) {
+    *fd = OwnedFd(::open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd->get() < 0) return "cannot create " + *path + ": " + errnoText(errno);
+  }
   return std::nullopt;
 }
 
@@ -453,8 +470,8 @@ pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFile
                                const std::string& program) const {
   SpawnOptions spawn;
   spawn.workDir = files.cwd.string();
-  spawn.stdoutPath = files.stdoutPath;
-  spawn.stderrPath = files.stderrPath;
+  spawn.stdoutFd = files.stdoutFd.get();
+  spawn.stderrFd = files.stderrFd.get();
   spawn.environment = taskEnvironment(launch);
   // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
   // stays in the group; default signal dispositions and an empty mask, since the executor

@@ -52,6 +52,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -216,21 +217,37 @@ class TaskRunner {
     int64_t taskId;
   };
 
-  // Where a command task runs and writes its stdout and stderr.
+  // A descriptor closed with its owner.
+  class OwnedFd {
+   public:
+    OwnedFd() = default;
+    explicit OwnedFd(int fd) : fd_(fd) {}
+    OwnedFd(OwnedFd&& other) noexcept : fd_(other.release()) {}
+    OwnedFd& operator=(OwnedFd&& other) noexcept;
+    ~OwnedFd();
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+
+   private:
+    int fd_ = -1;
+  };
+  // Where a command task runs and writes its stdout and stderr: its directories made and its
+  // output files opened (the process gets the descriptors), ahead of time for a queued task.
   struct CommandFiles {
     std::filesystem::path taskDir;
     std::filesystem::path cwd;
     std::string stdoutPath;
     std::string stderrPath;
+    OwnedFd stdoutFd;
+    OwnedFd stderrFd;
   };
   // Starts a task now (launch() once it is not to be queued). `prepared`: a command task's files,
   // made while it was queued.
-  void start(const rest::TaskLaunch& launch, const CommandFiles* prepared = nullptr);
-  void startCommand(const rest::TaskLaunch& launch, TimeMs now,
-                    const CommandFiles* prepared = nullptr);
+  void start(const rest::TaskLaunch& launch, CommandFiles* prepared = nullptr);
+  void startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared = nullptr);
   // Makes the files of the next queued command task while the slots' tasks run.
   void prepareNextQueued();
-  // Makes the task's directories; the reason when it cannot.
+  // Makes the task's directories and opens its output files; the reason when it cannot.
   std::optional<std::string> prepareCommandFiles(const rest::TaskLaunch& launch,
                                                  CommandFiles& files) const;
   // Starts the process (below the supervisor when there is one); throws SpawnError.
