@@ -94,6 +94,7 @@ TaskRunner::TaskRunner(TaskRunnerOptions options) : options_(std::move(options))
     throw std::system_error(errno, std::generic_category(), "TaskRunner: eventfd");
   }
   supervisor_ = std::thread([this] { supervise(); });
+  filePreparer_ = std::thread([this] { prepareQueuedFiles(); });
 }
 
 TaskRunner::~TaskRunner() {
@@ -101,8 +102,11 @@ TaskRunner::~TaskRunner() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
+  prepareWanted_.notify_all();
+  prepared_.notify_all();
   wakeSupervisor();
   supervisor_.join();
+  filePreparer_.join();
   // A preparer sees stopping_ and starts nothing; its fetch runs out on its own timeouts.
   for (auto& [taskId, preparer] : preparers_) preparer.join();
   // Only this thread is left: take every process group down and reap its leader, so that no
@@ -133,7 +137,8 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
                     [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
     if (alreadyQueued) return;
     if (!queued_.empty() || busySlotsLocked() >= slots_) {
-      queued_.push_back(QueuedLaunch{launch, clock_->nowMs(), false, {}});
+      queued_.push_back(QueuedLaunch{launch, clock_->nowMs(), false, false, {}});
+      prepareWanted_.notify_all();
       return;
     }
   }
@@ -144,8 +149,13 @@ void TaskRunner::startQueued() {
   while (true) {
     QueuedLaunch next;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) break;
+      std::unique_lock<std::mutex> lock(mutex_);
+      // Never two openers of one task's files: the preparer's O_TRUNC would cut a running
+      // task's output. Its few file system calls are what the task would wait for anyway.
+      prepared_.wait(lock, [&] {
+        return stopping_ || queued_.empty() || queued_.front().launch.taskId != preparingTaskId_;
+      });
+      if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) return;
       next = std::move(queued_.front());
       queued_.pop_front();
       ++starting_;  // holds its slot until it is in tasks_ (or has ended)
@@ -154,36 +164,66 @@ void TaskRunner::startQueued() {
     std::lock_guard<std::mutex> lock(mutex_);
     --starting_;
   }
-  prepareNextQueued();
 }
 
-void TaskRunner::prepareNextQueued() {
-  // A task's directories and output files are file system writes that wait for the disk's
-  // journal, which on a busy disk take longer than a short task: made now, while the slot's
-  // task runs, they are not in the gap between that task and the next. Only the next task's (a
-  // task taken back unstarted leaves its empty directories and files behind, and its open
-  // descriptors are closed with its queue entry), and not a task with inputs (its preparer
-  // thread makes them after fetching).
-  rest::TaskLaunch next;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || queued_.empty()) return;
-    const QueuedLaunch& front = queued_.front();
-    if (front.prepared || front.launch.kind != "command" || !front.launch.inputs.empty()) return;
-    next.taskId = front.launch.taskId;
-    next.stageId = front.launch.stageId;
-    next.index = front.launch.index;
-    next.attempt = front.launch.attempt;
-    next.cwd = front.launch.cwd;
-  }
-  CommandFiles files;
-  if (prepareCommandFiles(next, files)) return;  // tried again, and reported, when it starts
-  std::lock_guard<std::mutex> lock(mutex_);
+TaskRunner::QueuedLaunch* TaskRunner::nextToPrepareLocked() {
   for (QueuedLaunch& queued : queued_) {
-    if (queued.launch.taskId != next.taskId) continue;
-    queued.files = std::move(files);
-    queued.prepared = true;
-    break;
+    if (!queued.triedPreparing && queued.launch.kind == "command" && queued.launch.inputs.empty()) {
+      return &queued;
+    }
+  }
+  return nullptr;
+}
+
+void TaskRunner::prepareQueuedFiles() {
+  // A task's directories and output files are file system writes that wait for the disk's
+  // journal, which on a busy disk take longer than a short task: made on this thread while the
+  // slots' tasks run, they are not in the gap between one task and the next, nor do they hold
+  // up the supervisor's reaping. Not for a task with inputs (its preparer thread makes them
+  // after fetching). A task taken back unstarted has what was made for it removed.
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    prepareWanted_.wait(lock, [&] { return stopping_ || nextToPrepareLocked() != nullptr; });
+    if (stopping_) return;
+    const QueuedLaunch* queued = nextToPrepareLocked();
+    rest::TaskLaunch next;  // what prepareCommandFiles reads
+    next.taskId = queued->launch.taskId;
+    next.stageId = queued->launch.stageId;
+    next.index = queued->launch.index;
+    next.attempt = queued->launch.attempt;
+    next.cwd = queued->launch.cwd;
+    preparingTaskId_ = next.taskId;
+    lock.unlock();
+    CommandFiles files;
+    const bool made = !prepareCommandFiles(next, files);  // else tried again when it starts
+    lock.lock();
+    preparingTaskId_ = -1;
+    auto it = std::find_if(queued_.begin(), queued_.end(),
+                           [&](const QueuedLaunch& q) { return q.launch.taskId == next.taskId; });
+    if (it == queued_.end()) {
+      discardPreparedFiles(files);  // taken out of the queue meanwhile
+    } else {
+      it->triedPreparing = true;  // a failure is tried again, and reported, when it starts
+      if (made) {
+        it->files = std::move(files);
+        it->prepared = true;
+      }
+    }
+    prepared_.notify_all();
+  }
+}
+
+void TaskRunner::discardPreparedFiles(CommandFiles& files) {
+  // A task that never ran here leaves no empty log behind for `tide logs` to show. Only what
+  // is still empty goes (remove() keeps a non-empty directory).
+  files.stdoutFd = OwnedFd();
+  files.stderrFd = OwnedFd();
+  std::error_code ignored;
+  for (const std::filesystem::path& path :
+       {std::filesystem::path(files.stdoutPath), std::filesystem::path(files.stderrPath),
+        std::filesystem::path(files.stdoutPath).parent_path(), files.taskDir / "output",
+        files.taskDir}) {
+    std::filesystem::remove(path, ignored);
   }
 }
 
@@ -207,6 +247,7 @@ std::vector<int64_t> TaskRunner::takeQueuedLocked(Predicate take) {
   for (auto it = queued_.begin(); it != queued_.end();) {
     if (take(*it)) {
       taken.push_back(it->launch.taskId);
+      if (it->prepared) discardPreparedFiles(it->files);
       it = queued_.erase(it);
     } else {
       ++it;

@@ -245,8 +245,8 @@ class TaskRunner {
   // made while it was queued.
   void start(const rest::TaskLaunch& launch, CommandFiles* prepared = nullptr);
   void startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared = nullptr);
-  // Makes the files of the next queued command task while the slots' tasks run.
-  void prepareNextQueued();
+  // Closes and removes what prepareQueuedFiles made for a task that is not to run here.
+  static void discardPreparedFiles(CommandFiles& files);
   // Makes the task's directories and opens its output files; the reason when it cannot.
   std::optional<std::string> prepareCommandFiles(const rest::TaskLaunch& launch,
                                                  CommandFiles& files) const;
@@ -291,12 +291,21 @@ class TaskRunner {
   struct QueuedLaunch {
     rest::TaskLaunch launch;
     TimeMs queuedAt = 0;
-    bool prepared = false;  // files made (prepareNextQueued)
+    bool triedPreparing = false;  // by prepareQueuedFiles
+    bool prepared = false;        // files made
     CommandFiles files;
   };
-  std::deque<QueuedLaunch> queued_;      // launch.queued tasks waiting for a slot, oldest first
-  int starting_ = 0;                     // taken from queued_, being started (not yet in tasks_)
-  std::multimap<TimeMs, Timer> timers_;  // stale entries (task gone) are dropped when due
+  std::deque<QueuedLaunch> queued_;  // launch.queued tasks waiting for a slot, oldest first
+  // The thread that makes queued command tasks' files ahead of their start, one at a time.
+  void prepareQueuedFiles();
+  // Callers hold mutex_: the first queued command task not yet prepared; null when none.
+  QueuedLaunch* nextToPrepareLocked();
+  std::thread filePreparer_;
+  std::condition_variable prepareWanted_;  // a task was queued, or the runner is stopping
+  std::condition_variable prepared_;       // the preparer is done with preparingTaskId_
+  int64_t preparingTaskId_ = -1;           // the queued task whose files are being made
+  int starting_ = 0;                       // taken from queued_, being started (not yet in tasks_)
+  std::multimap<TimeMs, Timer> timers_;    // stale entries (task gone) are dropped when due
   std::vector<rest::TaskStatusUpdate> updates_;
   int slots_;
   bool waitsInterrupted_ = false;

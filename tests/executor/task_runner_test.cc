@@ -428,18 +428,32 @@ TEST_F(TaskRunnerTest, AQueuedCommandsDirectoriesAreMadeWhileTheRunningTaskRuns)
   second.queued = true;
   runner.launch(first);
   runner.launch(second);
-  runner.startQueued();  // no slot free: the next task is only made ready
   const std::filesystem::path secondDir = workDir_.path() / "tasks" / "s1-2-0";
-  EXPECT_TRUE(std::filesystem::is_directory(secondDir / "output"));
-  EXPECT_TRUE(std::filesystem::is_directory(workDir_.path() / "logs" / "tasks" / "s1-2-0"));
+  const std::filesystem::path secondLogs = workDir_.path() / "logs" / "tasks" / "s1-2-0";
+  const auto ready = [&] {
+    return std::filesystem::is_directory(secondDir / "output") &&
+           std::filesystem::exists(secondLogs / "stdout") &&
+           std::filesystem::exists(secondLogs / "stderr");
+  };
+  const auto gone = [&] {
+    return !std::filesystem::exists(secondDir) && !std::filesystem::exists(secondLogs);
+  };
+  EXPECT_TRUE(eventually(ready, kBound)) << "made while task 1 runs";
   EXPECT_EQ(runner.runningCount(), 1) << "task 2 waits for the slot";
+  // Handed back unstarted, it leaves nothing (no empty log for `tide logs`); queued again, it
+  // is made ready again.
+  EXPECT_EQ(runner.takeBackQueued({2}), std::vector<int64_t>{2});
+  EXPECT_TRUE(eventually(gone, kBound));
+  runner.launch(second);
+  EXPECT_TRUE(eventually(ready, kBound));
+  EXPECT_EQ(runner.runningCount(), 1);
   testing_support::writeFile(release, "");
   const std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 2);
   ASSERT_EQ(updates.size(), 2u);
   EXPECT_EQ(updates[1].taskId, 2);
   EXPECT_EQ(updates[1].state, rest::TaskState::kFinished);
-  EXPECT_EQ(readFile(workDir_.path() / "logs" / "tasks" / "s1-2-0" / "stdout"), "out\n");
-  EXPECT_EQ(readFile(workDir_.path() / "logs" / "tasks" / "s1-2-0" / "stderr"), "err\n");
+  EXPECT_EQ(readFile(secondLogs / "stdout"), "out\n");
+  EXPECT_EQ(readFile(secondLogs / "stderr"), "err\n");
   EXPECT_EQ(readFile(secondDir / "output" / "p"), "part\n");
   EXPECT_FALSE(std::filesystem::exists(secondDir / "input")) << "made only for a task with inputs";
 }
