@@ -309,53 +309,60 @@ void TaskRunner::start(const rest::TaskLaunch& launch, CommandFiles* prepared) {
     return;
   }
   if (launch.kind == "command") {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (alreadyRunningLocked(launch.taskId)) return;
-      if (!launch.inputs.empty()) {
-        // Running (for the AM and the slot count) from now on, though it has no process yet.
-        RunningTask task;
-        task.kind = TaskKind::kPreparing;
-        task.startedAt = now;
-        tasks_.emplace(launch.taskId, std::move(task));
-      }
-    }
-    // Only this (the caller's) thread adds or joins preparers.
-    std::vector<int64_t> finished;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finished.swap(finishedPreparers_);
-    }
-    for (int64_t taskId : finished) {
-      auto preparer = preparers_.find(taskId);
-      if (preparer == preparers_.end()) continue;
-      preparer->second.join();
-      preparers_.erase(preparer);
-    }
-    if (!launch.inputs.empty()) {
-      // An earlier preparer of the same id (never from one AM, which numbers tasks uniquely)
-      // is done with it, since the task is not running: join before replacing.
-      auto earlier = preparers_.find(launch.taskId);
-      if (earlier != preparers_.end()) {
-        earlier->second.join();
-        std::lock_guard<std::mutex> lock(mutex_);
-        finishedPreparers_.erase(
-            std::remove(finishedPreparers_.begin(), finishedPreparers_.end(), launch.taskId),
-            finishedPreparers_.end());
-      }
-      preparers_[launch.taskId] = std::thread([this, launch, now] {
-        prepareAndStart(launch, now);
-        std::lock_guard<std::mutex> lock(mutex_);
-        finishedPreparers_.push_back(launch.taskId);
-      });
-      return;
-    }
-    startCommand(launch, now, prepared);
+    startCommandOrItsInputs(launch, now, prepared);
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   finishWithoutProcessLocked(launch.taskId, kFailed, kNoProcessExitCode,
                              "unknown task kind '" + launch.kind + "'", now, now);
+}
+
+void TaskRunner::startCommandOrItsInputs(const rest::TaskLaunch& launch, TimeMs now,
+                                         CommandFiles* prepared) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (alreadyRunningLocked(launch.taskId)) return;
+    if (!launch.inputs.empty()) {
+      // Running (for the AM and the slot count) from now on, though it has no process yet.
+      RunningTask task;
+      task.kind = TaskKind::kPreparing;
+      task.startedAt = now;
+      tasks_.emplace(launch.taskId, std::move(task));
+    }
+  }
+  // Both the backend's thread and the supervisor's (starting a queued task) come here: one at a
+  // time adds or joins preparers.
+  std::lock_guard<std::mutex> preparersLock(preparersMutex_);
+  std::vector<int64_t> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished.swap(finishedPreparers_);
+  }
+  for (int64_t taskId : finished) {
+    auto preparer = preparers_.find(taskId);
+    if (preparer == preparers_.end()) continue;
+    preparer->second.join();
+    preparers_.erase(preparer);
+  }
+  if (!launch.inputs.empty()) {
+    // An earlier preparer of the same id (never from one AM, which numbers tasks uniquely)
+    // is done with it, since the task is not running: join before replacing.
+    auto earlier = preparers_.find(launch.taskId);
+    if (earlier != preparers_.end()) {
+      earlier->second.join();
+      std::lock_guard<std::mutex> lock(mutex_);
+      finishedPreparers_.erase(
+          std::remove(finishedPreparers_.begin(), finishedPreparers_.end(), launch.taskId),
+          finishedPreparers_.end());
+    }
+    preparers_[launch.taskId] = std::thread([this, launch, now] {
+      prepareAndStart(launch, now);
+      std::lock_guard<std::mutex> lock(mutex_);
+      finishedPreparers_.push_back(launch.taskId);
+    });
+    return;
+  }
+  startCommand(launch, now, prepared);
 }
 
 void TaskRunner::prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt) {

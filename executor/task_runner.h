@@ -244,6 +244,8 @@ class TaskRunner {
   // Starts a task now (launch() once it is not to be queued). `prepared`: a command task's files,
   // made while it was queued.
   void start(const rest::TaskLaunch& launch, CommandFiles* prepared = nullptr);
+  // A command task: now, or (with inputs) on a preparer thread once they are fetched.
+  void startCommandOrItsInputs(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared);
   void startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared = nullptr);
   // Closes and removes what prepareQueuedFiles made for a task that is not to run here.
   static void discardPreparedFiles(CommandFiles& files);
@@ -313,6 +315,7 @@ class TaskRunner {
 
   // Threads of tasks fetching their inputs, by task id; a finished one is joined at the next
   // launch (a thread not joined keeps its stack), the rest when the runner goes.
+  std::mutex preparersMutex_;  // guards preparers_ (taken before mutex_, never inside it)
   std::map<int64_t, std::thread> preparers_;
   std::vector<int64_t> finishedPreparers_;  // guarded by mutex_
   int wakeFd_ = -1;                         // eventfd: wakes the supervisor's poll()
