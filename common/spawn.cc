@@ -96,12 +96,18 @@ pid_t spawnProcess(const SpawnOptions& options) {
                 "stdin from " + options.stdinPath);
   }
   const int outputFlags = O_WRONLY | O_CREAT | (options.appendOutput ? O_APPEND : O_TRUNC);
-  if (!options.stdoutPath.empty()) {
+  if (options.stdoutFd >= 0) {
+    setup.check(posix_spawn_file_actions_adddup2(actions, options.stdoutFd, STDOUT_FILENO),
+                "stdout to descriptor " + std::to_string(options.stdoutFd));
+  } else if (!options.stdoutPath.empty()) {
     setup.check(posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, options.stdoutPath.c_str(),
                                                  outputFlags, 0644),
                 "stdout to " + options.stdoutPath);
   }
-  if (!options.stderrPath.empty()) {
+  if (options.stderrFd >= 0) {
+    setup.check(posix_spawn_file_actions_adddup2(actions, options.stderrFd, STDERR_FILENO),
+                "stderr to descriptor " + std::to_string(options.stderrFd));
+  } else if (!options.stderrPath.empty()) {
     if (options.stderrPath == options.stdoutPath) {
       setup.check(posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO),
                   "stderr to stdout");

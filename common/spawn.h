@@ -35,6 +35,10 @@ struct SpawnOptions {
   std::string stdoutPath;               // empty: inherited
   std::string stderrPath;               // empty: inherited; may equal stdoutPath (one file)
   bool appendOutput = false;            // append to stdout/stderr files instead of truncating
+  // Descriptors the child gets as stdout and stderr instead of opening the paths (the caller
+  // keeps and closes them): a caller that opened them ahead of time. -1: the path above.
+  int stdoutFd = -1;
+  int stderrFd = -1;
   ProcessGrouping grouping = ProcessGrouping::kInherit;
   // Closes every descriptor above 2 (the parent's sockets must not leak into the child).
   bool closeOtherDescriptors = true;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,7 +48,28 @@ std::string errnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
 }
 
+// One mkdir when the parent exists (every task's but the first), where create_directories
+// would first stat every ancestor; a missing parent is made the long way.
+std::error_code makeDirectory(const std::filesystem::path& directory) {
+  if (::mkdir(directory.c_str(), 0777) == 0) return {};
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  return error;
+}
+
 }  // namespace
+
+TaskRunner::OwnedFd& TaskRunner::OwnedFd::operator=(OwnedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+TaskRunner::OwnedFd::~OwnedFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 std::vector<std::string> currentEnvironment() {
   std::vector<std::string> entries;
@@ -72,6 +94,7 @@ TaskRunner::TaskRunner(TaskRunnerOptions options) : options_(std::move(options))
     throw std::system_error(errno, std::generic_category(), "TaskRunner: eventfd");
   }
   supervisor_ = std::thread([this] { supervise(); });
+  filePreparer_ = std::thread([this] { prepareQueuedFiles(); });
 }
 
 TaskRunner::~TaskRunner() {
@@ -79,8 +102,11 @@ TaskRunner::~TaskRunner() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
+  prepareWanted_.notify_all();
+  prepared_.notify_all();
   wakeSupervisor();
   supervisor_.join();
+  filePreparer_.join();
   // A preparer sees stopping_ and starts nothing; its fetch runs out on its own timeouts.
   for (auto& [taskId, preparer] : preparers_) preparer.join();
   // Only this thread is left: take every process group down and reap its leader, so that no
@@ -111,7 +137,8 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
                     [&](const QueuedLaunch& q) { return q.launch.taskId == launch.taskId; });
     if (alreadyQueued) return;
     if (!queued_.empty() || busySlotsLocked() >= slots_) {
-      queued_.push_back(QueuedLaunch{launch, clock_->nowMs()});
+      queued_.push_back(QueuedLaunch{launch, clock_->nowMs(), false, false, {}});
+      prepareWanted_.notify_all();
       return;
     }
   }
@@ -120,17 +147,83 @@ void TaskRunner::launch(const rest::TaskLaunch& launch) {
 
 void TaskRunner::startQueued() {
   while (true) {
-    rest::TaskLaunch next;
+    QueuedLaunch next;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      // Never two openers of one task's files: the preparer's O_TRUNC would cut a running
+      // task's output. Its few file system calls are what the task would wait for anyway.
+      prepared_.wait(lock, [&] {
+        return stopping_ || queued_.empty() || queued_.front().launch.taskId != preparingTaskId_;
+      });
       if (stopping_ || queued_.empty() || busySlotsLocked() >= slots_) return;
-      next = std::move(queued_.front().launch);
+      next = std::move(queued_.front());
       queued_.pop_front();
       ++starting_;  // holds its slot until it is in tasks_ (or has ended)
     }
-    start(next);
+    start(next.launch, next.prepared ? &next.files : nullptr);
     std::lock_guard<std::mutex> lock(mutex_);
     --starting_;
+  }
+}
+
+TaskRunner::QueuedLaunch* TaskRunner::nextToPrepareLocked() {
+  for (QueuedLaunch& queued : queued_) {
+    if (!queued.triedPreparing && queued.launch.kind == "command" && queued.launch.inputs.empty()) {
+      return &queued;
+    }
+  }
+  return nullptr;
+}
+
+void TaskRunner::prepareQueuedFiles() {
+  // A task's directories and output files are file system writes that wait for the disk's
+  // journal, which on a busy disk take longer than a short task: made on this thread while the
+  // slots' tasks run, they are not in the gap between one task and the next, nor do they hold
+  // up the supervisor's reaping. Not for a task with inputs (its preparer thread makes them
+  // after fetching). A task taken back unstarted has what was made for it removed.
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    prepareWanted_.wait(lock, [&] { return stopping_ || nextToPrepareLocked() != nullptr; });
+    if (stopping_) return;
+    const QueuedLaunch* queued = nextToPrepareLocked();
+    rest::TaskLaunch next;  // what prepareCommandFiles reads
+    next.taskId = queued->launch.taskId;
+    next.stageId = queued->launch.stageId;
+    next.index = queued->launch.index;
+    next.attempt = queued->launch.attempt;
+    next.cwd = queued->launch.cwd;
+    preparingTaskId_ = next.taskId;
+    lock.unlock();
+    CommandFiles files;
+    const bool made = !prepareCommandFiles(next, files);  // else tried again when it starts
+    lock.lock();
+    preparingTaskId_ = -1;
+    auto it = std::find_if(queued_.begin(), queued_.end(),
+                           [&](const QueuedLaunch& q) { return q.launch.taskId == next.taskId; });
+    if (it == queued_.end()) {
+      discardPreparedFiles(files);  // taken out of the queue meanwhile
+    } else {
+      it->triedPreparing = true;  // a failure is tried again, and reported, when it starts
+      if (made) {
+        it->files = std::move(files);
+        it->prepared = true;
+      }
+    }
+    prepared_.notify_all();
+  }
+}
+
+void TaskRunner::discardPreparedFiles(CommandFiles& files) {
+  // A task that never ran here leaves no empty log behind for `tide logs` to show. Only what
+  // is still empty goes (remove() keeps a non-empty directory).
+  files.stdoutFd = OwnedFd();
+  files.stderrFd = OwnedFd();
+  std::error_code ignored;
+  for (const std::filesystem::path& path :
+       {std::filesystem::path(files.stdoutPath), std::filesystem::path(files.stderrPath),
+        std::filesystem::path(files.stdoutPath).parent_path(), files.taskDir / "output",
+        files.taskDir}) {
+    std::filesystem::remove(path, ignored);
   }
 }
 
@@ -154,6 +247,7 @@ std::vector<int64_t> TaskRunner::takeQueuedLocked(Predicate take) {
   for (auto it = queued_.begin(); it != queued_.end();) {
     if (take(*it)) {
       taken.push_back(it->launch.taskId);
+      if (it->prepared) discardPreparedFiles(it->files);
       it = queued_.erase(it);
     } else {
       ++it;
@@ -191,7 +285,7 @@ std::optional<TimeMs> TaskRunner::oldestQueuedAtMs() const {
   return queued_.front().queuedAt;
 }
 
-void TaskRunner::start(const rest::TaskLaunch& launch) {
+void TaskRunner::start(const rest::TaskLaunch& launch, CommandFiles* prepared) {
   const TimeMs now = clock_->nowMs();
   if (launch.kind == "noop") {
     // The hot path: one lock, one update.
@@ -215,53 +309,60 @@ void TaskRunner::start(const rest::TaskLaunch& launch) {
     return;
   }
   if (launch.kind == "command") {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (alreadyRunningLocked(launch.taskId)) return;
-      if (!launch.inputs.empty()) {
-        // Running (for the AM and the slot count) from now on, though it has no process yet.
-        RunningTask task;
-        task.kind = TaskKind::kPreparing;
-        task.startedAt = now;
-        tasks_.emplace(launch.taskId, std::move(task));
-      }
-    }
-    // Only this (the caller's) thread adds or joins preparers.
-    std::vector<int64_t> finished;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      finished.swap(finishedPreparers_);
-    }
-    for (int64_t taskId : finished) {
-      auto preparer = preparers_.find(taskId);
-      if (preparer == preparers_.end()) continue;
-      preparer->second.join();
-      preparers_.erase(preparer);
-    }
-    if (!launch.inputs.empty()) {
-      // An earlier preparer of the same id (never from one AM, which numbers tasks uniquely)
-      // is done with it, since the task is not running: join before replacing.
-      auto earlier = preparers_.find(launch.taskId);
-      if (earlier != preparers_.end()) {
-        earlier->second.join();
-        std::lock_guard<std::mutex> lock(mutex_);
-        finishedPreparers_.erase(
-            std::remove(finishedPreparers_.begin(), finishedPreparers_.end(), launch.taskId),
-            finishedPreparers_.end());
-      }
-      preparers_[launch.taskId] = std::thread([this, launch, now] {
-        prepareAndStart(launch, now);
-        std::lock_guard<std::mutex> lock(mutex_);
-        finishedPreparers_.push_back(launch.taskId);
-      });
-      return;
-    }
-    startCommand(launch, now);
+    startCommandOrItsInputs(launch, now, prepared);
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   finishWithoutProcessLocked(launch.taskId, kFailed, kNoProcessExitCode,
                              "unknown task kind '" + launch.kind + "'", now, now);
+}
+
+void TaskRunner::startCommandOrItsInputs(const rest::TaskLaunch& launch, TimeMs now,
+                                         CommandFiles* prepared) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (alreadyRunningLocked(launch.taskId)) return;
+    if (!launch.inputs.empty()) {
+      // Running (for the AM and the slot count) from now on, though it has no process yet.
+      RunningTask task;
+      task.kind = TaskKind::kPreparing;
+      task.startedAt = now;
+      tasks_.emplace(launch.taskId, std::move(task));
+    }
+  }
+  // Both the backend's thread and the supervisor's (starting a queued task) come here: one at a
+  // time adds or joins preparers.
+  std::lock_guard<std::mutex> preparersLock(preparersMutex_);
+  std::vector<int64_t> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    finished.swap(finishedPreparers_);
+  }
+  for (int64_t taskId : finished) {
+    auto preparer = preparers_.find(taskId);
+    if (preparer == preparers_.end()) continue;
+    preparer->second.join();
+    preparers_.erase(preparer);
+  }
+  if (!launch.inputs.empty()) {
+    // An earlier preparer of the same id (never from one AM, which numbers tasks uniquely)
+    // is done with it, since the task is not running: join before replacing.
+    auto earlier = preparers_.find(launch.taskId);
+    if (earlier != preparers_.end()) {
+      earlier->second.join();
+      std::lock_guard<std::mutex> lock(mutex_);
+      finishedPreparers_.erase(
+          std::remove(finishedPreparers_.begin(), finishedPreparers_.end(), launch.taskId),
+          finishedPreparers_.end());
+    }
+    preparers_[launch.taskId] = std::thread([this, launch, now] {
+      prepareAndStart(launch, now);
+      std::lock_guard<std::mutex> lock(mutex_);
+      finishedPreparers_.push_back(launch.taskId);
+    });
+    return;
+  }
+  startCommand(launch, now, prepared);
 }
 
 void TaskRunner::prepareAndStart(rest::TaskLaunch launch, TimeMs launchedAt) {
@@ -324,7 +425,7 @@ std::vector<std::string> TaskRunner::taskEnvironment(const rest::TaskLaunch& lau
   return entries;
 }
 
-void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
+void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared) {
   const auto fail = [&](int exitCode, std::string reason) {
     log_.warn() << "task " << launch.taskId << " could not start: " << reason;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -332,44 +433,13 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     finishWithoutProcessLocked(launch.taskId, kFailed, exitCode, std::move(reason), now,
                                clock_->nowMs());
   };
-
-  const std::filesystem::path taskDir =
-      taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
-  std::error_code error;
-  std::filesystem::create_directories(taskDir / "output", error);
-  if (!error) std::filesystem::create_directories(taskDir / "input", error);
-  if (error) {
-    fail(kNoProcessExitCode,
-         "cannot create task directory " + taskDir.string() + ": " + error.message());
+  CommandFiles files;
+  if (prepared != nullptr) {
+    files = std::move(*prepared);
+  } else if (std::optional<std::string> problem = prepareCommandFiles(launch, files)) {
+    fail(kNoProcessExitCode, std::move(*problem));
     return;
   }
-  std::filesystem::path cwd = taskDir;
-  if (!launch.cwd.empty()) {
-    cwd = options_.workDir / launch.cwd;  // an absolute launch.cwd replaces workDir
-    if (!std::filesystem::is_directory(cwd, error)) {
-      fail(kNoProcessExitCode, "working directory " + cwd.string() + " does not exist");
-      return;
-    }
-  }
-  // In the kept log dir when there is one: written there directly, so a killed task or
-  // executor loses nothing; the task dir links to them.
-  std::filesystem::path outputDir = taskDir;
-  if (!options_.logDir.empty()) {
-    outputDir = taskDirectory(options_.logDir, launch.stageId, launch.index, launch.attempt);
-    std::filesystem::create_directories(outputDir, error);
-    if (error) {
-      fail(kNoProcessExitCode,
-           "cannot create log directory " + outputDir.string() + ": " + error.message());
-      return;
-    }
-    for (const char* name : {"stdout", "stderr"}) {
-      std::filesystem::remove(taskDir / name, error);
-      std::filesystem::create_symlink(outputDir / name, taskDir / name, error);
-    }
-  }
-  const std::string stdoutPath = (outputDir / "stdout").string();
-  std::string stderrPath = (outputDir / "stderr").string();
-
   // posix_spawnp's rule, with the executor's PATH (not launch.env's), like a shell would before
   // applying `env VAR=x prog`; a relative path with a '/' is taken from the task's cwd.
   const char* executorPath = std::getenv("PATH");
@@ -380,34 +450,9 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
          "spawn failed: cannot run '" + launch.argv[0] + "': " + errnoText(ENOENT));
     return;
   }
-  SpawnOptions spawn;
-  spawn.workDir = cwd.string();
-  spawn.stdoutPath = stdoutPath;
-  spawn.stderrPath = stderrPath;
-  spawn.environment = taskEnvironment(launch);
-  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
-  // stays in the group; default signal dispositions and an empty mask, since the executor
-  // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
-  // connection, pidfds) are not inherited.
-  spawn.grouping = ProcessGrouping::kNewProcessGroup;
-  if (!options_.supervisorPath.empty()) {
-    // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
-    // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
-    spawn.argv = {options_.supervisorPath,
-                  "--die-with-parent",
-                  std::to_string(::getpid()),
-                  "--grace",
-                  std::to_string(options_.killGracePeriod),
-                  "--",
-                  *program};
-    spawn.argv.insert(spawn.argv.end(), launch.argv.begin() + 1, launch.argv.end());
-  } else {
-    spawn.argv = launch.argv;
-    spawn.argv[0] = *program;
-  }
   pid_t pid = -1;
   try {
-    pid = spawnProcess(spawn);
+    pid = spawnCommand(launch, files, *program);
   } catch (const SpawnError& e) {
     fail(kSpawnFailedExitCode,
          "spawn failed: cannot run '" + launch.argv[0] + "': " + e.code().message());
@@ -425,32 +470,102 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now) {
     return;
   }
   TIDE_LOG(log_, debug) << "task " << launch.taskId << " started as pid " << pid << " in "
-                        << cwd.string();
-
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    RunningTask task;
-    task.kind = TaskKind::kCommand;
-    task.startedAt = now;
-    task.timeoutMs = launch.timeoutMs;
-    task.pid = pid;
-    task.pidfd = pidfd;
-    task.stderrPath = std::move(stderrPath);
-    task.owner = TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir,
-                                 launch.taskId};
-    task.outputDir = taskDir / "output";
-    // A task that was preparing its inputs may have been asked to stop meanwhile.
-    auto preparing = tasks_.find(launch.taskId);
-    const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
-    RunningTask& stored = tasks_[launch.taskId];
-    stored = std::move(task);
-    if (launch.timeoutMs > 0) {
-      addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
-    }
-    if (killedWhilePreparing || stopping_) killLocked(launch.taskId, stored, clock_->nowMs());
-  }
+                        << files.cwd.string();
+  addCommandTask(launch, now, pid, pidfd, std::move(files));
   // The supervisor's poll() must start watching the new pidfd.
   wakeSupervisor();
+}
+
+std::optional<std::string> TaskRunner::prepareCommandFiles(const rest::TaskLaunch& launch,
+                                                           CommandFiles& files) const {
+  // Every directory made here is a journaled metadata write that waits for the file system's
+  // journal, which on a busy disk costs more than the task's fork and exec: only what the task
+  // uses is made (the input dir when it has inputs), and one mkdir each in the common case.
+  files.taskDir = taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
+  std::error_code error = makeDirectory(files.taskDir);
+  if (!error) error = makeDirectory(files.taskDir / "output");
+  if (!error && !launch.inputs.empty()) error = makeDirectory(files.taskDir / "input");
+  if (error) {
+    return "cannot create task directory " + files.taskDir.string() + ": " + error.message();
+  }
+  files.cwd = files.taskDir;
+  if (!launch.cwd.empty()) {
+    files.cwd = options_.workDir / launch.cwd;  // an absolute launch.cwd replaces workDir
+    if (!std::filesystem::is_directory(files.cwd, error)) {
+      return "working directory " + files.cwd.string() + " does not exist";
+    }
+  }
+  // In the kept log dir when there is one: written there directly, so a killed task or
+  // executor loses nothing (`tide logs` and the NM's log API read them there).
+  std::filesystem::path logDir = files.taskDir;
+  if (!options_.logDir.empty()) {
+    logDir = taskDirectory(options_.logDir, launch.stageId, launch.index, launch.attempt);
+    if (error = makeDirectory(logDir); error) {
+      return "cannot create log directory " + logDir.string() + ": " + error.message();
+    }
+  }
+  files.stdoutPath = (logDir / "stdout").string();
+  files.stderrPath = (logDir / "stderr").string();
+  for (auto [path, fd] : {std::pair{&files.stdoutPath, &files.stdoutFd},
+                          std::pair{&files.stderrPath, &files.stderrFd}}) {
+    *fd = OwnedFd(::open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd->get() < 0) return "cannot create " + *path + ": " + errnoText(errno);
+  }
+  return std::nullopt;
+}
+
+pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFiles& files,
+                               const std::string& program) const {
+  SpawnOptions spawn;
+  spawn.workDir = files.cwd.string();
+  spawn.stdoutFd = files.stdoutFd.get();
+  spawn.stderrFd = files.stderrFd.get();
+  spawn.environment = taskEnvironment(launch);
+  // Its own process group (pgid = its pid) so that one kill() reaches everything it starts that
+  // stays in the group; default signal dispositions and an empty mask, since the executor
+  // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
+  // connection, pidfds) are not inherited.
+  spawn.grouping = ProcessGrouping::kNewProcessGroup;
+  if (!options_.supervisorPath.empty()) {
+    // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
+    // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
+    spawn.argv = {options_.supervisorPath,
+                  "--die-with-parent",
+                  std::to_string(::getpid()),
+                  "--grace",
+                  std::to_string(options_.killGracePeriod),
+                  "--",
+                  program};
+    spawn.argv.insert(spawn.argv.end(), launch.argv.begin() + 1, launch.argv.end());
+  } else {
+    spawn.argv = launch.argv;
+    spawn.argv[0] = program;
+  }
+  return spawnProcess(spawn);
+}
+
+void TaskRunner::addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd,
+                                CommandFiles files) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RunningTask task;
+  task.kind = TaskKind::kCommand;
+  task.startedAt = now;
+  task.timeoutMs = launch.timeoutMs;
+  task.pid = pid;
+  task.pidfd = pidfd;
+  task.stderrPath = std::move(files.stderrPath);
+  task.owner =
+      TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir, launch.taskId};
+  task.outputDir = files.taskDir / "output";
+  // A task that was preparing its inputs may have been asked to stop meanwhile.
+  auto preparing = tasks_.find(launch.taskId);
+  const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
+  RunningTask& stored = tasks_[launch.taskId];
+  stored = std::move(task);
+  if (launch.timeoutMs > 0) {
+    addTimerLocked(now + launch.timeoutMs, TimerKind::kTimeout, launch.taskId);
+  }
+  if (killedWhilePreparing || stopping_) killLocked(launch.taskId, stored, clock_->nowMs());
 }
 
 void TaskRunner::kill(int64_t taskId) {

@@ -7,17 +7,19 @@
 //   command  a process (common/spawn.h; below a tide-container supervisor when
 //            options.supervisorPath is set) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
-//            stdout and stderr in files in the task dir (or the log dir, options.logDir). Exit 0 is
-//            FINISHED, anything else FAILED with the tail of stderr.
+//            stdout and stderr in files in the task dir (or, with options.logDir, in the same
+//            path under the log dir, not linked from the task dir: every link is a file system
+//            write per task). Exit 0 is FINISHED, anything else FAILED with the tail of stderr.
 //   noop     FINISHED at once, inside launch(): no thread, no timer, no allocation beyond
 //            its update, so the scheduler can be measured without process costs.
 //   sleep    FINISHED after sleepMs, on the runner's timer list.
 //
 // Data: a command task writes its output into $TIDE_OUTPUT_DIR (task dir/output) and reads its
-// inputs from $TIDE_INPUT_DIR (task dir/input). A task with launch.inputs first has them put
-// there by options.fetchInputs, on a thread of its own (fetching may wait on other hosts); a
-// fetch that fails ends the task FETCH_FAILED without starting it. When a command task
-// finishes, options.commitOutputs turns its output dir into blocks, listed in its update.
+// inputs from $TIDE_INPUT_DIR (task dir/input, made only for a task with inputs). A task with
+// launch.inputs first has them put there by options.fetchInputs, on a thread of its own (fetching
+// may wait on other hosts); a fetch that fails ends the task FETCH_FAILED without starting it. When
+// a command task finishes, options.commitOutputs turns its output dir into blocks, listed in its
+// update.
 //
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
@@ -50,6 +52,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -99,8 +102,7 @@ struct TaskRunnerOptions {
   // node manager started the executor in).
   std::filesystem::path workDir;
   // Where each task's stdout and stderr are written, as tasks/<stage>-<index>-<attempt>/ below
-  // it (the node's kept log dir, TIDE_LOG_DIR), linked from the task dir. Empty: in the task
-  // dir itself.
+  // it (the node's kept log dir, TIDE_LOG_DIR). Empty: in the task dir itself.
   std::filesystem::path logDir;
   // Tasks that may run at once. More launches than free slots still run (the AM decides);
   // freeSlots() then reports 0.
@@ -215,9 +217,47 @@ class TaskRunner {
     int64_t taskId;
   };
 
-  // Starts a task now (launch() once it is not to be queued).
-  void start(const rest::TaskLaunch& launch);
-  void startCommand(const rest::TaskLaunch& launch, TimeMs now);
+  // A descriptor closed with its owner.
+  class OwnedFd {
+   public:
+    OwnedFd() = default;
+    explicit OwnedFd(int fd) : fd_(fd) {}
+    OwnedFd(OwnedFd&& other) noexcept : fd_(other.release()) {}
+    OwnedFd& operator=(OwnedFd&& other) noexcept;
+    ~OwnedFd();
+    int get() const { return fd_; }
+    int release() { return std::exchange(fd_, -1); }
+
+   private:
+    int fd_ = -1;
+  };
+  // Where a command task runs and writes its stdout and stderr: its directories made and its
+  // output files opened (the process gets the descriptors), ahead of time for a queued task.
+  struct CommandFiles {
+    std::filesystem::path taskDir;
+    std::filesystem::path cwd;
+    std::string stdoutPath;
+    std::string stderrPath;
+    OwnedFd stdoutFd;
+    OwnedFd stderrFd;
+  };
+  // Starts a task now (launch() once it is not to be queued). `prepared`: a command task's files,
+  // made while it was queued.
+  void start(const rest::TaskLaunch& launch, CommandFiles* prepared = nullptr);
+  // A command task: now, or (with inputs) on a preparer thread once they are fetched.
+  void startCommandOrItsInputs(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared);
+  void startCommand(const rest::TaskLaunch& launch, TimeMs now, CommandFiles* prepared = nullptr);
+  // Closes and removes what prepareQueuedFiles made for a task that is not to run here.
+  static void discardPreparedFiles(CommandFiles& files);
+  // Makes the task's directories and opens its output files; the reason when it cannot.
+  std::optional<std::string> prepareCommandFiles(const rest::TaskLaunch& launch,
+                                                 CommandFiles& files) const;
+  // Starts the process (below the supervisor when there is one); throws SpawnError.
+  pid_t spawnCommand(const rest::TaskLaunch& launch, const CommandFiles& files,
+                     const std::string& program) const;
+  // Records the started process as the running task.
+  void addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd,
+                      CommandFiles files);
   // Callers hold mutex_: takes the queued launches `take` accepts out of the queue and returns
   // their ids, in queue order.
   template <typename Predicate>
@@ -253,10 +293,21 @@ class TaskRunner {
   struct QueuedLaunch {
     rest::TaskLaunch launch;
     TimeMs queuedAt = 0;
+    bool triedPreparing = false;  // by prepareQueuedFiles
+    bool prepared = false;        // files made
+    CommandFiles files;
   };
-  std::deque<QueuedLaunch> queued_;      // launch.queued tasks waiting for a slot, oldest first
-  int starting_ = 0;                     // taken from queued_, being started (not yet in tasks_)
-  std::multimap<TimeMs, Timer> timers_;  // stale entries (task gone) are dropped when due
+  std::deque<QueuedLaunch> queued_;  // launch.queued tasks waiting for a slot, oldest first
+  // The thread that makes queued command tasks' files ahead of their start, one at a time.
+  void prepareQueuedFiles();
+  // Callers hold mutex_: the first queued command task not yet prepared; null when none.
+  QueuedLaunch* nextToPrepareLocked();
+  std::thread filePreparer_;
+  std::condition_variable prepareWanted_;  // a task was queued, or the runner is stopping
+  std::condition_variable prepared_;       // the preparer is done with preparingTaskId_
+  int64_t preparingTaskId_ = -1;           // the queued task whose files are being made
+  int starting_ = 0;                       // taken from queued_, being started (not yet in tasks_)
+  std::multimap<TimeMs, Timer> timers_;    // stale entries (task gone) are dropped when due
   std::vector<rest::TaskStatusUpdate> updates_;
   int slots_;
   bool waitsInterrupted_ = false;
@@ -264,6 +315,7 @@ class TaskRunner {
 
   // Threads of tasks fetching their inputs, by task id; a finished one is joined at the next
   // launch (a thread not joined keeps its stack), the rest when the runner goes.
+  std::mutex preparersMutex_;  // guards preparers_ (taken before mutex_, never inside it)
   std::map<int64_t, std::thread> preparers_;
   std::vector<int64_t> finishedPreparers_;  // guarded by mutex_
   int wakeFd_ = -1;                         // eventfd: wakes the supervisor's poll()

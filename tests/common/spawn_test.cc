@@ -3,6 +3,7 @@
 
 #include "common/spawn.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -41,6 +42,28 @@ TEST(SpawnTest, RunsWithTheGivenEnvironmentDirectoryAndOutputFiles) {
   EXPECT_EQ(describeWaitStatus(status), "exited with code 3");
   EXPECT_EQ(readFile(options.stdoutPath), "this " + dir.path().string() + "\n");
   EXPECT_EQ(readFile(options.stderrPath), "err\n");
+}
+
+TEST(SpawnTest, OutputGoesToDescriptorsOpenedAheadWhichTheChildAloneKeepsNoOther) {
+  testing_support::TempDir dir;
+  const int out = ::open((dir.path() / "out").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  const int err = ::open((dir.path() / "err").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(out, 0);
+  ASSERT_GE(err, 0);
+  SpawnOptions options;
+  // The descriptors become 1 and 2; their numbers in the parent are closed in the child.
+  options.argv = {"/bin/sh", "-c",
+                  "echo out; echo err >&2; [ -e /proc/self/fd/" + std::to_string(out) +
+                      " ] && echo leaked; exit 0"};
+  options.stdoutFd = out;
+  options.stderrFd = err;
+  options.stdoutPath = (dir.path() / "not-this").string();  // the descriptor wins
+  EXPECT_EQ(exitCodeOf(waitExit(spawnProcess(options))), 0);
+  ::close(out);
+  ::close(err);
+  EXPECT_EQ(readFile(dir.path() / "out"), "out\n");
+  EXPECT_EQ(readFile(dir.path() / "err"), "err\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "not-this"));
 }
 
 TEST(SpawnTest, ANewSessionAndANewProcessGroupAreLedByTheChild) {

@@ -417,6 +417,47 @@ TEST_F(TaskRunnerTest, AKilledQueuedTaskIsReportedKilledWithoutRunning) {
   EXPECT_EQ(runner.queuedCount(), 0u);
 }
 
+TEST_F(TaskRunnerTest, AQueuedCommandsDirectoriesAreMadeWhileTheRunningTaskRuns) {
+  TaskRunnerOptions runnerOptions = options(1);
+  runnerOptions.logDir = workDir_.path() / "logs";
+  TaskRunner runner(runnerOptions);
+  const std::filesystem::path release = workDir_.path() / "release";
+  TaskLaunch first = commandTask(1, "while [ ! -e " + release.string() + " ]; do sleep 0.01; done");
+  first.queued = true;
+  TaskLaunch second = commandTask(2, "echo out; echo err >&2; echo part > \"$TIDE_OUTPUT_DIR/p\"");
+  second.queued = true;
+  runner.launch(first);
+  runner.launch(second);
+  const std::filesystem::path secondDir = workDir_.path() / "tasks" / "s1-2-0";
+  const std::filesystem::path secondLogs = workDir_.path() / "logs" / "tasks" / "s1-2-0";
+  const auto ready = [&] {
+    return std::filesystem::is_directory(secondDir / "output") &&
+           std::filesystem::exists(secondLogs / "stdout") &&
+           std::filesystem::exists(secondLogs / "stderr");
+  };
+  const auto gone = [&] {
+    return !std::filesystem::exists(secondDir) && !std::filesystem::exists(secondLogs);
+  };
+  EXPECT_TRUE(eventually(ready, kBound)) << "made while task 1 runs";
+  EXPECT_EQ(runner.runningCount(), 1) << "task 2 waits for the slot";
+  // Handed back unstarted, it leaves nothing (no empty log for `tide logs`); queued again, it
+  // is made ready again.
+  EXPECT_EQ(runner.takeBackQueued({2}), std::vector<int64_t>{2});
+  EXPECT_TRUE(eventually(gone, kBound));
+  runner.launch(second);
+  EXPECT_TRUE(eventually(ready, kBound));
+  EXPECT_EQ(runner.runningCount(), 1);
+  testing_support::writeFile(release, "");
+  const std::vector<TaskStatusUpdate> updates = waitForUpdates(runner, 2);
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[1].taskId, 2);
+  EXPECT_EQ(updates[1].state, rest::TaskState::kFinished);
+  EXPECT_EQ(readFile(secondLogs / "stdout"), "out\n");
+  EXPECT_EQ(readFile(secondLogs / "stderr"), "err\n");
+  EXPECT_EQ(readFile(secondDir / "output" / "p"), "part\n");
+  EXPECT_FALSE(std::filesystem::exists(secondDir / "input")) << "made only for a task with inputs";
+}
+
 TEST_F(TaskRunnerTest, AQueuedNoopNeverWaits) {
   TaskRunner runner(options(1));
   runner.launch(queuedSleep(1, 60'000));
