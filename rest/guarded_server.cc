@@ -45,15 +45,19 @@ constexpr Millis kExtraWorkerLinger{2000};
 constexpr size_t kWatcherAndRefusingWorkers = 1 + 4;
 
 // Whether the request head (line and headers) waiting on plain socket `sock` has arrived
-// whole, looking without reading; true too for a closed or failed socket (the worker then
-// sees it) and for a head larger than what is looked at.
+// whole, looking without reading; true too for a closed or failed socket and for a peer that
+// has shut down its side after part of a head (the worker then reads what there is and closes
+// at once, not after requestReadTimeout), and for a head larger than what is looked at.
 bool requestHeadArrived(int sock) {
   char buffer[16384];
   const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_PEEK | MSG_DONTWAIT);
   if (n <= 0) return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
   if (static_cast<size_t>(n) == sizeof buffer) return true;
-  return std::string_view(buffer, static_cast<size_t>(n)).find("\r\n\r\n") !=
-         std::string_view::npos;
+  if (std::string_view(buffer, static_cast<size_t>(n)).find("\r\n\r\n") != std::string_view::npos) {
+    return true;
+  }
+  pollfd fd{sock, POLLRDHUP, 0};
+  return ::poll(&fd, 1, 0) > 0 && (fd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 // Workers for connections: `minThreads` stay for the next connection, more are started while

@@ -433,6 +433,40 @@ TEST_F(HttpServerTest, ARequestThatNeverFinishesIsCutOff) {
       << "closed " << slow.closedByServer();
 }
 
+// A client that sends part of a request head and then shuts down its side will send no more:
+// the server closes the connection at once, not after requestReadTimeout (the parking looks at
+// a trickling head without reading it, so it must notice the peer's half-close).
+TEST_F(HttpServerTest, APartialRequestFromAPeerThatShutItsSideIsClosedAtOnce) {
+  HttpServerOptions options = serverOptions();
+  options.requestReadTimeout = std::chrono::seconds(60);
+  startServer(makeEchoServer(options));
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string partial = "GET /ping HTTP/1.1\r\nHost: x\r\n";  // no blank line
+  ASSERT_EQ(::send(sock, partial.data(), partial.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(partial.size()));
+  ::shutdown(sock, SHUT_WR);
+  bool closed = false;
+  EXPECT_TRUE(testing::eventually(
+      [&] {
+        char buffer[4096];
+        pollfd fd{sock, POLLIN, 0};
+        if (::poll(&fd, 1, 50) <= 0) return false;
+        const ssize_t n = ::recv(sock, buffer, sizeof buffer, 0);
+        closed = n <= 0;
+        return closed;
+      },
+      std::chrono::seconds(20)))
+      << "still open: the server waits for the rest of a request that cannot come";
+  ::close(sock);
+  EXPECT_EQ(client_->request("GET", "/ping").status, 200);
+}
+
 // Beyond maxConnectionsPerAddress, connections from that address get a 503 and are closed;
 // other addresses are served as before.
 TEST_F(HttpServerTest, ConnectionsFromOneAddressAreCapped) {
