@@ -15,6 +15,7 @@
 #include "am/containers/container_allocator.h"
 #include "common/clock.h"
 #include "deploy/rm/cluster_state.h"
+#include "tests/am_runtime/submitted_am.h"
 
 namespace tide::am {
 namespace {
@@ -68,16 +69,10 @@ class HeartbeatResendTest : public ::testing::TestWithParam<Loss> {
     state_ = std::make_unique<ClusterState>(options, clock_, rm::seededSecretGenerator(1));
     node_ = state_->registerNode({"h1", 1, rest::Resource{8192, 8}}).nodeId;
     nodeBeat();
-    const std::string app = state_->newApplication().applicationId;
-    rest::ApplicationSubmission submission;
-    submission.applicationId = app;
-    submission.command = "am";
-    submission.resource = rest::Resource{512, 1};
-    state_->submitApplication(submission);
-    const rm::Outbox outbox = state_->takeOutbox();
-    ASSERT_EQ(outbox.launches.size(), 1u);
-    running_[outbox.launches[0].request.containerId] = true;
-    attempt_ = outbox.launches[0].request.environment.at("TIDE_APP_ATTEMPT_ID");
+    const rm::AmLaunch launch = submitApplicationAndTakeItsAmLaunch(*state_);
+    ASSERT_FALSE(launch.request.containerId.empty());
+    running_[launch.request.containerId] = true;
+    attempt_ = launch.request.environment.at("TIDE_APP_ATTEMPT_ID");
     state_->registerApplicationMaster(attempt_, {"127.0.0.1", 1, ""});
     rm_ = std::make_unique<FlakyRm>(*state_, attempt_);
   }

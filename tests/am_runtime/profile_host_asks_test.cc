@@ -15,6 +15,7 @@
 #include "am/containers/tide_rm_client.h"
 #include "common/clock.h"
 #include "deploy/rm/cluster_state.h"
+#include "tests/am_runtime/submitted_am.h"
 
 namespace tide::am {
 namespace {
@@ -31,15 +32,9 @@ class ProfileHostAsksTest : public ::testing::Test {
       nodes_.push_back(state_->registerNode({host, 1, rest::Resource{16384, 16}}).nodeId);
       state_->nodeHeartbeat(nodes_.back(), {});  // ready for containers
     }
-    const std::string app = state_->newApplication().applicationId;
-    rest::ApplicationSubmission submission;
-    submission.applicationId = app;
-    submission.command = "am";
-    submission.resource = rest::Resource{512, 1};
-    state_->submitApplication(submission);
-    const rm::Outbox outbox = state_->takeOutbox();
-    ASSERT_EQ(outbox.launches.size(), 1u);
-    attempt_ = outbox.launches[0].request.environment.at("TIDE_APP_ATTEMPT_ID");
+    const rm::AmLaunch launch = submitApplicationAndTakeItsAmLaunch(*state_);
+    ASSERT_FALSE(launch.request.containerId.empty());
+    attempt_ = launch.request.environment.at("TIDE_APP_ATTEMPT_ID");
     state_->registerApplicationMaster(attempt_, {"127.0.0.1", 1, ""});
   }
 
