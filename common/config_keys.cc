@@ -104,7 +104,7 @@ std::vector<KeyInfo> schedulingKeys() {
       key("scheduler.allocation.file", K::kString, "",
           "FAIR pools (weight, minShare, schedulingMode): a fairscheduler.xml or properties file"),
       // tide's own: Spark does not pipeline (0 here is Spark's behaviour).
-      key("scheduler.queuedTasksPerExecutor", K::kInt, "4",
+      key("scheduler.queuedTasksPerExecutor", K::kInt, "32",
           "Tasks an executor is handed beyond its free slots, to start as soon as a slot frees "
           "(short tasks only, see scheduler.queuedTaskWait); 0: none, as in Spark"),
       key("scheduler.queuedTaskWait", K::kDuration, "50ms",

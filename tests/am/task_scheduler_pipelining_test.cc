@@ -338,7 +338,7 @@ TEST_F(PipeliningTest, SpeculationNeverQueuesACopyNorTakesAQueuedTaskForASlowOne
 
 TEST_F(PipeliningTest, TheKeysAreReadAndChecked) {
   const SchedulerConfig defaults = testing::schedulerConfigOf({});
-  EXPECT_EQ(defaults.queuedTasksPerExecutor, 4);
+  EXPECT_EQ(defaults.queuedTasksPerExecutor, 32);
   EXPECT_EQ(defaults.queuedTaskWaitMs, 50);
   const SchedulerConfig off = testing::schedulerConfigOf(
       {{"scheduler.queuedTasksPerExecutor", "0"}, {"scheduler.queuedTaskWait", "200ms"}});
