@@ -92,24 +92,20 @@ class Chart {
   double maxTasks_;
 };
 
-}  // namespace
+struct Series {
+  const char* name;
+  const char* color;
+  int (*value)(const SimulationLine&);
+};
 
-std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
-                              const SimulationSummary& summary) {
-  TimeMs end = std::max<TimeMs>(summary.endMs, lines.empty() ? 0 : lines.back().t);
-  if (end <= 0) end = 1000;
-  int executors = 0;
-  int64_t tasks = 0;
-  for (const SimulationLine& line : lines) {
-    executors = std::max({executors, line.target, line.live, line.busy});
-    tasks = std::max(tasks, line.tasksPending);
-  }
-  const Axis time(static_cast<double>(end) / 1000.0);
-  const Axis executorAxis(executors);
-  const Axis taskAxis(static_cast<double>(tasks));
-  const Chart chart(time.top, executorAxis.top, taskAxis.top);
+// Drawn in this order, the busy line last and thinner: visible where it runs along live.
+const Series kSeries[] = {
+    {"target", kTargetColor, [](const SimulationLine& l) { return l.target; }},
+    {"live", kLiveColor, [](const SimulationLine& l) { return l.live; }},
+    {"busy", kBusyColor, [](const SimulationLine& l) { return l.busy; }},
+};
 
-  std::ostringstream svg;
+void writeOpening(std::ostream& svg) {
   svg << R"(<?xml version="1.0" encoding="UTF-8"?>)"
       << "\n"
       << R"(<svg xmlns="http://www.w3.org/2000/svg" width=")" << kWidth << R"(" height=")"
@@ -118,8 +114,11 @@ std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
       << "\n"
       << R"(<rect width="100%" height="100%" fill="#fff"/>)"
       << "\n";
+}
 
-  // Grid lines and labels at each executor tick; the task and time axes' own labels.
+// Grid lines and labels at each executor tick; the task and time axes' own labels.
+void writeAxes(std::ostream& svg, const Chart& chart, const Axis& time, const Axis& executorAxis,
+               const Axis& taskAxis) {
   for (double value = 0; value <= executorAxis.top + 1e-9; value += executorAxis.tick) {
     const double y = chart.yExecutors(value);
     svg << R"(<line x1=")" << kLeft << R"(" x2=")" << kWidth - kRight << R"(" y1=")" << number(y)
@@ -146,32 +145,32 @@ std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
   svg << R"(<text x=")" << kWidth - 14 << R"(" y=")" << kTop - 14 << R"(" text-anchor="end" fill=")"
       << kTasksColor << R"(">pending tasks</text>)"
       << "\n";
+}
 
-  // Pending tasks: an area under the step line, behind the executor lines.
+// Pending tasks: an area under the step line, behind the executor lines.
+void writePendingTasks(std::ostream& svg, const Chart& chart,
+                       const std::vector<SimulationLine>& lines, TimeMs end) {
   svg << R"(<polygon class="tasks" fill=")" << kTasksColor << R"(" fill-opacity="0.35" points=")"
       << chart.steps(
              lines, end, [](const SimulationLine& l) { return l.tasksPending; }, &Chart::yTasks)
       << " " << number(chart.x(end)) << "," << number(chart.yTasks(0)) << R"("/>)"
       << "\n";
-  struct Series {
-    const char* name;
-    const char* color;
-    int (*value)(const SimulationLine&);
-  };
-  // Drawn in this order, the busy line last and thinner: visible where it runs along live.
-  const Series series[] = {
-      {"target", kTargetColor, [](const SimulationLine& l) { return l.target; }},
-      {"live", kLiveColor, [](const SimulationLine& l) { return l.live; }},
-      {"busy", kBusyColor, [](const SimulationLine& l) { return l.busy; }},
-  };
-  for (const Series& s : series) {
+}
+
+void writeExecutorLines(std::ostream& svg, const Chart& chart,
+                        const std::vector<SimulationLine>& lines, TimeMs end) {
+  for (const Series& s : kSeries) {
     svg << R"(<polyline class=")" << s.name << R"(" fill="none" stroke=")" << s.color
         << R"(" stroke-width=")" << (s.name == std::string("busy") ? "1.5" : "2.5")
         << R"(" points=")" << chart.steps(lines, end, s.value, &Chart::yExecutors) << R"("/>)"
         << "\n";
   }
-  // Speculation events (with speculation on): a dot each along the bottom of the plot area, its
-  // title saying what happened, so a straggler's copy shows where the executor it needed came.
+}
+
+// Speculation events (with speculation on): a dot each along the bottom of the plot area, its
+// title saying what happened, so a straggler's copy shows where the executor it needed came.
+void writeSpeculationDots(std::ostream& svg, const Chart& chart,
+                          const std::vector<SimulationLine>& lines) {
   for (const SimulationLine& line : lines) {
     for (const SpeculationEvent& event : line.speculation) {
       const bool outcome = event.kind == SpeculationEvent::Kind::kCopyWon ||
@@ -185,9 +184,12 @@ std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
           << "</title></circle>\n";
     }
   }
-  // Legend, top right of the plot area.
+}
+
+// Legend, top right of the plot area.
+void writeLegend(std::ostream& svg, const SimulationSummary& summary) {
   double legendX = kLeft + 90;
-  for (const Series& s : series) {
+  for (const Series& s : kSeries) {
     svg << R"(<rect x=")" << legendX << R"(" y=")" << kTop - 24
         << R"(" width="14" height="3" fill=")" << s.color << R"("/><text x=")" << legendX + 18
         << R"(" y=")" << kTop - 19 << R"(">)" << s.name << "</text>\n";
@@ -196,6 +198,32 @@ std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
   svg << R"(<text x=")" << legendX << R"(" y=")" << kTop - 19 << R"(" fill="#6b7280">peak )"
       << summary.peakLive << " live, " << summary.tasks << " tasks, makespan "
       << label(static_cast<double>(summary.makespanMs) / 1000.0) << " s</text>\n";
+}
+
+}  // namespace
+
+std::string plotSimulationSvg(const std::vector<SimulationLine>& lines,
+                              const SimulationSummary& summary) {
+  TimeMs end = std::max<TimeMs>(summary.endMs, lines.empty() ? 0 : lines.back().t);
+  if (end <= 0) end = 1000;
+  int executors = 0;
+  int64_t tasks = 0;
+  for (const SimulationLine& line : lines) {
+    executors = std::max({executors, line.target, line.live, line.busy});
+    tasks = std::max(tasks, line.tasksPending);
+  }
+  const Axis time(static_cast<double>(end) / 1000.0);
+  const Axis executorAxis(executors);
+  const Axis taskAxis(static_cast<double>(tasks));
+  const Chart chart(time.top, executorAxis.top, taskAxis.top);
+
+  std::ostringstream svg;
+  writeOpening(svg);
+  writeAxes(svg, chart, time, executorAxis, taskAxis);
+  writePendingTasks(svg, chart, lines, end);
+  writeExecutorLines(svg, chart, lines, end);
+  writeSpeculationDots(svg, chart, lines);
+  writeLegend(svg, summary);
   svg << "</svg>\n";
   return svg.str();
 }

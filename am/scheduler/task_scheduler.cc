@@ -80,8 +80,9 @@ const char* stageStateName(StageState state) {
   return enumName(state, kNames);
 }
 
-SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
-  SchedulerConfig config;
+namespace {
+
+void readTaskLimits(const Properties& properties, SchedulerConfig& config) {
   const int64_t cpus = properties.getInt("task.cpus");
   if (cpus < 1 || cpus > 1000000) {
     throw ConfigError("task.cpus must be at least 1: " + properties.describe("task.cpus"));
@@ -93,7 +94,9 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   }
   config.taskCpus = static_cast<int>(cpus);
   config.maxTaskFailures = static_cast<int>(maxFailures);
+}
 
+void readLocalityWaits(const Properties& properties, SchedulerConfig& config) {
   const DurationMs wait = properties.getDuration("locality.wait");
   const auto levelWait = [&](const char* key) {
     return properties.has(key) ? properties.getDuration(key) : wait;
@@ -106,7 +109,9 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
       throw ConfigError(properties.describe(key) + ": must not be negative");
     }
   }
+}
 
+void readSchedulingMode(const Properties& properties, SchedulerConfig& config) {
   const std::string mode = properties.getString("scheduler.mode");
   if (mode == "FAIR") {
     config.mode = SchedulingMode::kFair;
@@ -117,7 +122,10 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
     const std::string file = properties.getString("scheduler.allocation.file");
     if (!file.empty()) config.pools = loadPoolsFile(file);
   }
+}
 
+// Speculation and the default executor shape (its slots are what speculation counts).
+void readSpeculationAndExecutors(const Properties& properties, SchedulerConfig& config) {
   const SpeculationSettings speculation = readSpeculationSettings(properties);
   config.speculation = speculation.enabled;
   config.speculationQuantile = speculation.rule.quantile;
@@ -128,6 +136,9 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   config.executorCores = static_cast<int>(properties.getInt("executor.cores"));
   config.executorMemoryMb = properties.getSizeBytes("executor.memory") / (1024 * 1024);
   config.slotsPerExecutor = speculation.rule.slotsPerExecutor;
+}
+
+void readPipelining(const Properties& properties, SchedulerConfig& config) {
   const int64_t queued = properties.getInt("scheduler.queuedTasksPerExecutor");
   if (queued < 0 || queued > 10000) {
     throw ConfigError(properties.describe("scheduler.queuedTasksPerExecutor") +
@@ -138,13 +149,9 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
   if (config.queuedTaskWaitMs <= 0) {
     throw ConfigError(properties.describe("scheduler.queuedTaskWait") + ": must be positive");
   }
+}
 
-  ExcludeOnFailureConfig& exclude = config.excludeOnFailure;
-  exclude.enabled = properties.getBool("excludeOnFailure.enabled");
-  exclude.timeoutMs = properties.getDuration("excludeOnFailure.timeout");
-  if (exclude.timeoutMs <= 0) {
-    throw ConfigError(properties.describe("excludeOnFailure.timeout") + ": must be positive");
-  }
+void readExclusionLimits(const Properties& properties, ExcludeOnFailureConfig& exclude) {
   const auto atLeastOne = [&](const char* key, int* value) {
     const int64_t v = properties.getInt(key);
     if (v < 1 || v > 1000000) throw ConfigError(properties.describe(key) + ": must be at least 1");
@@ -161,6 +168,17 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
              &exclude.maxFailedTasksPerExecutor);
   atLeastOne("excludeOnFailure.application.maxFailedExecutorsPerNode",
              &exclude.maxFailedExecutorsPerNode);
+}
+
+// Reads excludeOnFailure.*, after task.maxFailures (which bounds the attempts per node).
+void readExcludeOnFailure(const Properties& properties, SchedulerConfig& config) {
+  ExcludeOnFailureConfig& exclude = config.excludeOnFailure;
+  exclude.enabled = properties.getBool("excludeOnFailure.enabled");
+  exclude.timeoutMs = properties.getDuration("excludeOnFailure.timeout");
+  if (exclude.timeoutMs <= 0) {
+    throw ConfigError(properties.describe("excludeOnFailure.timeout") + ": must be positive");
+  }
+  readExclusionLimits(properties, exclude);
   exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
   exclude.fetchFailureExclusion =
       properties.getBool("excludeOnFailure.application.fetchFailure.enabled");
@@ -178,6 +196,18 @@ SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
                       ": must be below task.maxFailures (" +
                       std::to_string(config.maxTaskFailures) + ")");
   }
+}
+
+}  // namespace
+
+SchedulerConfig SchedulerConfig::fromProperties(const Properties& properties) {
+  SchedulerConfig config;
+  readTaskLimits(properties, config);
+  readLocalityWaits(properties, config);
+  readSchedulingMode(properties, config);
+  readSpeculationAndExecutors(properties, config);
+  readPipelining(properties, config);
+  readExcludeOnFailure(properties, config);
   return config;
 }
 
@@ -197,7 +227,27 @@ TaskScheduler::~TaskScheduler() = default;
 
 std::string TaskScheduler::submitJob(Job job) {
   checkJob(job);
-  // Reads of earlier jobs' data must find it whole, and the output must be a place.
+  checkPersistedInputs(job);
+  if (!job.output.empty() && job.output.front() != '/') {
+    throw JobError("output: expected an absolute path, got '" + job.output + "'");
+  }
+  checkTasksFitExecutors(job);
+  std::unique_ptr<JobRun> run = planJobRun(std::move(job));
+
+  JobRun& added = *run;
+  jobsById_[added.id] = &added;
+  for (size_t i = 0; i < added.stages.size(); ++i) {
+    stagesById_[added.stages[i].schedulerStageId] = {&added, i};
+  }
+  jobs_.push_back(std::move(run));
+  for (size_t i = 0; i < added.stages.size(); ++i) {
+    if (added.stages[i].unfinishedDependencies == 0) submitStage(added, i);
+  }
+  return added.id;
+}
+
+// Reads of earlier jobs' data must find it whole.
+void TaskScheduler::checkPersistedInputs(const Job& job) const {
   for (size_t i = 0; i < job.stages.size(); ++i) {
     for (size_t j = 0; j < job.stages[i].dependsOn.size(); ++j) {
       const std::string& dependency = job.stages[i].dependsOn[j];
@@ -218,11 +268,11 @@ std::string TaskScheduler::submitJob(Job job) {
       }
     }
   }
-  if (!job.output.empty() && job.output.front() != '/') {
-    throw JobError("output: expected an absolute path, got '" + job.output + "'");
-  }
-  // A task must fit on an executor of its stage's own shape (Spark's ResourceProfile check
-  // that executor cores cover the task cpus).
+}
+
+// A task must fit on an executor of its stage's own shape (Spark's ResourceProfile check that
+// executor cores cover the task cpus).
+void TaskScheduler::checkTasksFitExecutors(const Job& job) const {
   for (size_t i = 0; i < job.stages.size(); ++i) {
     const StageSpec& spec = job.stages[i];
     if (!spec.executor) continue;
@@ -235,6 +285,9 @@ std::string TaskScheduler::submitJob(Job job) {
                      (spec.executor->cores ? "its \"executor\".cores" : "executor.cores") + ")");
     }
   }
+}
+
+std::unique_ptr<TaskScheduler::JobRun> TaskScheduler::planJobRun(Job job) {
   auto run = std::make_unique<JobRun>();
   run->number = nextJobNumber_++;
   run->id = "job-" + std::to_string(run->number);
@@ -245,56 +298,52 @@ std::string TaskScheduler::submitJob(Job job) {
   run->stages.resize(specs.size());
   std::unordered_map<std::string, size_t> indexById;
   for (size_t i = 0; i < specs.size(); ++i) indexById[specs[i].id] = i;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    StageRun& stage = run->stages[i];
-    stage.spec = &specs[i];
-    stage.schedulerStageId = run->id + "/" + specs[i].id;
-    stage.cpus = specs[i].cpus.value_or(config_.taskCpus);
-    if (specs[i].executor) {
-      stage.profileId =
-          profiles_
-              .profileOfShape(specs[i].executor->cores.value_or(config_.executorCores),
-                              specs[i].executor->memoryMb.value_or(config_.executorMemoryMb))
-              .id;
-    }
-    // A dependency named twice is still one dependency.
-    std::set<size_t> dependencies;
-    std::set<std::string> named;
-    for (const std::string& dependency : specs[i].dependsOn) {
-      if (!named.insert(dependency).second) continue;
-      if (isPersistedStageReference(dependency)) {
-        stage.inputs.emplace_back(dependency, dependency);
-        continue;
-      }
-      const size_t parent = indexById.at(dependency);
-      dependencies.insert(parent);
-      stage.inputs.emplace_back(dependency, run->id + "/" + dependency);
-    }
-    stage.parents.assign(dependencies.begin(), dependencies.end());
-    stage.unfinishedDependencies = dependencies.size();
-    for (size_t dependency : dependencies) run->stages[dependency].dependents.push_back(i);
-  }
-  // Final stages (read by no other) deliver to the job's output directory.
-  size_t finalStages = 0;
-  for (const StageRun& stage : run->stages) finalStages += stage.dependents.empty() ? 1 : 0;
-  if (!run->job.output.empty()) {
-    for (StageRun& stage : run->stages) {
-      if (!stage.dependents.empty()) continue;
-      stage.collectDir =
-          finalStages == 1 ? run->job.output : run->job.output + "/" + stage.spec->id;
-    }
-  }
+  for (size_t i = 0; i < specs.size(); ++i) planStageRun(*run, i, indexById);
+  assignCollectDirs(*run);
+  return run;
+}
 
-  JobRun& added = *run;
-  jobsById_[added.id] = &added;
-  for (size_t i = 0; i < added.stages.size(); ++i) {
-    stagesById_[added.stages[i].schedulerStageId] = {&added, i};
+void TaskScheduler::planStageRun(JobRun& run, size_t index,
+                                 const std::unordered_map<std::string, size_t>& indexById) {
+  const StageSpec& spec = run.job.stages[index];
+  StageRun& stage = run.stages[index];
+  stage.spec = &spec;
+  stage.schedulerStageId = run.id + "/" + spec.id;
+  stage.cpus = spec.cpus.value_or(config_.taskCpus);
+  if (spec.executor) {
+    stage.profileId =
+        profiles_
+            .profileOfShape(spec.executor->cores.value_or(config_.executorCores),
+                            spec.executor->memoryMb.value_or(config_.executorMemoryMb))
+            .id;
   }
-  jobs_.push_back(std::move(run));
-  for (size_t i = 0; i < added.stages.size(); ++i) {
-    if (added.stages[i].unfinishedDependencies == 0) submitStage(added, i);
+  // A dependency named twice is still one dependency.
+  std::set<size_t> dependencies;
+  std::set<std::string> named;
+  for (const std::string& dependency : spec.dependsOn) {
+    if (!named.insert(dependency).second) continue;
+    if (isPersistedStageReference(dependency)) {
+      stage.inputs.emplace_back(dependency, dependency);
+      continue;
+    }
+    const size_t parent = indexById.at(dependency);
+    dependencies.insert(parent);
+    stage.inputs.emplace_back(dependency, run.id + "/" + dependency);
   }
-  return added.id;
+  stage.parents.assign(dependencies.begin(), dependencies.end());
+  stage.unfinishedDependencies = dependencies.size();
+  for (size_t dependency : dependencies) run.stages[dependency].dependents.push_back(index);
+}
+
+// Final stages (read by no other) deliver to the job's output directory.
+void TaskScheduler::assignCollectDirs(JobRun& run) {
+  size_t finalStages = 0;
+  for (const StageRun& stage : run.stages) finalStages += stage.dependents.empty() ? 1 : 0;
+  if (run.job.output.empty()) return;
+  for (StageRun& stage : run.stages) {
+    if (!stage.dependents.empty()) continue;
+    stage.collectDir = finalStages == 1 ? run.job.output : run.job.output + "/" + stage.spec->id;
+  }
 }
 
 void TaskScheduler::submitStage(JobRun& job, size_t stageIndex) {
@@ -522,42 +571,31 @@ std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t sta
   return std::nullopt;
 }
 
+// The offers of one resourceOffers call as they are used up: the order they are tried in and the
+// room each still has.
+struct TaskScheduler::OfferRound {
+  std::vector<size_t> order;  // shuffled offer indices
+  std::vector<int> freeSlots;
+  std::vector<int> queueRoom;
+  std::vector<int> queuedOn;  // tasks queued on the offer's executor
+  TimeMs now = 0;
+};
+
+namespace {
+
+bool anyOfferOfProfile(const std::vector<WorkerOffer>& offers, int profileId) {
+  bool offeredOfProfile = false;
+  for (const WorkerOffer& worker : offers) offeredOfProfile |= worker.profileId == profileId;
+  return offeredOfProfile;
+}
+
+}  // namespace
+
 std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     const std::vector<WorkerOffer>& offers) {
   std::vector<rest::TaskLaunch> launches;
   if (offers.empty() || activeTaskSets_.empty()) return launches;
-  for (const WorkerOffer& offer : offers) {
-    executorNodes_[offer.executorId] = offer.host;
-    executorProfiles_[offer.executorId] = offer.profileId;
-  }
-
-  // Shuffled so that tasks spread over executors instead of always filling the first one
-  // (Spark's shuffleOffers). Fisher-Yates on the raw generator: the same seed gives the same
-  // order with any standard library.
-  std::vector<size_t> order(offers.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  for (size_t i = order.size() - 1; i > 0; --i) {
-    std::swap(order[i], order[static_cast<size_t>(random_() % (i + 1))]);
-  }
-  std::vector<int> freeSlots(offers.size());
-  std::vector<int> queueRoom(offers.size());
-  std::vector<int> queuedOn(offers.size(), 0);  // tasks queued on the offer's executor
-  for (size_t i = 0; i < offers.size(); ++i) {
-    freeSlots[i] = offers[i].freeSlots;
-    queueRoom[i] = offers[i].queueRoom;
-    if (queueRoom[i] > 0) queuedOn[i] = queuedTasksOn(offers[i].executorId);
-  }
-  const TimeMs now = clock_.nowMs();
-  if (health_) {
-    // Excluded for the application: offered nothing (Spark filters such offers out first).
-    health_->applyExcludeOnFailureTimeout();
-    for (size_t i = 0; i < offers.size(); ++i) {
-      if (health_->isExecutorExcluded(offers[i].executorId) ||
-          health_->isNodeExcluded(offers[i].host)) {
-        freeSlots[i] = 0;
-      }
-    }
-  }
+  OfferRound round = startOfferRound(offers);
 
   // Launching never changes the set of active TaskSets (only task ends do), so iterating a
   // snapshot of it here is safe.
@@ -568,71 +606,119 @@ std::vector<rest::TaskLaunch> TaskScheduler::resourceOffers(
     if (stage.unfinishedDependencies > 0) continue;  // waiting for lost inputs to be re-made
     // Only executors of the stage's resource profile run its tasks (Spark's rule); offers of
     // other profiles neither launch nor make it unschedulable.
-    bool offeredOfProfile = false;
-    for (const WorkerOffer& worker : offers)
-      offeredOfProfile |= worker.profileId == stage.profileId;
-    if (!offeredOfProfile) continue;
+    if (!anyOfferOfProfile(offers, stage.profileId)) continue;
     const size_t launchedBefore = launches.size();
-    // Tasks of this stage each offer may still take queued (pipelining): none for a stage too
-    // long or too wide to pipeline.
-    const int depth = queueDepthFor(stage);
-    std::vector<int> stageQueue(offers.size(), 0);
-    for (size_t i = 0; i < offers.size(); ++i) {
-      stageQueue[i] = std::min(queueRoom[i], std::max(0, depth - queuedOn[i]));
-    }
-    // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
-    // that one large offer does not take the whole stage while others stay idle. Free slots are
-    // filled before any task is queued.
-    for (TaskLocality level : stage.tasks->validLocalityLevels()) {
-      bool launchedInPass = true;
-      while (launchedInPass && stage.tasks->hasPendingTasks()) {
-        launchedInPass = false;
-        for (size_t offer : order) {
-          const bool queue = freeSlots[offer] < stage.cpus;
-          if (queue && stageQueue[offer] <= 0) continue;
-          const WorkerOffer& worker = offers[offer];
-          if (worker.profileId != stage.profileId) continue;
-          if (offerExcludedForStage(stage, worker)) continue;
-          std::optional<TaskOffer> next = stage.tasks->resourceOffer(
-              worker.executorId, worker.host, level, now, excludedTasks(stage, worker));
-          if (!next) continue;
-          launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false, queue));
-          if (queue) {
-            --stageQueue[offer];
-            --queueRoom[offer];
-            ++queuedOn[offer];
-          } else {
-            freeSlots[offer] -= stage.cpus;
-          }
-          launchedInPass = true;
-        }
-      }
-    }
+    launchPendingTasks(job, stageIndex, offers, round, launches);
     if (stage.excludelist) {
       if (launches.size() > launchedBefore) {
         setUnschedulable(stage, false);
         stage.unschedulableSinceMs = -1;
       } else if (std::optional<int64_t> stuck = completelyExcludedTask(job, stageIndex)) {
-        if (handleUnschedulable(job, stageIndex, *stuck, now)) continue;
+        if (handleUnschedulable(job, stageIndex, *stuck, round.now)) continue;
       }
     }
     // Speculative copies only when the stage has nothing else to run, as in Spark.
     if (!stage.speculatable.empty() && !stage.tasks->hasPendingTasks()) {
-      for (size_t offer : order) {
-        if (offers[offer].profileId != stage.profileId) continue;
-        if (offerExcludedForStage(stage, offers[offer])) continue;
-        const TaskExcluded excluded = excludedTasks(stage, offers[offer]);
-        while (freeSlots[offer] >= stage.cpus) {
-          std::optional<TaskOffer> copy =
-              speculativeOffer(job, stageIndex, offers[offer].executorId, excluded);
-          if (!copy) break;
-          launches.push_back(launchTask(job, stageIndex, *copy, offers[offer].executorId, true));
-          freeSlots[offer] -= stage.cpus;
-        }
-      }
+      launchSpeculativeCopies(job, stageIndex, offers, round, launches);
     }
   }
   return launches;
+}
+
+TaskScheduler::OfferRound TaskScheduler::startOfferRound(const std::vector<WorkerOffer>& offers) {
+  for (const WorkerOffer& offer : offers) {
+    executorNodes_[offer.executorId] = offer.host;
+    executorProfiles_[offer.executorId] = offer.profileId;
+  }
+  OfferRound round;
+  // Shuffled so that tasks spread over executors instead of always filling the first one
+  // (Spark's shuffleOffers). Fisher-Yates on the raw generator: the same seed gives the same
+  // order with any standard library.
+  round.order.resize(offers.size());
+  for (size_t i = 0; i < round.order.size(); ++i) round.order[i] = i;
+  for (size_t i = round.order.size() - 1; i > 0; --i) {
+    std::swap(round.order[i], round.order[static_cast<size_t>(random_() % (i + 1))]);
+  }
+  round.freeSlots.resize(offers.size());
+  round.queueRoom.resize(offers.size());
+  round.queuedOn.assign(offers.size(), 0);
+  for (size_t i = 0; i < offers.size(); ++i) {
+    round.freeSlots[i] = offers[i].freeSlots;
+    round.queueRoom[i] = offers[i].queueRoom;
+    if (round.queueRoom[i] > 0) round.queuedOn[i] = queuedTasksOn(offers[i].executorId);
+  }
+  round.now = clock_.nowMs();
+  if (health_) {
+    // Excluded for the application: offered nothing (Spark filters such offers out first).
+    health_->applyExcludeOnFailureTimeout();
+    for (size_t i = 0; i < offers.size(); ++i) {
+      if (health_->isExecutorExcluded(offers[i].executorId) ||
+          health_->isNodeExcluded(offers[i].host)) {
+        round.freeSlots[i] = 0;
+      }
+    }
+  }
+  return round;
+}
+
+void TaskScheduler::launchPendingTasks(JobRun& job, size_t stageIndex,
+                                       const std::vector<WorkerOffer>& offers, OfferRound& round,
+                                       std::vector<rest::TaskLaunch>& launches) {
+  StageRun& stage = job.stages[stageIndex];
+  // Tasks of this stage each offer may still take queued (pipelining): none for a stage too
+  // long or too wide to pipeline.
+  const int depth = queueDepthFor(stage);
+  std::vector<int> stageQueue(offers.size(), 0);
+  for (size_t i = 0; i < offers.size(); ++i) {
+    stageQueue[i] = std::min(round.queueRoom[i], std::max(0, depth - round.queuedOn[i]));
+  }
+  // Each locality level in turn (Spark's resourceOffers), one task per offer per pass, so
+  // that one large offer does not take the whole stage while others stay idle. Free slots are
+  // filled before any task is queued.
+  for (TaskLocality level : stage.tasks->validLocalityLevels()) {
+    bool launchedInPass = true;
+    while (launchedInPass && stage.tasks->hasPendingTasks()) {
+      launchedInPass = false;
+      for (size_t offer : round.order) {
+        const bool queue = round.freeSlots[offer] < stage.cpus;
+        if (queue && stageQueue[offer] <= 0) continue;
+        const WorkerOffer& worker = offers[offer];
+        if (worker.profileId != stage.profileId) continue;
+        if (offerExcludedForStage(stage, worker)) continue;
+        std::optional<TaskOffer> next = stage.tasks->resourceOffer(
+            worker.executorId, worker.host, level, round.now, excludedTasks(stage, worker));
+        if (!next) continue;
+        launches.push_back(launchTask(job, stageIndex, *next, worker.executorId, false, queue));
+        if (queue) {
+          --stageQueue[offer];
+          --round.queueRoom[offer];
+          ++round.queuedOn[offer];
+        } else {
+          round.freeSlots[offer] -= stage.cpus;
+        }
+        launchedInPass = true;
+      }
+    }
+  }
+}
+
+void TaskScheduler::launchSpeculativeCopies(JobRun& job, size_t stageIndex,
+                                            const std::vector<WorkerOffer>& offers,
+                                            OfferRound& round,
+                                            std::vector<rest::TaskLaunch>& launches) {
+  const StageRun& stage = job.stages[stageIndex];
+  for (size_t offer : round.order) {
+    if (offers[offer].profileId != stage.profileId) continue;
+    if (offerExcludedForStage(stage, offers[offer])) continue;
+    const TaskExcluded excluded = excludedTasks(stage, offers[offer]);
+    while (round.freeSlots[offer] >= stage.cpus) {
+      std::optional<TaskOffer> copy =
+          speculativeOffer(job, stageIndex, offers[offer].executorId, excluded);
+      if (!copy) break;
+      launches.push_back(launchTask(job, stageIndex, *copy, offers[offer].executorId, true));
+      round.freeSlots[offer] -= stage.cpus;
+    }
+  }
 }
 
 std::vector<rest::BlockInput> TaskScheduler::inputsOf(const JobRun& job, size_t stageIndex,
@@ -950,65 +1036,70 @@ bool TaskScheduler::statusUpdate(const rest::TaskStatusUpdate& update,
     startQueued(found->second, now - std::max<int64_t>(0, update.durationMs));
   bool killRequested = false;
   const RunningTask task = removeRunning(update.taskId, &killRequested);
+
+  if (update.state == rest::TaskState::kFinished) {
+    taskFinished(task, update, executorId, now, committed);
+  } else if (update.state == rest::TaskState::kKilled) {
+    taskKilled(task, update, killRequested);
+  } else if (update.state == rest::TaskState::kFetchFailed) {
+    handleFetchFailure(task, update.taskId, update);
+  } else {
+    // FAILED: the one state left.
+    failAttempt(task, update.taskId, failureReason(update), update.exitCode, update.stderrTail,
+                killRequested);
+  }
+  return true;
+}
+
+void TaskScheduler::taskFinished(const RunningTask& task, const rest::TaskStatusUpdate& update,
+                                 const std::string& executorId, TimeMs now,
+                                 std::optional<CommittedTask>* committed) {
   JobRun& job = *task.job;
   StageRun& stage = job.stages[task.stage];
-  const bool stageActive = stage.state == StageState::kRunning;
-
   auto authorized = stage.commitAuthorized.find(task.attempt.index);
-  if (update.state == rest::TaskState::kFinished && authorized != stage.commitAuthorized.end() &&
-      authorized->second != update.taskId) {
+  if (authorized != stage.commitAuthorized.end() && authorized->second != update.taskId) {
     // Another attempt holds the commit: this one's output is not the task's (an executor that
     // did not ask). It ends as a kill, never as the task's success.
     taskEnded(task, TaskOutcome::kKilled);
-    return true;
+    return;
   }
-  if (update.state == rest::TaskState::kFinished) {
-    const bool counted =
-        stageActive && stage.tasks->markSucceeded(task.attempt.index, now - task.startMs);
-    if (authorized != stage.commitAuthorized.end()) stage.commitAuthorized.erase(authorized);
-    if (counted) {
-      registerOutput(job, task.stage, task.attempt.index, executorId, update.blocks);
-      killOtherCopies(job, task.stage, task.attempt.index, update.taskId);
-      // Marked for a copy that never launched: nobody needs it now (as in Spark).
-      if (stage.speculatable.erase(task.attempt.index) != 0) {
-        listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
-      }
+  const bool stageActive = stage.state == StageState::kRunning;
+  const bool counted =
+      stageActive && stage.tasks->markSucceeded(task.attempt.index, now - task.startMs);
+  if (authorized != stage.commitAuthorized.end()) stage.commitAuthorized.erase(authorized);
+  if (counted) {
+    registerOutput(job, task.stage, task.attempt.index, executorId, update.blocks);
+    killOtherCopies(job, task.stage, task.attempt.index, update.taskId);
+    // Marked for a copy that never launched: nobody needs it now (as in Spark).
+    if (stage.speculatable.erase(task.attempt.index) != 0) {
+      listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
     }
-    taskEnded(task, TaskOutcome::kSucceeded);
-    const bool stageDone = counted && stage.tasks->allSucceeded();
-    if (counted && committed != nullptr) {
-      auto node = executorNodes_.find(executorId);
-      *committed = CommittedTask{job.id,
-                                 stage.spec->id,
-                                 task.attempt.index,
-                                 task.attempt.attempt,
-                                 node == executorNodes_.end() ? "" : node->second,
-                                 stageDone};
-    }
-    if (stageDone) completeStage(job, task.stage);
-    return true;
   }
-
-  if (update.state == rest::TaskState::kKilled) {
-    if (killRequested || !stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
-      taskEnded(task, TaskOutcome::kKilled);
-    } else {
-      // Nobody here asked for it (the executor shutting down, say): without a retry the stage
-      // could never finish. Spark re-queues killed tasks the same way.
-      retryWithoutCounting(task, update.taskId, "killed: " + failureReason(update), false);
-    }
-    return true;
+  taskEnded(task, TaskOutcome::kSucceeded);
+  const bool stageDone = counted && stage.tasks->allSucceeded();
+  if (counted && committed != nullptr) {
+    auto node = executorNodes_.find(executorId);
+    *committed = CommittedTask{job.id,
+                               stage.spec->id,
+                               task.attempt.index,
+                               task.attempt.attempt,
+                               node == executorNodes_.end() ? "" : node->second,
+                               stageDone};
   }
+  if (stageDone) completeStage(job, task.stage);
+}
 
-  if (update.state == rest::TaskState::kFetchFailed) {
-    handleFetchFailure(task, update.taskId, update);
-    return true;
+void TaskScheduler::taskKilled(const RunningTask& task, const rest::TaskStatusUpdate& update,
+                               bool killRequested) {
+  const StageRun& stage = task.job->stages[task.stage];
+  const bool stageActive = stage.state == StageState::kRunning;
+  if (killRequested || !stageActive || stage.tasks->isSucceeded(task.attempt.index)) {
+    taskEnded(task, TaskOutcome::kKilled);
+  } else {
+    // Nobody here asked for it (the executor shutting down, say): without a retry the stage
+    // could never finish. Spark re-queues killed tasks the same way.
+    retryWithoutCounting(task, update.taskId, "killed: " + failureReason(update), false);
   }
-
-  // FAILED: the one state left.
-  failAttempt(task, update.taskId, failureReason(update), update.exitCode, update.stderrTail,
-              killRequested);
-  return true;
 }
 
 void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const std::string& reason,

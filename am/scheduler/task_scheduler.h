@@ -376,6 +376,15 @@ class TaskScheduler {
     bool takeBackAsked = false;  // queued, and asked back for another executor
   };
 
+  // submitJob's steps: the job checked against what the scheduler holds (persisted inputs,
+  // executor shapes), then its JobRun planned: stages linked to their parents and profiles,
+  // final stages given their output directories.
+  void checkPersistedInputs(const Job& job) const;
+  void checkTasksFitExecutors(const Job& job) const;
+  std::unique_ptr<JobRun> planJobRun(Job job);
+  void planStageRun(JobRun& run, size_t stage,
+                    const std::unordered_map<std::string, size_t>& indexById);
+  static void assignCollectDirs(JobRun& run);
   void submitStage(JobRun& job, size_t stage);
   // The stage of a job by its own id, for recovery; sets `why` when there is none.
   std::pair<JobRun*, size_t> findStage(const std::string& jobId, const std::string& stageId,
@@ -392,6 +401,13 @@ class TaskScheduler {
                          const std::string& why);
   void rerunStage(JobRun& job, size_t stage, const std::vector<int64_t>& indices,
                   const std::string& why);
+  // statusUpdate's outcomes for a removed running attempt: it finished (a success unless
+  // another attempt holds the commit), or it was killed (retried when nobody asked for that).
+  void taskFinished(const RunningTask& task, const rest::TaskStatusUpdate& update,
+                    const std::string& executorId, TimeMs now,
+                    std::optional<CommittedTask>* committed);
+  void taskKilled(const RunningTask& task, const rest::TaskStatusUpdate& update,
+                  bool killRequested);
   void handleFetchFailure(const RunningTask& task, int64_t taskId,
                           const rest::TaskStatusUpdate& update);
   // The job ended: shuffle data released, its blocks dropped unless persisted, its
@@ -402,6 +418,14 @@ class TaskScheduler {
   void killOtherCopies(const JobRun& job, size_t stage, int64_t index, int64_t winner);
   // The active TaskSets in the order offers go to them.
   std::vector<std::pair<JobRun*, size_t>> sortedTaskSets() const;
+  // resourceOffers' steps: the offers recorded, shuffled and trimmed by exclusion; a stage's
+  // pending tasks given to them, level by level; its speculative copies into the free slots left.
+  struct OfferRound;
+  OfferRound startOfferRound(const std::vector<WorkerOffer>& offers);
+  void launchPendingTasks(JobRun& job, size_t stage, const std::vector<WorkerOffer>& offers,
+                          OfferRound& round, std::vector<rest::TaskLaunch>& launches);
+  void launchSpeculativeCopies(JobRun& job, size_t stage, const std::vector<WorkerOffer>& offers,
+                               OfferRound& round, std::vector<rest::TaskLaunch>& launches);
   std::optional<TaskOffer> speculativeOffer(JobRun& job, size_t stage,
                                             const std::string& executorId,
                                             const TaskExcluded& excluded);
