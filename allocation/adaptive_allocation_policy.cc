@@ -305,6 +305,65 @@ void AdaptiveAllocationPolicy::lowerTarget(const Estimate& e, int floor, TickRes
   result.decisions.push_back({Decision::Action::kLowerTarget, target_, "", why});
 }
 
+namespace {
+
+// How long until the next stage is expected (-1: none is): stages that keep coming at their
+// usual interval bring the next one at the last one plus that interval.
+double untilNextStageMs(TimeMs now, TimeMs lastStageAt, double stageIntervalMs) {
+  if (stageIntervalMs > 0 && static_cast<double>(now - lastStageAt) <= 2 * stageIntervalMs) {
+    return std::max(0.0,
+                    static_cast<double>(lastStageAt) + stageIntervalMs - static_cast<double>(now));
+  }
+  return -1;
+}
+
+// Executors idle without data, longest idle first.
+std::vector<const ExecutorTracker*> idleWithoutData(const ExecutorMonitor& monitor) {
+  std::vector<const ExecutorTracker*> idle;
+  for (const ExecutorTracker* t : monitor.all()) {
+    if (t->runningTasks == 0 && !t->pendingRemoval && !t->timedOut && t->cachedData.empty() &&
+        t->shuffles.empty()) {
+      idle.push_back(t);
+    }
+  }
+  std::stable_sort(idle.begin(), idle.end(),
+                   [](const auto* a, const auto* b) { return a->idleSince < b->idleSince; });
+  return idle;
+}
+
+// Why an executor past its deadline stays: the work or minExecutors needs it.
+std::string keptByFloor(const ExecutorId& id, const std::string& idleFor, int floor,
+                        int minExecutors) {
+  return "keeping " + id + ": idle for " + idleFor + " but " +
+         (floor > minExecutors ? "the work needs " + executors(floor)
+                               : "at minExecutors=" + std::to_string(minExecutors));
+}
+
+// Why an idle executor stays for the next stage (ski rental).
+std::string keptForNextStage(const ExecutorId& id, double untilNextMs, double stageIntervalMs,
+                             double latency) {
+  return "keeping " + id + ": next stage expected in " + secs(untilNextMs) + " (stages every " +
+         secs(stageIntervalMs) + "), before a replacement could start (" +
+         secs(kReuseFactor * latency) + ", twice the start latency)";
+}
+
+std::string releaseReason(const std::string& verb, const ExecutorTracker& t,
+                          const std::string& idleFor, bool deadline, int floor, double untilNextMs,
+                          double latency) {
+  std::string why = verb + t.id + ": idle for " + idleFor;
+  if (deadline) {
+    why += t.cachedData.empty() ? " (executorIdleTimeout)" : " with cached data";
+  } else {
+    why += " with no task pending; the work needs " + executors(floor);
+    why += untilNextMs < 0 ? "; no further stage expected"
+                           : "; next stage expected in " + secs(untilNextMs) +
+                                 ", a replacement starts in " + secs(latency);
+  }
+  return why;
+}
+
+}  // namespace
+
 void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& result) {
   // Spark's deadlines first: idle timeouts, cached data, shuffle tracking.
   const std::vector<ExecutorId>& timedOut = monitor_.timedOutExecutors();
@@ -313,11 +372,7 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
 
   const double latency = static_cast<double>(startLatencyMs());
   // Is more work expected before a released executor could be replaced?
-  double untilNextMs = -1;  // -1: nothing expected
-  if (stageIntervalMs_ > 0 && static_cast<double>(now - lastStageAt_) <= 2 * stageIntervalMs_) {
-    untilNextMs = std::max(
-        0.0, static_cast<double>(lastStageAt_) + stageIntervalMs_ - static_cast<double>(now));
-  }
+  const double untilNextMs = untilNextStageMs(now, lastStageAt_, stageIntervalMs_);
   const bool expectedSoon = untilNextMs >= 0 && untilNextMs <= kReuseFactor * latency;
   // How many executors the recent work kept busy: the ones kept for the expected work.
   int recentBusy = 0;
@@ -334,15 +389,7 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
   }
   const size_t deadlineCount = candidates.size();
   if (!tasks_.hasPending()) {
-    std::vector<const ExecutorTracker*> idle;
-    for (const ExecutorTracker* t : monitor_.all()) {
-      if (t->runningTasks == 0 && !t->pendingRemoval && !t->timedOut && t->cachedData.empty() &&
-          t->shuffles.empty()) {
-        idle.push_back(t);
-      }
-    }
-    std::stable_sort(idle.begin(), idle.end(),
-                     [](const auto* a, const auto* b) { return a->idleSince < b->idleSince; });
+    const std::vector<const ExecutorTracker*> idle = idleWithoutData(monitor_);
     candidates.insert(candidates.end(), idle.begin(), idle.end());
   }
 
@@ -357,33 +404,20 @@ void AdaptiveAllocationPolicy::removeIdle(TimeMs now, int needed, TickResult& re
         if (deadline) {
           result.decisions.push_back(
               {Decision::Action::kKeep, target_, t->id,
-               "keeping " + t->id + ": idle for " + idleFor + " but " +
-                   (floor > config_.bounds.minExecutors
-                        ? "the work needs " + executors(floor)
-                        : "at minExecutors=" + std::to_string(config_.bounds.minExecutors))});
+               keptByFloor(t->id, idleFor, floor, config_.bounds.minExecutors)});
         }
-        break;
+      } else {
+        result.decisions.push_back(
+            {Decision::Action::kKeep, target_, t->id,
+             keptForNextStage(t->id, untilNextMs, stageIntervalMs_, latency)});
       }
-      result.decisions.push_back({Decision::Action::kKeep, target_, t->id,
-                                  "keeping " + t->id + ": next stage expected in " +
-                                      secs(untilNextMs) + " (stages every " +
-                                      secs(stageIntervalMs_) +
-                                      "), before a replacement could start (" +
-                                      secs(kReuseFactor * latency) + ", twice the start latency)"});
       break;
-    }
-    std::string why = releaseVerb() + t->id + ": idle for " + idleFor;
-    if (deadline) {
-      why += t->cachedData.empty() ? " (executorIdleTimeout)" : " with cached data";
-    } else {
-      why += " with no task pending; the work needs " + executors(floor);
-      why += untilNextMs < 0 ? "; no further stage expected"
-                             : "; next stage expected in " + secs(untilNextMs) +
-                                   ", a replacement starts in " + secs(latency);
     }
     removed.push_back(t->id);
     --remaining;
-    result.decisions.push_back({releaseAction(), target_, t->id, why});
+    result.decisions.push_back(
+        {releaseAction(), target_, t->id,
+         releaseReason(releaseVerb(), *t, idleFor, deadline, floor, untilNextMs, latency)});
   }
   release(removed, result);
 }

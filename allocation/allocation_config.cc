@@ -76,10 +76,9 @@ const char* policyKindName(PolicyKind kind) {
   return kind == PolicyKind::kAdaptive ? "adaptive" : "spark";
 }
 
-AllocationConfig AllocationConfig::fromProperties(const Properties& props,
-                                                  std::vector<std::string>* warnings) {
-  AllocationConfig config;
-  config.enabled = props.getBool("dynamicAllocation.enabled");
+namespace {
+
+void readExecutorShape(const Properties& props, AllocationConfig& config) {
   config.executorCores = static_cast<int>(props.getInt("executor.cores"));
   config.taskCpus = static_cast<int>(props.getInt("task.cpus"));
   if (config.executorCores < 1)
@@ -94,7 +93,11 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   config.executorInstances = props.has("executor.instances") ? getCount(props, "executor.instances")
                              : config.enabled                ? 0
                                                              : kDefaultStaticExecutors;
+}
 
+// min, max and the initial target, after executor.instances (which may raise the latter).
+void readBounds(const Properties& props, AllocationConfig& config,
+                std::vector<std::string>* warnings) {
   Bounds& bounds = config.bounds;
   bounds.minExecutors = getCount(props, kMin);
   bounds.maxExecutors = getCount(props, kMax);
@@ -121,7 +124,9 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
     }
     bounds.initialExecutors = bounds.maxExecutors;
   }
+}
 
+void readTimeouts(const Properties& props, AllocationConfig& config) {
   config.executorAllocationRatio = props.getDouble("dynamicAllocation.executorAllocationRatio");
   if (!(config.executorAllocationRatio > 0.0 && config.executorAllocationRatio <= 1.0)) {
     throw ConfigError(props.describe("dynamicAllocation.executorAllocationRatio") +
@@ -136,6 +141,10 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
   config.executorIdleTimeout = props.getDuration("dynamicAllocation.executorIdleTimeout");
   config.cachedExecutorIdleTimeout =
       props.getDuration("dynamicAllocation.cachedExecutorIdleTimeout");
+}
+
+// Shuffle tracking and decommissioning: what keeps shuffle data when executors go.
+void readShuffleKeeping(const Properties& props, AllocationConfig& config) {
   config.shuffleTrackingEnabled = props.getBool(kShuffleTracking);
   config.decommissionEnabled = props.getBool(kDecommission);
   const bool shuffleDecommission =
@@ -152,6 +161,9 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
                       "=true, its default), or dynamicAllocation.enabled=false");
   }
   config.shuffleTrackingTimeout = props.getDuration("dynamicAllocation.shuffleTracking.timeout");
+}
+
+void readPolicy(const Properties& props, AllocationConfig& config) {
   config.interval = getPositiveDuration(props, "dynamicAllocation.interval");
   config.policy = props.getString("dynamicAllocation.policy") == "adaptive" ? PolicyKind::kAdaptive
                                                                             : PolicyKind::kSpark;
@@ -161,6 +173,19 @@ AllocationConfig AllocationConfig::fromProperties(const Properties& props,
     throw ConfigError(props.describe("dynamicAllocation.adaptive.targetBacklogDuration") +
                       ": must be finite");
   }
+}
+
+}  // namespace
+
+AllocationConfig AllocationConfig::fromProperties(const Properties& props,
+                                                  std::vector<std::string>* warnings) {
+  AllocationConfig config;
+  config.enabled = props.getBool("dynamicAllocation.enabled");
+  readExecutorShape(props, config);
+  readBounds(props, config, warnings);
+  readTimeouts(props, config);
+  readShuffleKeeping(props, config);
+  readPolicy(props, config);
   return config;
 }
 
