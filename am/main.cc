@@ -32,6 +32,102 @@ std::string environment(const char* name) {
   return value;
 }
 
+std::optional<tide::am::Job> readJob(const tide::CommandLine& cli, bool session) {
+  if (auto path = cli.option("job")) {
+    try {
+      return tide::am::loadJobFile(*path);
+    } catch (const tide::am::JobError& e) {
+      throw tide::ConfigError(e.what());
+    }
+  } else if (!session) {
+    throw tide::ConfigError("--job FILE is required (or --session)");
+  }
+  return std::nullopt;
+}
+
+// am.resourceManager: true for "slurm", false for "tide".
+bool runsOnSlurm(const tide::Properties& properties) {
+  const std::string resourceManager = properties.getString("am.resourceManager");
+  if (resourceManager != "tide" && resourceManager != "slurm") {
+    throw tide::ConfigError(properties.describe("am.resourceManager") +
+                            ": expected 'tide' or 'slurm'");
+  }
+  return resourceManager == "slurm";
+}
+
+tide::am::AmIdentity identityFromEnvironment(bool onSlurm) {
+  const std::string applicationId = environment("TIDE_APPLICATION_ID");
+  // Slurm has no application attempts: one AM per application.
+  const char* attempt = std::getenv("TIDE_APP_ATTEMPT_ID");
+  return tide::am::AmIdentity{
+      applicationId,
+      onSlurm && (attempt == nullptr || *attempt == '\0') ? applicationId + "-attempt-1"
+                                                          : environment("TIDE_APP_ATTEMPT_ID"),
+      environment("TIDE_APP_SECRET"), tide::selfDirectory() + "/tide-executor"};
+}
+
+std::unique_ptr<tide::am::ResourceManagerClient> slurmClient(const tide::Properties& properties,
+                                                             const std::string& applicationId) {
+  // Set by the job script of `tide submit --master slurm+...`: the AM's own Slurm job.
+  std::optional<int64_t> amJob;
+  if (const char* id = std::getenv("TIDE_SLURM_AM_JOB_ID"); id != nullptr && *id != '\0')
+    amJob = std::stoll(id);
+  return std::make_unique<tide::am::SlurmClient>(
+      tide::am::SlurmBackendSettings::fromProperties(properties), applicationId, amJob);
+}
+
+std::unique_ptr<tide::am::ResourceManagerClient> tideRmClient(const tide::rest::TlsSettings& tls) {
+  return std::make_unique<tide::am::TideRmClient>(
+      tide::am::TideRmAttempt{environment("TIDE_RM_ADDRESS"), environment("TIDE_APP_ATTEMPT_ID"),
+                              environment("TIDE_AM_TOKEN")},
+      tls);
+}
+
+int runAm(const tide::CommandLine& cli) {
+  using namespace tide;
+  initLogging(cli.properties());
+  warnUnknownKeys(cli.properties());
+  Logger log("am");
+  std::vector<std::string> warnings;
+  am::AmConfig config = am::AmConfig::fromProperties(cli.properties(), &warnings);
+  for (const auto& w : warnings) log.warn() << w;
+  config.session = cli.flag("session");
+  config.reportFile = cli.option("report").value_or("");
+  std::optional<am::Job> job = readJob(cli, config.session);
+  const bool onSlurm = runsOnSlurm(cli.properties());
+  const am::AmIdentity identity = identityFromEnvironment(onSlurm);
+  std::unique_ptr<am::ResourceManagerClient> rm;
+  if (onSlurm) rm = slurmClient(cli.properties(), identity.applicationId);
+
+  // SIGHUP re-reads the properties file (with the --conf values on top) for new bounds.
+  am::BoundsReloader reloader = am::BoundsReloader::fromCommandLine(
+      cli.propertiesFile(), cli.properties(), config.allocation.bounds);
+
+  // Signals are taken by one thread (sigwait), so the others never see them; SIGUSR2 ends that
+  // thread.
+  const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGHUP, SIGUSR2});
+
+  if (!rm) rm = tideRmClient(config.tls);
+  am::ApplicationMaster master(std::move(config), identity, std::move(rm));
+  master.start();
+  // A new attempt of an application whose earlier attempt accepted the job has it back from the
+  // recovery journal, with what was done of it.
+  if (job && master.recoveredJobs() == 0) master.submitJob(std::move(*job));
+
+  // Declared after the master, so that it is gone (joined) before the master is.
+  const SignalThread stopOnSignal(stopSignals, SIGUSR2, [&](int signal) {
+    if (signal == SIGHUP) {
+      (void)reloader.reload(master);  // it logs what happened
+      return true;
+    }
+    master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(signal));
+    return false;
+  });
+
+  const am::AmOutcome outcome = master.run();
+  return outcome.finalStatus == "SUCCEEDED" ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,80 +139,7 @@ int main(int argc, char** argv) {
   return runMain(
       [&]() -> int {
         if (!cli.parse(argc, argv)) return 0;
-        initLogging(cli.properties());
-        warnUnknownKeys(cli.properties());
-        Logger log("am");
-        std::vector<std::string> warnings;
-        am::AmConfig config = am::AmConfig::fromProperties(cli.properties(), &warnings);
-        for (const auto& w : warnings) log.warn() << w;
-        config.session = cli.flag("session");
-        config.reportFile = cli.option("report").value_or("");
-        std::optional<am::Job> job;
-        if (auto path = cli.option("job")) {
-          try {
-            job = am::loadJobFile(*path);
-          } catch (const am::JobError& e) {
-            throw ConfigError(e.what());
-          }
-        } else if (!config.session) {
-          throw ConfigError("--job FILE is required (or --session)");
-        }
-        const std::string resourceManager = cli.properties().getString("am.resourceManager");
-        if (resourceManager != "tide" && resourceManager != "slurm") {
-          throw ConfigError(cli.properties().describe("am.resourceManager") +
-                            ": expected 'tide' or 'slurm'");
-        }
-        const bool onSlurm = resourceManager == "slurm";
-        const std::string applicationId = environment("TIDE_APPLICATION_ID");
-        // Slurm has no application attempts: one AM per application.
-        const char* attempt = std::getenv("TIDE_APP_ATTEMPT_ID");
-        am::AmIdentity identity{applicationId,
-                                onSlurm && (attempt == nullptr || *attempt == '\0')
-                                    ? applicationId + "-attempt-1"
-                                    : environment("TIDE_APP_ATTEMPT_ID"),
-                                environment("TIDE_APP_SECRET"), selfDirectory() + "/tide-executor"};
-        std::unique_ptr<am::ResourceManagerClient> rm;
-        if (onSlurm) {
-          // Set by the job script of `tide submit --master slurm+...`: the AM's own Slurm job.
-          std::optional<int64_t> amJob;
-          if (const char* id = std::getenv("TIDE_SLURM_AM_JOB_ID"); id != nullptr && *id != '\0')
-            amJob = std::stoll(id);
-          rm = std::make_unique<am::SlurmClient>(
-              am::SlurmBackendSettings::fromProperties(cli.properties()), applicationId, amJob);
-        }
-
-        // SIGHUP re-reads the properties file (with the --conf values on top) for new bounds.
-        am::BoundsReloader reloader = am::BoundsReloader::fromCommandLine(
-            cli.propertiesFile(), cli.properties(), config.allocation.bounds);
-
-        // Signals are taken by one thread (sigwait), so the others never see them; SIGUSR2
-        // ends that thread.
-        const sigset_t stopSignals = blockSignals({SIGTERM, SIGINT, SIGHUP, SIGUSR2});
-
-        if (!rm) {
-          rm = std::make_unique<am::TideRmClient>(
-              am::TideRmAttempt{environment("TIDE_RM_ADDRESS"), environment("TIDE_APP_ATTEMPT_ID"),
-                                environment("TIDE_AM_TOKEN")},
-              config.tls);
-        }
-        am::ApplicationMaster master(std::move(config), identity, std::move(rm));
-        master.start();
-        // A new attempt of an application whose earlier attempt accepted the job has it back
-        // from the recovery journal, with what was done of it.
-        if (job && master.recoveredJobs() == 0) master.submitJob(std::move(*job));
-
-        // Declared after the master, so that it is gone (joined) before the master is.
-        const SignalThread stopOnSignal(stopSignals, SIGUSR2, [&](int signal) {
-          if (signal == SIGHUP) {
-            (void)reloader.reload(master);  // it logs what happened
-            return true;
-          }
-          master.requestStop("KILLED", std::string("stopped by signal ") + strsignal(signal));
-          return false;
-        });
-
-        const am::AmOutcome outcome = master.run();
-        return outcome.finalStatus == "SUCCEEDED" ? 0 : 1;
+        return runAm(cli);
       },
       "tide-am");
 }
