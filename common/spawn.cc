@@ -79,17 +79,9 @@ void setEntry(std::vector<std::string>& entries, const std::string& name,
   entries.push_back(prefix + value);
 }
 
-}  // namespace
-
-pid_t spawnProcess(const SpawnOptions& options) {
-  if (options.argv.empty() || options.argv[0].empty()) {
-    throw std::invalid_argument("spawnProcess: empty argv");
-  }
-  const std::string& program = options.argv[0];
-  SpawnSetup setup(program);
+// Files first (absolute paths, opened in the parent's cwd), then the directory change.
+void addFileActions(SpawnSetup& setup, const SpawnOptions& options) {
   posix_spawn_file_actions_t* actions = setup.actions();
-
-  // Files first (absolute paths, opened in the parent's cwd), then the directory change.
   if (!options.stdinPath.empty()) {
     setup.check(posix_spawn_file_actions_addopen(actions, STDIN_FILENO, options.stdinPath.c_str(),
                                                  O_RDONLY, 0),
@@ -125,7 +117,10 @@ pid_t spawnProcess(const SpawnOptions& options) {
     setup.check(posix_spawn_file_actions_addclosefrom_np(actions, STDERR_FILENO + 1),
                 "close inherited descriptors");
   }
+}
 
+// The signal mask and dispositions, and the process group or session.
+void setAttributes(SpawnSetup& setup, const SpawnOptions& options) {
   posix_spawnattr_t* attributes = setup.attributes();
   short flags = 0;
   if (options.resetSignals) {
@@ -149,16 +144,35 @@ pid_t spawnProcess(const SpawnOptions& options) {
       break;
   }
   setup.check(posix_spawnattr_setflags(attributes, flags), "spawn flags");
+}
 
-  std::vector<std::string> args = options.argv;
+std::vector<std::string> childEnvironment(const SpawnOptions& options) {
   std::vector<std::string> environment =
       options.environment ? *options.environment : currentEnvironmentEntries();
   if (options.parentDeathSignal != 0) {
     setEntry(environment, kParentDeathEnv,
              std::to_string(options.parentDeathSignal) + ":" + std::to_string(getpid()));
   }
+  return environment;
+}
+
+}  // namespace
+
+pid_t spawnProcess(const SpawnOptions& options) {
+  if (options.argv.empty() || options.argv[0].empty()) {
+    throw std::invalid_argument("spawnProcess: empty argv");
+  }
+  const std::string& program = options.argv[0];
+  SpawnSetup setup(program);
+  addFileActions(setup, options);
+  setAttributes(setup, options);
+
+  std::vector<std::string> args = options.argv;
+  std::vector<std::string> environment = childEnvironment(options);
   std::vector<char*> argv = pointers(args);
   std::vector<char*> envp = pointers(environment);
+  posix_spawn_file_actions_t* actions = setup.actions();
+  posix_spawnattr_t* attributes = setup.attributes();
   pid_t pid = -1;
   const int error = options.searchPath
                         ? posix_spawnp(&pid, argv[0], actions, attributes, argv.data(), envp.data())

@@ -480,37 +480,48 @@ rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeI
   reported.reserve(heartbeat.containers.size());
   for (const rest::ContainerStatus& status : heartbeat.containers) {
     reported.insert(status.containerId);
-    const bool running = status.state != "COMPLETE";
-    auto found = containers_.find(status.containerId);
-    if (found == containers_.end() && adoptReportedContainer(node, status)) {
-      freedSomething = true;  // an AM container that ended may have failed its attempt
-      continue;
-    }
-    if (found == containers_.end() || found->second->node != &node) {
-      // Completed here already (released, killed, lost with an earlier registration) or never
-      // granted on this node: whatever runs under that id must not.
-      if (running) response.containersToStop.push_back(status.containerId);
-      continue;
-    }
-    ContainerRecord& container = *found->second;
-    container.seenOnNode = true;
-    if (running) {
-      if (container.state == ContainerRecord::State::kAllocated) {
-        container.state = ContainerRecord::State::kRunning;
-      } else if (container.state == ContainerRecord::State::kStopping) {
-        response.containersToStop.push_back(container.id);
-      }
-      continue;
-    }
-    // The RM's reason wins over the node's for containers it stopped (YARN's overrides).
-    const bool stopping = container.state == ContainerRecord::State::kStopping;
-    completeContainer(container.id, stopping ? container.stopExitStatus : status.exitStatus,
-                      stopping ? container.stopDiagnostics : status.diagnostics);
-    freedSomething = true;
+    freedSomething |= applyContainerStatus(node, status, response);
   }
+  freedSomething |= completeVanishedContainers(node, reported);
+  node.awaitingFullReport = false;
+  if (freedSomething) schedule();
+  return response;
+}
 
-  // Containers the node has stopped talking about are gone from it. One it never reported may
-  // simply not be started yet, unless the RM wants it stopped anyway.
+bool ClusterState::applyContainerStatus(Node& node, const rest::ContainerStatus& status,
+                                        rest::NodeHeartbeatResponse& response) {
+  const bool running = status.state != "COMPLETE";
+  auto found = containers_.find(status.containerId);
+  if (found == containers_.end() && adoptReportedContainer(node, status)) {
+    return true;  // an AM container that ended may have failed its attempt
+  }
+  if (found == containers_.end() || found->second->node != &node) {
+    // Completed here already (released, killed, lost with an earlier registration) or never
+    // granted on this node: whatever runs under that id must not.
+    if (running) response.containersToStop.push_back(status.containerId);
+    return false;
+  }
+  ContainerRecord& container = *found->second;
+  container.seenOnNode = true;
+  if (running) {
+    if (container.state == ContainerRecord::State::kAllocated) {
+      container.state = ContainerRecord::State::kRunning;
+    } else if (container.state == ContainerRecord::State::kStopping) {
+      response.containersToStop.push_back(container.id);
+    }
+    return false;
+  }
+  // The RM's reason wins over the node's for containers it stopped (YARN's overrides).
+  const bool stopping = container.state == ContainerRecord::State::kStopping;
+  completeContainer(container.id, stopping ? container.stopExitStatus : status.exitStatus,
+                    stopping ? container.stopDiagnostics : status.diagnostics);
+  return true;
+}
+
+// Containers the node has stopped talking about are gone from it. One it never reported may
+// simply not be started yet, unless the RM wants it stopped anyway.
+bool ClusterState::completeVanishedContainers(Node& node,
+                                              const std::unordered_set<std::string>& reported) {
   std::vector<std::string> vanished;
   for (const std::string& id : node.containers) {
     if (reported.count(id) != 0) continue;
@@ -534,11 +545,8 @@ rest::NodeHeartbeatResponse ClusterState::nodeHeartbeat(const std::string& nodeI
     } else {
       completeContainer(id, exit_status::kAborted, "no longer reported by node " + node.id);
     }
-    freedSomething = true;
   }
-  node.awaitingFullReport = false;
-  if (freedSomething) schedule();
-  return response;
+  return !vanished.empty();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -993,28 +1001,48 @@ void ClusterState::schedule() {
   }
 }
 
-void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
-  // rm.maxAmShare and "more than any node has" are about every ready node, full or not.
-  Resource total;
-  Resource largest;
+// What AM placement is measured against: rm.maxAmShare and "more than any node has" are about
+// every ready node, full or not.
+struct ClusterState::AmCapacity {
+  Resource total;    // of the ready nodes
+  Resource largest;  // the largest ready node's memory and cores
   bool anyReady = false;
+  Resource amUsed;  // what AM containers hold now, for rm.maxAmShare
+};
+
+ClusterState::AmCapacity ClusterState::amCapacity() const {
+  AmCapacity capacity;
   for (const auto& [id, node] : nodes_) {
     if (!node->alive || !node->ready) continue;
-    anyReady = true;
-    total = plus(total, node->capability);
-    largest.memoryMb = std::max(largest.memoryMb, node->capability.memoryMb);
-    largest.vCores = std::max(largest.vCores, node->capability.vCores);
+    capacity.anyReady = true;
+    capacity.total = plus(capacity.total, node->capability);
+    capacity.largest.memoryMb = std::max(capacity.largest.memoryMb, node->capability.memoryMb);
+    capacity.largest.vCores = std::max(capacity.largest.vCores, node->capability.vCores);
   }
+  for (const auto& [id, container] : containers_) {
+    if (container->amContainer && container->node->alive) {
+      capacity.amUsed = plus(capacity.amUsed, container->resource);
+    }
+  }
+  return capacity;
+}
+
+std::string ClusterState::amWaitingReason(const AmCapacity& capacity, const Resource& need) const {
+  if (!capacity.anyReady) {
+    return "waiting for AM resources: no node manager is registered and ready";
+  }
+  if (!fits(capacity.largest, need)) {
+    return "waiting for AM resources: the AM asks for " + describeResource(need) +
+           ", more than any node has (the largest: " + describeResource(capacity.largest) + ")";
+  }
+  return amShareRefusal(capacity.amUsed, need, capacity.total, options_.config.maxAmShare);
+}
+
+void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
+  AmCapacity capacity = amCapacity();
   std::vector<Resource> free;
   free.reserve(alive.size());
   for (const Node* node : alive) free.push_back(freeOf(*node));
-  // What AM containers hold now, for rm.maxAmShare.
-  Resource amUsed;
-  for (const auto& [id, container] : containers_) {
-    if (container->amContainer && container->node->alive) {
-      amUsed = plus(amUsed, container->resource);
-    }
-  }
   // As Spark's curPos: each AM starts from the node after the one the previous AM was
   // offered, so AMs go round-robin over the shuffled nodes.
   size_t cursor = 0;
@@ -1025,17 +1053,7 @@ void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
       continue;
     }
     const Resource& need = app->submission.resource;
-    if (!anyReady) {
-      app->waitingReason = "waiting for AM resources: no node manager is registered and ready";
-      continue;
-    }
-    if (!fits(largest, need)) {
-      app->waitingReason = "waiting for AM resources: the AM asks for " + describeResource(need) +
-                           ", more than any node has (the largest: " + describeResource(largest) +
-                           ")";
-      continue;
-    }
-    std::string refusal = amShareRefusal(amUsed, need, total, options_.config.maxAmShare);
+    std::string refusal = amWaitingReason(capacity, need);
     if (!refusal.empty()) {
       app->waitingReason = std::move(refusal);
       continue;  // a smaller AM behind it may still be allowed
@@ -1047,37 +1065,41 @@ void ClusterState::scheduleAmContainers(const std::vector<Node*>& alive) {
       continue;  // a smaller AM behind it may still fit
     }
     app->waitingReason.clear();
-    amUsed = plus(amUsed, need);
-    Node& node = *alive[*chosen];
+    capacity.amUsed = plus(capacity.amUsed, need);
     free[*chosen] = minus(free[*chosen], need);
-    ContainerRecord& container = allocateContainer(*attempt, node, need, true);
-    attempt->amContainerId = container.id;
-    attempt->state = Attempt::State::kLaunched;
-    attempt->lastContact = clock_.nowMs();
-    markDirty(*app);
-
-    AmLaunch launch;
-    launch.nodeId = node.id;
-    launch.nodeHttpAddress = node.httpAddress;
-    rest::ContainerLaunchRequest& request = launch.request;
-    request.containerId = container.id;
-    request.applicationId = app->id;
-    request.token = rest::containerToken(node.secret, container.id);
-    request.command = app->submission.command;
-    request.resource = need;
-    for (const auto& [name, value] : app->submission.environment) {
-      request.environment[name] = value;
-    }
-    // Set last, so that a submitted entry cannot impersonate another attempt.
-    request.environment["TIDE_APPLICATION_ID"] = app->id;
-    request.environment["TIDE_APP_ATTEMPT_ID"] = attempt->id;
-    request.environment["TIDE_AM_TOKEN"] = attempt->token;
-    request.environment["TIDE_RM_ADDRESS"] = rmAddress_;
-    request.environment["TIDE_CONTAINER_ID"] = container.id;
-    outbox_.launches.push_back(std::move(launch));
-    log_.info() << "AM container " << container.id << " of " << attempt->id << " placed on "
-                << node.id << " (round-robin over alive nodes)";
+    launchAmContainer(*app, *attempt, *alive[*chosen]);
   }
+}
+
+void ClusterState::launchAmContainer(Application& app, Attempt& attempt, Node& node) {
+  const Resource& need = app.submission.resource;
+  ContainerRecord& container = allocateContainer(attempt, node, need, true);
+  attempt.amContainerId = container.id;
+  attempt.state = Attempt::State::kLaunched;
+  attempt.lastContact = clock_.nowMs();
+  markDirty(app);
+
+  AmLaunch launch;
+  launch.nodeId = node.id;
+  launch.nodeHttpAddress = node.httpAddress;
+  rest::ContainerLaunchRequest& request = launch.request;
+  request.containerId = container.id;
+  request.applicationId = app.id;
+  request.token = rest::containerToken(node.secret, container.id);
+  request.command = app.submission.command;
+  request.resource = need;
+  for (const auto& [name, value] : app.submission.environment) {
+    request.environment[name] = value;
+  }
+  // Set last, so that a submitted entry cannot impersonate another attempt.
+  request.environment["TIDE_APPLICATION_ID"] = app.id;
+  request.environment["TIDE_APP_ATTEMPT_ID"] = attempt.id;
+  request.environment["TIDE_AM_TOKEN"] = attempt.token;
+  request.environment["TIDE_RM_ADDRESS"] = rmAddress_;
+  request.environment["TIDE_CONTAINER_ID"] = container.id;
+  outbox_.launches.push_back(std::move(launch));
+  log_.info() << "AM container " << container.id << " of " << attempt.id << " placed on " << node.id
+              << " (round-robin over alive nodes)";
 }
 
 void ClusterState::scheduleAsk(Attempt& attempt, Ask& ask, const std::vector<Node*>& alive) {

@@ -211,6 +211,11 @@ class ClusterState {
   // A container a node reports that this RM does not hold: adopted (true) when it belongs to
   // the active attempt of a recovered application and was allocated before this start.
   bool adoptReportedContainer(Node& node, const rest::ContainerStatus& status);
+  // nodeHeartbeat's steps: one reported container's status applied (true when it freed
+  // resources); the containers the node no longer reports completed (true when there were any).
+  bool applyContainerStatus(Node& node, const rest::ContainerStatus& status,
+                            rest::NodeHeartbeatResponse& response);
+  bool completeVanishedContainers(Node& node, const std::unordered_set<std::string>& reported);
   void startAttempt(Application& app);
   void failAttempt(Attempt& attempt, const std::string& reason);
   void endApplication(Application& app, const char* state, const char* finalStatus,
@@ -230,6 +235,12 @@ class ClusterState {
 
   // `alive`: the shuffled ready nodes with room for a container.
   void scheduleAmContainers(const std::vector<Node*>& alive);
+  // scheduleAmContainers' steps: the cluster an AM is measured against; why an AM of `need`
+  // must wait ("" when it may be placed); the AM container allocated on `node` and launched.
+  struct AmCapacity;
+  AmCapacity amCapacity() const;
+  std::string amWaitingReason(const AmCapacity& capacity, const Resource& need) const;
+  void launchAmContainer(Application& app, Attempt& attempt, Node& node);
   void scheduleAsk(Attempt& attempt, Ask& ask, const std::vector<Node*>& alive);
   void grantOn(Attempt& attempt, Ask& ask, const std::vector<Node*>& candidates);
 

@@ -114,6 +114,18 @@ int64_t systemNowMs() {
       .count();
 }
 
+// Keeps the reports in one of the `wanted` states (all of them when none is wanted).
+void keepOnlyStates(std::vector<rest::ApplicationReport>& reports,
+                    const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return;
+  reports.erase(std::remove_if(reports.begin(), reports.end(),
+                               [&](const rest::ApplicationReport& report) {
+                                 return std::find(wanted.begin(), wanted.end(), report.state) ==
+                                        wanted.end();
+                               }),
+                reports.end());
+}
+
 }  // namespace
 
 ResourceManagerServer::ResourceManagerServer(ResourceManagerServerOptions options)
@@ -187,9 +199,15 @@ void ResourceManagerServer::addRoutes() {
 
 // ---- Client API: the applications (YARN's /ws/v1/cluster/apps)
 void ResourceManagerServer::addApplicationRoutes() {
+  addSubmissionRoutes();
+  addApplicationReportRoutes();
+  addControlTokenRoute();
+  addKillRoute();
+}
+
+void ResourceManagerServer::addSubmissionRoutes() {
   using httplib::Request;
   using httplib::Response;
-
   server_.post("/ws/v1/cluster/apps/new-application", [this](const Request&, Response& res) {
     rest::replyJson(res, toJson(withState([](ClusterState& s) { return s.newApplication(); })));
   });
@@ -206,20 +224,18 @@ void ResourceManagerServer::addApplicationRoutes() {
       rest::replyJson(res, toJson(report), 202);
     });
   });
+}
+
+void ResourceManagerServer::addApplicationReportRoutes() {
+  using httplib::Request;
+  using httplib::Response;
   server_.get("/ws/v1/cluster/apps", [this](const Request& req, Response& res) {
     // YARN's filter ?states=RUNNING,ACCEPTED (any case), then ?offset= and ?limit=.
     const std::vector<std::string> wanted = applicationStatesOf(req);
     const Page page = pageOf(req);
     std::vector<rest::ApplicationReport> reports =
         withState([](ClusterState& s) { return s.applicationReports(); });
-    if (!wanted.empty()) {
-      reports.erase(std::remove_if(reports.begin(), reports.end(),
-                                   [&](const rest::ApplicationReport& report) {
-                                     return std::find(wanted.begin(), wanted.end(), report.state) ==
-                                            wanted.end();
-                                   }),
-                    reports.end());
-    }
+    keepOnlyStates(reports, wanted);
     applyPage(reports, page);
     rest::replyJson(res, toJson(reports));
   });
@@ -238,6 +254,11 @@ void ResourceManagerServer::addApplicationRoutes() {
       rest::replyJson(res, toJson(rest::AppStateMessage{report.state}));
     });
   });
+}
+
+void ResourceManagerServer::addControlTokenRoute() {
+  using httplib::Request;
+  using httplib::Response;
   // The application's control token (rest/messages/credentials.h), for whoever may manage
   // applications here: what `tide status` puts in the page URL it prints.
   server_.get(
@@ -255,6 +276,11 @@ void ResourceManagerServer::addApplicationRoutes() {
           rest::replyJson(res, w.str());
         });
       });
+}
+
+void ResourceManagerServer::addKillRoute() {
+  using httplib::Request;
+  using httplib::Response;
   server_.put(R"(/ws/v1/cluster/apps/([^/]+)/state)", [this](const Request& req, Response& res) {
     const std::string id = req.matches[1];
     const rapidjson::Document body = rest::parseJson(req.body);

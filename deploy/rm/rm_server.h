@@ -95,6 +95,12 @@ class ResourceManagerServer {
  private:
   void addRoutes();
   void addApplicationRoutes();
+  // addApplicationRoutes' groups, registered in this order: new-application and submission;
+  // the reports (all, one, its state); the control token; the kill (PUT state).
+  void addSubmissionRoutes();
+  void addApplicationReportRoutes();
+  void addControlTokenRoute();
+  void addKillRoute();
   void addClusterRoutes();
   void addNodeRoutes();
   void addApplicationMasterRoutes();
