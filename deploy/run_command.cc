@@ -104,6 +104,33 @@ void makeTlsPathsAbsolute(Properties& props) {
   }
 }
 
+// The job file (JOB) of `tide run` and `tide submit`, checked as the AM will read it: a bad job,
+// or a configuration warning with --strict-conf, exits before anything starts.
+struct CheckedJob {
+  std::string file;  // absolute
+  std::string name;
+  std::string output;  // where its results go, for the summary
+};
+
+CheckedJob checkJobOf(const CommandLine& cli, const Properties& props) {
+  CheckedJob job;
+  job.file = absolute(*cli.positional("JOB"));
+  checkBeforeSubmitting(job.file, props, &job.name, cli.flag("strict-conf"), &job.output);
+  return job;
+}
+
+// What both commands submit: the job, the properties file and the --conf pairs as `props` holds
+// them now, and the binaries next to this one.
+AmSubmission submissionOf(const CheckedJob& job, const CommandLine& cli, const Properties& props) {
+  AmSubmission submission;
+  submission.jobFile = job.file;
+  submission.jobName = job.name;
+  if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
+  submission.conf = commandLineConf(props);
+  submission.binDir = selfDirectory();
+  return submission;
+}
+
 // --work-dir, or a new directory under $TMPDIR.
 std::string runWorkDir(const std::optional<std::string>& option) {
   if (option) return absolute(*option);
@@ -173,7 +200,6 @@ int runRunCommand(int argc, char** argv) {
           props.getDuration("am.keepAlive");  // a bad duration is named here, not in the AM
         }
         makeTlsPathsAbsolute(props);
-        const std::string jobFile = absolute(*cli.positional("JOB"));
         // The status port of an embedded run is whatever is free, unless asked for.
         if (!props.has("ui.port")) props.set("ui.port", "0");
         // The AM mostly waits; on one machine its container should not cost the executors a
@@ -182,9 +208,7 @@ int runRunCommand(int argc, char** argv) {
           const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
           props.set("nm.cores", std::to_string(cores + props.getInt("am.cores")));
         }
-        std::string jobName;
-        std::string jobOutput;
-        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"), &jobOutput);
+        const CheckedJob job = checkJobOf(cli, props);
         checkSiblingBinaries(selfDirectory());
         // tls.*: the embedded tide-rm and tide-nm serve HTTPS, and with them the AM and its
         // executors (in the node's containers); this command verifies them against tls.caFile.
@@ -199,23 +223,18 @@ int runRunCommand(int argc, char** argv) {
         const EmbeddedClusterPointer pointer(".", cluster.rmAddress(), cluster.secretFile(),
                                              std::cerr);
 
-        AmSubmission submission;
-        submission.jobFile = jobFile;
-        submission.jobName = jobName;
-        if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
-        submission.conf = commandLineConf(props);
+        AmSubmission submission = submissionOf(job, cli, props);
         // The summary at the end reads the AM's report: one in the work dir unless asked for.
         submission.reportFile =
             cli.option("report") ? absolute(*cli.option("report")) : workDir + "/report.json";
-        submission.binDir = selfDirectory();
         ClusterClient client(cluster.rmAddress(), cluster.adminToken(), tls.caFile);
         std::string controlToken;
         const std::string appId = submitApplicationMaster(client, submission, props, &controlToken);
-        std::cerr << "tide: submitted " << appId << " (" << jobName << ")\n";
+        std::cerr << "tide: submitted " << appId << " (" << job.name << ")\n";
 
         interceptInterrupts({SIGINT, SIGTERM});
         SummarySources sources;
-        sources.output = jobOutput;
+        sources.output = job.output;
         sources.logs = "`tide logs " + appId + "` in this directory (kept in " +
                        props.getString("nm.logDir") + "/" + appId + ")";
         const int status = exitStatusOf(
@@ -253,17 +272,9 @@ int runSubmitCommand(int argc, char** argv) {
                             ": expected http://HOST:PORT, https://HOST:PORT or "
                             "slurm+http://HOST:PORT");
         }
-        const std::string jobFile = absolute(*cli.positional("JOB"));
-        std::string jobName;
-        std::string jobOutput;
-        checkBeforeSubmitting(jobFile, props, &jobName, cli.flag("strict-conf"), &jobOutput);
-        AmSubmission submission;
-        submission.jobFile = jobFile;
-        submission.jobName = jobName;
-        if (cli.propertiesFile()) submission.propertiesFile = absolute(*cli.propertiesFile());
-        submission.conf = commandLineConf(props);
+        const CheckedJob job = checkJobOf(cli, props);
+        AmSubmission submission = submissionOf(job, cli, props);
         submission.session = cli.flag("session");
-        submission.binDir = selfDirectory();
         if (slurmUrl) {
           interceptInterrupts({SIGINT});
           return runSlurmSubmit(*slurmUrl, submission, props, cli.flag("wait"),
@@ -287,7 +298,7 @@ int runSubmitCommand(int argc, char** argv) {
         }
         interceptInterrupts({SIGINT});
         SummarySources sources;
-        sources.output = jobOutput;
+        sources.output = job.output;
         sources.logs = "`tide logs " + appId + " --master " + *master + "`";
         return exitStatusOf(followAndReport(client, appId, controlToken, std::nullopt, sources));
       },

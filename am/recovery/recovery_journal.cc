@@ -16,6 +16,7 @@
 
 #include "am/recovery/journal_compaction.h"
 #include "common/append_log.h"
+#include "common/durable_file.h"
 #include "common/enum_names.h"
 #include "rest/json.h"
 
@@ -788,10 +789,8 @@ void RecoveryJournal::completeCompaction() {
       throw JournalError(systemError("cannot rename " + target + " to", path_));
     }
     // The rename itself survives a crash of the machine once the directory is fsync'd.
-    if (const int dir = ::open(directory_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-      ::fsync(dir);
-      ::close(dir);
-    }
+    // Best effort: the journal is whole either way, under its old name or its new one.
+    (void)syncDirectory(directory_);
     std::lock_guard<std::mutex> lock(syncMutex_);
     ::close(fd_);
     fd_ = next;

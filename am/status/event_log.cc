@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/append_log.h"
+#include "common/durable_file.h"
 #include "common/version.h"
 #include "rest/json.h"
 #include "rest/json_fields.h"
@@ -284,11 +285,15 @@ void EventLog::compactLocked(const AllocationHistory& history) {
   text += lastSnapshotLine_ + endLine_;
   // Aside, then renamed over the log: a reader sees the old file or the new one, whole.
   const std::string aside = path_ + ".compacting";
-  const int fd = ::open(aside.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || !writeFully(fd, text) || ::fsync(fd) != 0 ||
-      std::rename(aside.c_str(), path_.c_str()) != 0) {
+  std::string error;
+  const int fd = createFileDurably(aside, text, error);
+  if (fd < 0) {
+    error_ = "cannot compact the event log " + path_ + ": " + error;
+    return;
+  }
+  if (std::rename(aside.c_str(), path_.c_str()) != 0) {
     error_ = "cannot compact the event log " + path_ + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
+    ::close(fd);
     return;
   }
   ::close(fd_);

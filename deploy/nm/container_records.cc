@@ -13,6 +13,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/durable_file.h"
 #include "deploy/nm/container_exit_file.h"
 #include "deploy/nm/process_group.h"
 #include "rest/json.h"
@@ -36,33 +37,15 @@ std::string readWholeFile(const fs::path& path, bool* ok) {
 // that after a crash the file is the old one or the new one, never a torn one.
 std::string writeDurably(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return "cannot create " + temporary + ": " + std::strerror(errno);
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string error = std::strerror(errno);
-      ::close(fd);
-      return "cannot write " + temporary + ": " + error;
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    const std::string error = std::strerror(errno);
-    ::close(fd);
-    return "cannot fsync " + temporary + ": " + error;
-  }
+  std::string error;
+  const int fd = createFileDurably(temporary, text, error);
+  if (fd < 0) return error;
   ::close(fd);
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     return "cannot rename " + temporary + ": " + std::strerror(errno);
   }
-  const int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  // Best effort: the record is whole under one name or the other either way.
+  (void)syncDirectory(fs::path(path).parent_path().string());
   return "";
 }
 

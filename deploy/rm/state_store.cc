@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/append_log.h"
+#include "common/durable_file.h"
 #include "rest/json.h"
 #include "rest/json_fields.h"
 
@@ -159,18 +160,6 @@ StoreRecord decodeLine(const std::string& line) {
 
 void fsyncOrThrow(int fd, const std::string& path) {
   if (::fsync(fd) != 0) throw StateStoreError("cannot fsync " + path + ": " + errnoText());
-}
-
-void fsyncDir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw StateStoreError("cannot open directory " + dir + ": " + errnoText());
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) {
-    errno = saved;
-    throw StateStoreError("cannot fsync directory " + dir + ": " + errnoText());
-  }
 }
 
 void writeAll(int fd, const std::string& data, const std::string& path) {
@@ -377,20 +366,14 @@ void StateStore::compactNow() {
   const StoredState& current = state_;
   // A fresh store is only its header.
   const std::string text = current.empty ? encodeHeader() : compact(current);
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) throw StateStoreError("cannot create " + temporary + ": " + errnoText());
-  try {
-    writeAll(fd, text, temporary);
-    fsyncOrThrow(fd, temporary);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  std::string error;
+  const int fd = createFileDurably(temporary, text, error);
+  if (fd < 0) throw StateStoreError(error);
   ::close(fd);
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     throw StateStoreError("cannot rename " + temporary + " to " + path + ": " + errnoText());
   }
-  fsyncDir(dir_);
+  if (Status synced = syncDirectory(dir_); !synced.ok()) throw StateStoreError(synced.message());
   recordsInLog_ = current.empty ? 0 : 1 + current.applications.size();
   ++compactions_;
   openLogForAppend();
