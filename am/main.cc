@@ -136,10 +136,6 @@ int main(int argc, char** argv) {
   cli.addOption("job", "FILE", "The job to run (JSON)");
   cli.addFlag("session", "Stay up after the job and accept more at POST /api/v1/jobs");
   cli.addOption("report", "FILE", "Write a JSON summary of the run here at the end");
-  return runMain(
-      [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
-        return runAm(cli);
-      },
-      "tide-am");
+  return parseAndRun(
+      cli, argc, argv, [&]() -> int { return runAm(cli); }, "tide-am");
 }

@@ -260,4 +260,14 @@ int runMain(const std::function<int()>& body, std::string_view program) {
   }
 }
 
+int parseAndRun(CommandLine& cli, int argc, char** argv, const std::function<int()>& body,
+                std::string_view program) {
+  return runMain(
+      [&] {
+        if (!cli.parse(argc, argv)) return 0;
+        return body();
+      },
+      program);
+}
+
 }  // namespace tide

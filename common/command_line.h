@@ -8,8 +8,7 @@
 //   CommandLine cli("tide-nm", "Runs a node manager that starts containers for tide-rm.");
 //   cli.addOption("work-dir", "DIR", "Directory for containers (overrides nm.workDir)");
 //   cli.addFlag("verbose", "Log at debug level");
-//   return runMain([&] {
-//     if (!cli.parse(argc, argv)) return 0;  // --help was printed
+//   return parseAndRun(cli, argc, argv, [&] {  // returns 0 once --help is printed
 //     initLogging(cli.properties());
 //     ...
 //   });
@@ -108,5 +107,10 @@ class CommandLine {
 // "<program>: error: <message>" to stderr and returns 2; any other std::exception prints
 // "<program>: <message>" and returns 1.
 int runMain(const std::function<int()>& body, std::string_view program = "tide");
+
+// What every binary's main does: parses `argv` into `cli` and runs `body`, both under runMain;
+// 0 without running `body` when --help or --version was printed.
+int parseAndRun(CommandLine& cli, int argc, char** argv, const std::function<int()>& body,
+                std::string_view program = "tide");
 
 }  // namespace tide

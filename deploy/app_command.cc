@@ -104,9 +104,9 @@ int listApplications(int argc, char** argv) {
   cli.addOption("state", "STATES",
                 "Only applications in these states, comma-separated (NEW_SAVING, SUBMITTED, "
                 "ACCEPTED, RUNNING, FINISHED, FAILED, KILLED)");
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         std::vector<std::string> states;
         if (auto wanted = cli.option("state")) {
           std::stringstream list(*wanted);
@@ -131,9 +131,9 @@ int showApplication(int argc, char** argv) {
   CommandLine cli("tide app status", "Shows one application's report from the resource manager.");
   cli.addPositional("APP", "The application id (application_...)");
   addCommonOptions(cli);
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         ClusterClient cluster = clusterOf(cli);
         const auto app = cluster.application(*cli.positional("APP"));
         if (cli.flag("json")) {
@@ -151,9 +151,9 @@ int killApplication(int argc, char** argv) {
                   "Kills an application: its AM and executors are stopped and it ends KILLED.");
   cli.addPositional("APP", "The application id (application_...)");
   addCommonOptions(cli);
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         const std::string id = *cli.positional("APP");
         ClusterClient cluster = clusterOf(cli);
         const auto before = cluster.application(id);

@@ -26,9 +26,9 @@ int runHistoryCommand(int argc, char** argv) {
   cli.addOption("dir", "D", "The history directory (default: history.dir, ~/.tide/history)");
   cli.addOption("port-file", "FILE", "Write the port here once listening");
   cli.hideConfigKeys();
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         HistoryServerOptions options;
         options.dir = cli.option("dir").value_or(am::historyDirOf(cli.properties()));
         if (options.dir.empty()) {

@@ -223,9 +223,9 @@ int runLogsCommand(int argc, char** argv) {
   cli.addOption("task", "STAGE:INDEX", "Only this task's attempts (e.g. count:3)");
   cli.addOption("attempt", "N", "Only this attempt of the tasks (0 is the first)");
   cli.showConfigKeys({"rm.secretFile", "rm.tokenFile", "tls."});
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         const std::string appId = *cli.positional("APP");
         if (!isPlainPathComponent(appId)) {
           throw ConfigError("bad application id '" + appId + "': expected application_...");

@@ -191,9 +191,9 @@ int runRunCommand(int argc, char** argv) {
                 "Keep the application up this long after the job ends, so that its idle "
                 "executors are seen going (e.g. 30s; sets am.keepAlive)");
   cli.addFlag("strict-conf", kStrictConfHelp);
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         Properties& props = cli.properties();
         if (auto keepAlive = cli.option("keep-alive")) {
           props.set("am.keepAlive", *keepAlive);
@@ -259,9 +259,9 @@ int runSubmitCommand(int argc, char** argv) {
   cli.addFlag("wait", "Follow the application and exit with its final status");
   cli.addFlag("session", "Keep the AM up after the job to accept more jobs");
   cli.addFlag("strict-conf", kStrictConfHelp);
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         Properties& props = cli.properties();
         auto master = cli.option("master");
         if (!master) throw ConfigError("--master URL is required (e.g. http://127.0.0.1:8088)");

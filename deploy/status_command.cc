@@ -344,9 +344,9 @@ int runStatusCommand(int argc, char** argv) {
                 "else the cluster of a `tide run` running in this directory, else "
                 "http://127.0.0.1:8088)");
   cli.hideConfigKeys();
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         const MasterLocation location = resolveMaster(cli.option("master"));
         useMasterCredentials(location, cli.properties());
         const std::string master = location.url;

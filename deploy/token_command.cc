@@ -17,9 +17,9 @@ int runTokenCommand(int argc, char** argv) {
                   "cluster secret file (--conf rm.secretFile=PATH, default ~/.tide/rm.secret).");
   cli.addFlag("node", "Print the node credential tide-nm registers with instead");
   cli.hideConfigKeys();
-  return runMain(
+  return parseAndRun(
+      cli, argc, argv,
       [&]() -> int {
-        if (!cli.parse(argc, argv)) return 0;
         const std::string path = rest::clusterSecretFile(cli.properties());
         std::string secret;
         try {

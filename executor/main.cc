@@ -137,10 +137,6 @@ int main(int argc, char** argv) {
                   "TIDE_APP_SECRET, TIDE_EXECUTOR_ID and TIDE_CONTAINER_ID from the environment.");
   cli.addOption("am", "URL", "The AM's address, http://host:port (overrides TIDE_AM_ADDRESS)");
   cli.showConfigKeys({"executor.", "task.", "network.", "tls.", "log."});
-  return runMain(
-      [&] {
-        if (!cli.parse(argc, argv)) return 0;
-        return runExecutor(cli);
-      },
-      "tide-executor");
+  return parseAndRun(
+      cli, argc, argv, [&]() -> int { return runExecutor(cli); }, "tide-executor");
 }

@@ -222,10 +222,6 @@ int main(int argc, char** argv) {
   cli.addOption("memory-enforcement", "MODE",
                 "auto, cgroup, watchdog or off (overrides nm.memoryEnforcement)");
   cli.showConfigKeys({"nm.", "tls.", "log."});
-  return tide::runMain(
-      [&] {
-        if (!cli.parse(argc, argv)) return 0;
-        return run(cli);
-      },
-      "tide-nm");
+  return tide::parseAndRun(
+      cli, argc, argv, [&]() -> int { return run(cli); }, "tide-nm");
 }

@@ -105,10 +105,6 @@ int main(int argc, char** argv) {
       "for containers.",
       "Write the bound port to FILE once listening");
   cli.showConfigKeys({"rm.", "tls.", "log."});
-  return tide::runMain(
-      [&] {
-        if (!cli.parse(argc, argv)) return 0;
-        return runResourceManager(cli);
-      },
-      "tide-rm");
+  return tide::parseAndRun(
+      cli, argc, argv, [&]() -> int { return runResourceManager(cli); }, "tide-rm");
 }

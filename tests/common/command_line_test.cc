@@ -171,5 +171,31 @@ TEST(RunMain, MapsExceptionsToExitStatus) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "tide-nm: disk full\n");
 }
 
+TEST(ParseAndRun, RunsTheBodyOnceParsedAndNotAfterHelp) {
+  const auto run = [](std::vector<std::string> args, int* bodyRuns) {
+    CommandLine cli = runCommandLine();
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    return parseAndRun(cli, static_cast<int>(argv.size()), argv.data(), [&] {
+      ++*bodyRuns;
+      return cli.positional("JOB") == "job.json" ? 7 : 1;
+    });
+  };
+  int bodyRuns = 0;
+  EXPECT_EQ(run({"tide-run", "job.json"}, &bodyRuns), 7);
+  EXPECT_EQ(bodyRuns, 1);
+
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run({"tide-run", "--help"}, &bodyRuns), 0);
+  EXPECT_THAT(::testing::internal::GetCapturedStdout(), HasSubstr("Usage"));
+  EXPECT_EQ(bodyRuns, 1);
+
+  // A bad command line is a ConfigError from parse: exit status 2, the body never runs.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"tide-run", "--conf", "no-equals-sign", "job.json"}, &bodyRuns), 2);
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(), HasSubstr("tide: error: "));
+  EXPECT_EQ(bodyRuns, 1);
+}
+
 }  // namespace
 }  // namespace tide
