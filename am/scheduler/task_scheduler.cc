@@ -1089,11 +1089,12 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
     return;
   }
   recordFailedAttempt(task, taskId, reason, -1, "", /*countsTowardsFailures=*/false);
-  if (stage.runningByIndex.count(task.attempt.index) == 0) {
-    dropSpeculationMark(stage, task.attempt.index);
-    stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
-  }
+  const bool lastAttempt = stage.runningByIndex.count(task.attempt.index) == 0;
+  if (lastAttempt) stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   taskEnded(task, TaskOutcome::kFailed);
+  // After the end: the policy counts the retry pending before it stops counting the copy, so
+  // its backlog timer is not reset by a moment with nothing pending.
+  if (lastAttempt) dropSpeculationMark(stage, task.attempt.index);
 }
 
 void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,

@@ -168,10 +168,15 @@ class SpeculationMarkTest : public ExecutorDepartureTest {
 
 TEST_F(SpeculationMarkTest, AMarkedTaskThatLosesItsOnlyAttemptIsNoLongerCountedAsACopy) {
   markTask0();
+  const TimeMs armed = manager_.snapshot().addTime;  // by the copy's submission
+  ASSERT_GE(armed, 0);
+  clock.advance(500);
   scheduler().executorLost("e1", "node down");
   manager_.onExecutorRemoved("e1");
   EXPECT_EQ(manager_.snapshot().pendingTasks, 1) << "task 0 is pending again";
   EXPECT_EQ(manager_.snapshot().pendingSpeculativeTasks, 0) << "no copy of a task not running";
+  // Something was pending all along (the copy, then the retry): the backlog timer runs on.
+  EXPECT_EQ(manager_.snapshot().addTime, armed);
 
   auto retry = offer("e2", 2);
   ASSERT_EQ(retry.size(), 1u) << "the retry, and no copy beside it";
