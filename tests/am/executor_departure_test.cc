@@ -71,7 +71,7 @@ class ExecutorDepartureTest : public testing::SchedulerFixture {
   }
 };
 
-// Item: a released executor with running tasks. The policy releases only idle executors, but
+// A released executor with tasks still on it. The policy releases only idle executors, but
 // nothing else guards it: the tasks must not be left running on an executor that is gone.
 TEST_F(ExecutorDepartureTest, AReleasedExecutorsRunningTasksRunAgainAsLostAttempts) {
   config.maxTaskFailures = 1;  // a counted failure would fail the job
@@ -129,7 +129,7 @@ TEST_F(ExecutorDepartureTest, AReleasedExecutorsQueuedTasksArePendingAgainUnstar
   EXPECT_EQ(jobState(), JobState::kSucceeded);
 }
 
-// Item: a task marked speculatable whose only attempt is lost. Spark's
+// A task marked for a speculative copy whose only attempt is lost. Spark's
 // ExecutorAllocationManager counts a speculative copy pending from its submission until it
 // starts or its task succeeds; tide runs copies only of running attempts, so the lost task is
 // pending again as itself and the copy it was marked for is dropped, and the policy must hear it
@@ -196,9 +196,9 @@ TEST_F(SpeculationMarkTest, AMarkedTaskWhoseOnlyAttemptFailsIsNoLongerCountedAsA
   EXPECT_EQ(manager_.snapshot().pendingTasks, 1);
 }
 
-// A marked task still running keeps its mark when another attempt of it is lost (here the copy
-// itself): only the end of its last running attempt drops it.
-TEST_F(SpeculationMarkTest, AMarkedTaskStillRunningElsewhereKeepsItsCopyCounted) {
+// The copy itself lost while the original runs on: nothing is pending again (the original will
+// do), and no copy is counted.
+TEST_F(SpeculationMarkTest, ALostCopyOfATaskStillRunningLeavesNothingPending) {
   markTask0();
   auto copy = offer("e2", 1);
   ASSERT_EQ(copy.size(), 1u);
@@ -209,7 +209,7 @@ TEST_F(SpeculationMarkTest, AMarkedTaskStillRunningElsewhereKeepsItsCopyCounted)
   EXPECT_EQ(manager_.snapshot().pendingSpeculativeTasks, 0);
 }
 
-// Item: lineage and result stages. Spark re-runs only the lost shuffle map outputs that a stage
+// Lineage and result stages. Spark re-runs only the lost shuffle map outputs that a stage
 // still has to read; a result stage's finished tasks are not run again (their output is
 // collected), and a finished job is not touched.
 const char* kMapReduce = R"({"name": "wc", "stages": [
