@@ -549,7 +549,10 @@ std::optional<TaskOffer> TaskScheduler::speculativeOffer(JobRun& job, size_t sta
     const int64_t index = *it;
     auto copies = stage.runningByIndex.find(index);
     if (stage.tasks->isSucceeded(index) || copies == stage.runningByIndex.end()) {
-      it = stage.speculatable.erase(it);  // finished meanwhile
+      // Finished meanwhile, or pending again itself: no copy will run, and the policy that
+      // counted one hears so.
+      it = stage.speculatable.erase(it);
+      listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
       continue;
     }
     // A second copy on the executor that runs the first would be just as slow; one where the
@@ -1129,7 +1132,14 @@ void TaskScheduler::failAttempt(const RunningTask& task, int64_t taskId, const s
     failJob(job, task.stage, message);
   } else if (stage.runningByIndex.count(task.attempt.index) == 0) {
     // Another copy still running will do (speculation); else the task goes again.
+    dropSpeculationMark(stage, task.attempt.index);
     stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
+  }
+}
+
+void TaskScheduler::dropSpeculationMark(StageRun& stage, int64_t index) {
+  if (stage.speculatable.erase(index) != 0) {
+    listeners_.onPendingSpeculativeTaskDropped(stage.schedulerStageId);
   }
 }
 
@@ -1170,10 +1180,12 @@ void TaskScheduler::retryWithoutCounting(const RunningTask& task, int64_t taskId
     return;
   }
   recordFailedAttempt(task, taskId, reason, -1, "", /*countsTowardsFailures=*/false);
-  if (stage.runningByIndex.count(task.attempt.index) == 0) {
-    stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
-  }
+  const bool lastAttempt = stage.runningByIndex.count(task.attempt.index) == 0;
+  if (lastAttempt) stage.tasks->requeueFront(task.attempt.index, task.attempt.attempt + 1);
   taskEnded(task, TaskOutcome::kFailed);
+  // After the end: the policy counts the retry pending before it stops counting the copy, so
+  // its backlog timer is not reset by a moment with nothing pending.
+  if (lastAttempt) dropSpeculationMark(stage, task.attempt.index);
 }
 
 void TaskScheduler::handleFetchFailure(const RunningTask& task, int64_t taskId,
@@ -1467,14 +1479,43 @@ bool TaskScheduler::outputMigrated(const std::string& stageId, int64_t index,
 }
 
 void TaskScheduler::executorRemoved(const std::string& executorId) {
+  // The policy releases only idle executors, but whatever the scheduler still has there must not
+  // be stranded: it runs elsewhere, not counted (a release is the AM's doing, not the task's).
+  dropExecutor(executorId, "executor " + executorId + " released", /*exitCausedByApp=*/false);
+}
+
+void TaskScheduler::dropExecutor(const std::string& executorId, const std::string& why,
+                                 bool exitCausedByApp) {
   executorNodes_.erase(executorId);
   executorProfiles_.erase(executorId);
   if (health_) health_->handleRemovedExecutor(executorId);
   for (const auto& [key, ref] : activeTaskSets_) {
     ref.first->stages[ref.second].tasks->executorLost(executorId);
   }
+  // Its blocks are gone with it: the stages that wrote them run those tasks again.
   const auto lost = blocks_.removeExecutor(executorId);
   handleLostOutputs(lost, "executor " + executorId + " is gone");
+  auto found = runningByExecutor_.find(executorId);
+  if (found == runningByExecutor_.end()) return;
+  const std::vector<int64_t> taskIds(found->second.begin(), found->second.end());
+  // Newest first, each to the front of its stage: the lost tasks then run again in their
+  // original order, ahead of the rest of the stage.
+  for (auto it = taskIds.rbegin(); it != taskIds.rend(); ++it) {
+    bool killRequested = false;
+    const RunningTask task = removeRunning(*it, &killRequested);
+    if (task.queued) {
+      // Never started as far as the AM knows: not an attempt that failed, just pending again.
+      requeueUnstarted(task);
+      continue;
+    }
+    // Spark's ExecutorLostFailure(exitCausedByApp): a container the application's own tasks
+    // killed (memory, a non-zero exit) fails the tasks running in it, toward task.maxFailures.
+    if (exitCausedByApp) {
+      failAttempt(task, *it, why, -1, "", killRequested);
+    } else {
+      retryWithoutCounting(task, *it, why, killRequested);
+    }
+  }
 }
 
 bool TaskScheduler::offerExcludedForStage(const StageRun& stage, const WorkerOffer& offer) const {
@@ -1646,30 +1687,7 @@ void TaskScheduler::executorLost(const std::string& executorId, const std::strin
       std::remove_if(blocksToDrop_.begin(), blocksToDrop_.end(),
                      [&](const BlocksToDrop& drop) { return drop.executorId == executorId; }),
       blocksToDrop_.end());
-  // Its blocks are gone with it: the stages that wrote them run those tasks again.
-  executorRemoved(executorId);
-  auto found = runningByExecutor_.find(executorId);
-  if (found == runningByExecutor_.end()) return;
-  const std::vector<int64_t> taskIds(found->second.begin(), found->second.end());
-  // Newest first, each to the front of its stage: the lost tasks then run again in their
-  // original order, ahead of the rest of the stage.
-  for (auto it = taskIds.rbegin(); it != taskIds.rend(); ++it) {
-    bool killRequested = false;
-    const RunningTask task = removeRunning(*it, &killRequested);
-    if (task.queued) {
-      // Never started as far as the AM knows: not an attempt that failed, just pending again.
-      requeueUnstarted(task);
-      continue;
-    }
-    const std::string why = "executor " + executorId + " lost: " + reason;
-    // Spark's ExecutorLostFailure(exitCausedByApp): a container the application's own tasks
-    // killed (memory, a non-zero exit) fails the tasks running in it, toward task.maxFailures.
-    if (exitCausedByApp) {
-      failAttempt(task, *it, why, -1, "", killRequested);
-    } else {
-      retryWithoutCounting(task, *it, why, killRequested);
-    }
-  }
+  dropExecutor(executorId, "executor " + executorId + " lost: " + reason, exitCausedByApp);
 }
 
 std::vector<BlocksToDrop> TaskScheduler::takeBlocksToDrop() {

@@ -248,7 +248,9 @@ class TaskScheduler {
   // by the AM or the RM, a heartbeat timeout).
   void executorLost(const std::string& executorId, const std::string& reason,
                     bool exitCausedByApp = false);
-  // An executor released on purpose (idle): the blocks it held are gone with it.
+  // An executor released on purpose (idle): the blocks it held are gone with it, and tasks
+  // still on it (none, when the policy released it idle) run elsewhere: a running one as a lost
+  // attempt (recorded, not counted toward task.maxFailures), a queued one pending again unstarted.
   void executorRemoved(const std::string& executorId);
   // Pipelining. A queued launch is the executor's but not started: it is counted as running in
   // the stage's and the status's counts (it is assigned), but the listeners (the allocation
@@ -452,6 +454,13 @@ class TaskScheduler {
   // unrequested kill): retried at the front of its stage without counting a failure.
   void retryWithoutCounting(const RunningTask& task, int64_t taskId, const std::string& reason,
                             bool killRequested);
+  // The executor is gone, lost or released: its blocks are lost (lineage), its running tasks
+  // ended as `why` (failed toward task.maxFailures when `exitCausedByApp`, else retried without
+  // counting), its queued ones pending again.
+  void dropExecutor(const std::string& executorId, const std::string& why, bool exitCausedByApp);
+  // The task has no attempt running any more: a speculative copy it was marked for will not
+  // run, and the policy stops counting it as pending.
+  void dropSpeculationMark(StageRun& stage, int64_t index);
   // Tells the listeners that a removed running attempt ended (a speculative copy as such).
   void taskEnded(const RunningTask& task, TaskOutcome outcome);
   // Counts a failed attempt in its stage and job and keeps its record (the newest
