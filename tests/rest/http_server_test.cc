@@ -1,16 +1,16 @@
 #include "rest/http_server.h"
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -28,6 +28,7 @@
 #include "tests/rest/slow_clients.h"
 #include "tests/support/certificates.h"
 #include "tests/support/errors.h"
+#include "tests/support/sockets.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::rest {
@@ -440,13 +441,8 @@ TEST_F(HttpServerTest, APartialRequestFromAPeerThatShutItsSideIsClosedAtOnce) {
   HttpServerOptions options = serverOptions();
   options.requestReadTimeout = std::chrono::seconds(60);
   startServer(makeEchoServer(options));
-  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
+  ASSERT_GE(sock, 0) << std::strerror(errno);
   const std::string partial = "GET /ping HTTP/1.1\r\nHost: x\r\n";  // no blank line
   ASSERT_EQ(::send(sock, partial.data(), partial.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(partial.size()));
@@ -546,13 +542,8 @@ TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
   HttpServerOptions options = serverOptions();
   options.keepAliveTimeout = std::chrono::seconds(1);
   startServer(makeEchoServer(options));
-  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_in server{};
-  server.sin_family = AF_INET;
-  server.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
-  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&server), sizeof server), 0);
+  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
+  ASSERT_GE(sock, 0) << std::strerror(errno);
   const std::string request = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   ASSERT_EQ(::send(sock, request.data(), request.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(request.size()));
@@ -578,62 +569,12 @@ TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
 
 // ---- Connections without threads: kept-alive connections and deferred replies (issue 16.2)
 
-// A client connection speaking raw HTTP/1.1 keep-alive: one request, then its answer.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    sock_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in server{};
-    server.sin_family = AF_INET;
-    server.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
-    if (::connect(sock_, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
-      ::close(sock_);
-      sock_ = -1;
-    }
-  }
-  ~RawConnection() {
-    if (sock_ >= 0) ::close(sock_);
-  }
-  bool connected() const { return sock_ >= 0; }
-  bool send(const std::string& method, const std::string& path) {
-    const std::string request =
-        method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
-    return ::send(sock_, request.data(), request.size(), MSG_NOSIGNAL) ==
-           static_cast<ssize_t>(request.size());
-  }
-  // The status and body of the next answer, within `bound`; status 0 when none came.
-  std::pair<int, std::string> receive(std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-    const auto deadline = std::chrono::steady_clock::now() + bound;
-    while (true) {
-      const size_t end = buffer_.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        const size_t at = buffer_.find("Content-Length: ");
-        const size_t length =
-            at == std::string::npos || at > end ? 0 : std::stoul(buffer_.substr(at + 16));
-        if (buffer_.size() >= end + 4 + length) {
-          const int status = std::stoi(buffer_.substr(9, 3));
-          std::string body = buffer_.substr(end + 4, length);
-          buffer_.erase(0, end + 4 + length);
-          return {status, body};
-        }
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return {0, ""};
-      pollfd fd{sock_, POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return {0, ""};
-      char chunk[4096];
-      const ssize_t n = ::recv(sock_, chunk, sizeof chunk, 0);
-      if (n <= 0) return {0, ""};
-      buffer_.append(chunk, static_cast<size_t>(n));
-    }
-  }
+using testing_support::RawHttpConnection;
 
- private:
-  int sock_ = -1;
-  std::string buffer_;
-};
+// A request without a body, as the raw connections below send them.
+std::string bodilessRequest(const std::string& method, const std::string& path) {
+  return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+}
 
 // 300 clients that keep their connection open between requests (as executors do with the AM)
 // hold no worker while they are idle: the server runs on at most 4 threads and still answers
@@ -647,11 +588,11 @@ TEST_F(HttpServerTest, KeptAliveConnectionsHoldNoThreadBetweenRequests) {
   options.keepAliveTimeout = std::chrono::seconds(30);
   startServer(makeEchoServer(options));
   const size_t threadsBefore = threadsOfThisProcess();
-  std::vector<std::unique_ptr<RawConnection>> clients;
+  std::vector<std::unique_ptr<RawHttpConnection>> clients;
   for (int i = 0; i < 300; ++i) {
-    clients.push_back(std::make_unique<RawConnection>(server_->port()));
+    clients.push_back(std::make_unique<RawHttpConnection>(server_->port()));
     ASSERT_TRUE(clients.back()->connected()) << i;
-    ASSERT_TRUE(clients.back()->send("GET", "/ping"));
+    ASSERT_TRUE(clients.back()->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(clients.back()->receive().first, 200) << "client " << i;
   }
   EXPECT_LE(threadsOfThisProcess(), threadsBefore + 4)
@@ -661,7 +602,7 @@ TEST_F(HttpServerTest, KeptAliveConnectionsHoldNoThreadBetweenRequests) {
   HttpClient newcomer(server_->baseUrl(), quick);
   EXPECT_EQ(newcomer.request("GET", "/ping").status, 200);
   for (size_t i = 0; i < clients.size(); ++i) {
-    ASSERT_TRUE(clients[i]->send("GET", "/ping"));
+    ASSERT_TRUE(clients[i]->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(clients[i]->receive().first, 200) << "client " << i << " on its kept connection";
   }
   clients.clear();
@@ -693,10 +634,11 @@ TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
   });
   startServer(std::move(server));
   const size_t threadsBefore = threadsOfThisProcess();
-  std::vector<std::unique_ptr<RawConnection>> polls;
+  std::vector<std::unique_ptr<RawHttpConnection>> polls;
   for (int i = 0; i < 200; ++i) {
-    polls.push_back(std::make_unique<RawConnection>(server_->port()));
-    ASSERT_TRUE(polls.back()->connected() && polls.back()->send("POST", "/wait")) << i;
+    polls.push_back(std::make_unique<RawHttpConnection>(server_->port()));
+    ASSERT_TRUE(polls.back()->connected() && polls.back()->send(bodilessRequest("POST", "/wait")))
+        << i;
   }
   ASSERT_TRUE(testing::eventually([&] { return waiting == 200; }, std::chrono::seconds(20)))
       << waiting << " of 200 deferred";
@@ -711,7 +653,7 @@ TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
     const auto [status, body] = polls[i]->receive();
     ASSERT_EQ(status, 200) << "poll " << i;
     EXPECT_EQ(body, R"({"woken":true})");
-    ASSERT_TRUE(polls[i]->send("GET", "/ping"));
+    ASSERT_TRUE(polls[i]->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(polls[i]->receive().first, 200) << "poll " << i << "'s next request";
   }
   polls.clear();
