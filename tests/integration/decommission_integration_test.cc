@@ -40,19 +40,27 @@ std::string decommissionJob(const std::string& output) {
 
 class DecommissionIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  // Starts the job (see runJob) without waiting for it.
-  void startJob(bool storageDecommission) {
+  // Starts the cluster and submits the job `jobWritingTo` makes (writing to `output`) with 2
+  // executors that idle out after 1 s, shuffle tracking off and decommissioning on, storage
+  // decommissioning as given; then `more` of the test's own.
+  void startDecommissioning(std::string (*jobWritingTo)(const std::string&),
+                            bool storageDecommission, Conf more = {}) {
     startCluster();
     output = dir.path() / "out";
-    submit(decommissionJob(output.string()),
-           {{"dynamicAllocation.maxExecutors", "2"},
-            {"dynamicAllocation.initialExecutors", "2"},
-            {"dynamicAllocation.minExecutors", "0"},
-            {"dynamicAllocation.executorIdleTimeout", "1s"},
-            {"dynamicAllocation.shuffleTracking.enabled", "false"},
-            {"decommission.enabled", "true"},
-            {"storage.decommission.enabled", storageDecommission ? "true" : "false"}},
-           /*session=*/true);
+    Conf conf = {{"dynamicAllocation.maxExecutors", "2"},
+                 {"dynamicAllocation.initialExecutors", "2"},
+                 {"dynamicAllocation.minExecutors", "0"},
+                 {"dynamicAllocation.executorIdleTimeout", "1s"},
+                 {"dynamicAllocation.shuffleTracking.enabled", "false"},
+                 {"decommission.enabled", "true"},
+                 {"storage.decommission.enabled", storageDecommission ? "true" : "false"}};
+    conf.insert(conf.end(), more.begin(), more.end());
+    submit(jobWritingTo(output.string()), conf, /*session=*/true);
+  }
+
+  // Starts the job (see runJob) without waiting for it.
+  void startJob(bool storageDecommission) {
+    startDecommissioning(decommissionJob, storageDecommission);
   }
 
   // Runs the job with 2 executors that idle out after 1 s, shuffle tracking off and
@@ -171,19 +179,9 @@ class FallbackStorageIntegrationTest : public DecommissionIntegrationTest {
   // the idle map executor's migration to it never ends and it is lost after network.timeout;
   // its "slow" task runs again on a new executor.
   void runWithTheOnlyPeerGone(const fs::path& fallbackPath) {
-    startCluster();
-    output = dir.path() / "out";
-    submit(fallbackJob(output.string()),
-           {{"dynamicAllocation.maxExecutors", "2"},
-            {"dynamicAllocation.initialExecutors", "2"},
-            {"dynamicAllocation.minExecutors", "0"},
-            {"dynamicAllocation.executorIdleTimeout", "1s"},
-            {"dynamicAllocation.shuffleTracking.enabled", "false"},
-            {"network.timeout", "3s"},
-            {"decommission.enabled", "true"},
-            {"storage.decommission.enabled", "true"},
-            {"storage.decommission.fallbackStorage.path", fallbackPath.string()}},
-           /*session=*/true);
+    startDecommissioning(fallbackJob, /*storageDecommission=*/true,
+                         {{"network.timeout", "3s"},
+                          {"storage.decommission.fallbackStorage.path", fallbackPath.string()}});
     ASSERT_TRUE(eventually(
         [&] {
           try {
