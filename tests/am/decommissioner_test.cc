@@ -52,6 +52,12 @@ class DecommissionerTest : public ::testing::Test {
     if (!decommissioner_) decommissioner_ = std::make_unique<Decommissioner>(config, clock);
     return *decommissioner_;
   }
+  // The assignments of whichever of e1 and e2 the round robin gave work first, and which it is.
+  std::pair<std::string, std::vector<MigrationAssignment>> takeFromEitherPeer() {
+    std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
+    if (!first.empty()) return {"e1", first};
+    return {"e2", decommissioner().takeFor("e2")};
+  }
   rest::BlockMigrationResult ok(int64_t id) { return {id, true, ""}; }
   rest::BlockMigrationResult failed(int64_t id) { return {id, false, "HTTP 404"}; }
 
@@ -127,12 +133,7 @@ TEST_F(DecommissionerTest, NoPeerLeavesItUnfinishedAtOnce) {
 TEST_F(DecommissionerTest, AFailedMigrationGoesToAnotherPeerThenToLineage) {
   config.maxFailuresPerOutput = 2;
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
-  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
-  std::string firstPeer = "e1";
-  if (first.empty()) {
-    first = decommissioner().takeFor("e2");
-    firstPeer = "e2";
-  }
+  const auto [firstPeer, first] = takeFromEitherPeer();
   ASSERT_THAT(first, SizeIs(1));
   const std::string otherPeer = firstPeer == "e1" ? "e2" : "e1";
   EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));
@@ -204,12 +205,7 @@ TEST_F(DecommissionerTest, WithNoPeerShuffleOutputGoesToTheFallbackStorage) {
 TEST_F(DecommissionerTest, AFailedPeerMigrationGoesToTheFallbackStorage) {
   config.fallbackPath = "/shared/fallback";
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
-  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
-  std::string firstPeer = "e1";
-  if (first.empty()) {
-    first = decommissioner().takeFor("e2");
-    firstPeer = "e2";
-  }
+  const auto [firstPeer, first] = takeFromEitherPeer();
   ASSERT_THAT(first, SizeIs(1));
   EXPECT_FALSE(first[0].toFallback);
   EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));

@@ -71,6 +71,18 @@ class DecommissionIntegrationTest : public testing_support::AmClusterTest {
     ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
   }
 
+  // Job-1's map stage ran once, `succeeded` tasks without a failed attempt, and no fetch of
+  // its output failed: every block was where the reduce looked for it.
+  void expectMapRanOnceAndNoFetchFailed(int64_t succeeded) {
+    const rapidjson::Document done = job("job-1");
+    const rapidjson::Value* map = stage(done, "map");
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
+    EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
+    EXPECT_EQ((*map)["succeeded"].GetInt64(), succeeded);
+    EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
+  }
+
   // The decision log's sentences, newest first.
   std::vector<std::string> decisions() {
     std::vector<std::string> whys;
@@ -108,13 +120,7 @@ TEST_F(DecommissionIntegrationTest,
   runJob(/*storageDecommission=*/true);
   // The reduce read both map outputs, one of them from the executor that took it.
   EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n");
-  const rapidjson::Document done = job("job-1");
-  const rapidjson::Value* map = stage(done, "map");
-  ASSERT_NE(map, nullptr);
-  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
-  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
-  EXPECT_EQ((*map)["succeeded"].GetInt64(), 2);
-  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
+  expectMapRanOnceAndNoFetchFailed(/*succeeded=*/2);
   // Why, in the decision log: the policy's choice, the migration and its end.
   EXPECT_TRUE(decided("decommissioning e", ": idle for "));
   EXPECT_TRUE(decided("e", " decommissioning: migrating 1 shuffle block to e"));
@@ -224,13 +230,8 @@ class FallbackStorageIntegrationTest : public DecommissionIntegrationTest {
 TEST_F(FallbackStorageIntegrationTest, WithTheOnlyPeerGoneTheReduceReadsTheFallbackStorage) {
   const fs::path fallback = dir.path() / "fallback";
   runWithTheOnlyPeerGone(fallback);
+  expectMapRanOnceAndNoFetchFailed(/*succeeded=*/1);
   const rapidjson::Document done = job("job-1");
-  const rapidjson::Value* map = stage(done, "map");
-  ASSERT_NE(map, nullptr);
-  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
-  EXPECT_EQ((*map)["succeeded"].GetInt64(), 1);
-  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
-  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
   EXPECT_GE((*stage(done, "slow"))["failedAttempts"].GetInt64(), 1) << "its executor was lost";
   EXPECT_TRUE(decided("e", " decommissioned: 1 shuffle block migrated to the fallback storage"));
   // Spark's layout: <path>/<application id>/..., here the block path under it.

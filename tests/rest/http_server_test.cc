@@ -37,6 +37,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
+std::unique_ptr<HttpServer> makeEchoServer(HttpServerOptions options);
+
 class HttpServerTest : public ::testing::Test {
  protected:
   HttpServerOptions serverOptions() {
@@ -68,6 +70,21 @@ class HttpServerTest : public ::testing::Test {
     int port = server_->start();
     ASSERT_GT(port, 0);
     client_ = std::make_unique<HttpClient>(server_->baseUrl(), clientOptions());
+  }
+  // Starts an echo server with `options`, opens 200 connections that send a header line every
+  // 2 s and never finish, and expects 20 requests beside them, each on a new connection (as a
+  // heartbeat after an idle period would be), answered within 1 s.
+  void expectAnswersBesideTwoHundredSlowClients(const HttpServerOptions& options) {
+    startServer(makeEchoServer(options));
+    testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
+    ASSERT_EQ(slow.open(), 200);
+    HttpClientOptions quick = clientOptions();
+    quick.requestTimeout = std::chrono::seconds(1);
+    for (int i = 0; i < 20; ++i) {
+      HttpClient client(server_->baseUrl(), quick);
+      const HttpResponse response = client.request("GET", "/ping");
+      ASSERT_EQ(response.status, 200) << "request " << i << ": " << response.body;
+    }
   }
   // Connections the server has admitted and not yet closed.
   size_t serverConnections() {
@@ -391,17 +408,7 @@ TEST(JsonErrorBody, HasTheDocumentedShape) {
 // with 4 warm workers, a normal client is still answered (its request fails after 1 s
 // otherwise). On a fixed-size pool the 200 take every worker and the client waits forever.
 TEST_F(HttpServerTest, SlowClientsDoNotStarveOthers) {
-  startServer(makeEchoServer(serverOptions()));
-  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
-  ASSERT_EQ(slow.open(), 200);
-  HttpClientOptions options = clientOptions();
-  options.requestTimeout = std::chrono::seconds(1);
-  for (int i = 0; i < 20; ++i) {
-    // A new connection each time, as a heartbeat after an idle period would be.
-    HttpClient client(server_->baseUrl(), options);
-    HttpResponse response = client.request("GET", "/ping");
-    ASSERT_EQ(response.status, 200) << "request " << i << ": " << response.body;
-  }
+  expectAnswersBesideTwoHundredSlowClients(serverOptions());
 }
 
 // The same with only 2 workers: a request whose head trickles in waits for the rest without
@@ -410,15 +417,7 @@ TEST_F(HttpServerTest, SlowClientsHoldNoWorkerEvenWhenWorkersAreFew) {
   HttpServerOptions options = serverOptions();
   options.threadCount = 2;
   options.maxThreads = 2;
-  startServer(makeEchoServer(options));
-  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
-  ASSERT_EQ(slow.open(), 200);
-  HttpClientOptions quick = clientOptions();
-  quick.requestTimeout = std::chrono::seconds(1);
-  for (int i = 0; i < 20; ++i) {
-    HttpClient client(server_->baseUrl(), quick);
-    ASSERT_EQ(client.request("GET", "/ping").status, 200) << "request " << i;
-  }
+  expectAnswersBesideTwoHundredSlowClients(options);
 }
 
 // A request whose headers trickle in is cut off requestReadTimeout after its first byte, even
