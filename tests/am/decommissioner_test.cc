@@ -14,13 +14,8 @@
 namespace tide::am {
 namespace {
 
-using ::testing::_;
-using ::testing::AllOf;
-using ::testing::ElementsAre;
-using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::Matcher;
 using ::testing::SizeIs;
 
 OutputToMigrate shuffleOutput(int64_t index, int partitions = 1) {
@@ -35,11 +30,13 @@ OutputToMigrate shuffleOutput(int64_t index, int partitions = 1) {
 
 // What takeFinished answers when e3's decommissioning, and only it, is over: `finished` when
 // every output it was to hand over was, and a why that `why` matches.
-Matcher<std::vector<FinishedDecommission>> onlyE3Over(bool finished,
-                                                      Matcher<const std::string&> why = _) {
-  return ElementsAre(AllOf(Field("executorId", &FinishedDecommission::executorId, "e3"),
-                           Field("finished", &FinishedDecommission::finished, finished),
-                           Field("why", &FinishedDecommission::why, why)));
+::testing::Matcher<std::vector<FinishedDecommission>> onlyE3Over(
+    bool finished, ::testing::Matcher<const std::string&> why = ::testing::_) {
+  using ::testing::Field;
+  return ::testing::ElementsAre(
+      ::testing::AllOf(Field("executorId", &FinishedDecommission::executorId, "e3"),
+                       Field("finished", &FinishedDecommission::finished, finished),
+                       Field("why", &FinishedDecommission::why, why)));
 }
 
 class DecommissionerTest : public ::testing::Test {

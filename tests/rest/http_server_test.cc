@@ -2,7 +2,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -442,21 +441,10 @@ TEST_F(HttpServerTest, APartialRequestFromAPeerThatShutItsSideIsClosedAtOnce) {
   startServer(makeEchoServer(options));
   const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
   ASSERT_GE(sock, 0) << std::strerror(errno);
-  const std::string partial = "GET /ping HTTP/1.1\r\nHost: x\r\n";  // no blank line
-  ASSERT_EQ(::send(sock, partial.data(), partial.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(partial.size()));
+  // Part of a head: no blank line ends it.
+  ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: x\r\n"));
   ::shutdown(sock, SHUT_WR);
-  bool closed = false;
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        char buffer[4096];
-        pollfd fd{sock, POLLIN, 0};
-        if (::poll(&fd, 1, 50) <= 0) return false;
-        const ssize_t n = ::recv(sock, buffer, sizeof buffer, 0);
-        closed = n <= 0;
-        return closed;
-      },
-      std::chrono::seconds(20)))
+  EXPECT_TRUE(testing_support::receiveUntilClosed(sock, std::chrono::seconds(20)).closed)
       << "still open: the server waits for the rest of a request that cannot come";
   ::close(sock);
   EXPECT_EQ(client_->request("GET", "/ping").status, 200);
@@ -543,26 +531,16 @@ TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
   startServer(makeEchoServer(options));
   const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
   ASSERT_GE(sock, 0) << std::strerror(errno);
-  const std::string request = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  ASSERT_EQ(::send(sock, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   // The answer, then (with nothing more sent) the server's close: a read of 0 bytes.
-  std::string received;
-  bool closed = false;
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        char buffer[4096];
-        const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_DONTWAIT);
-        if (n > 0) received.append(buffer, static_cast<size_t>(n));
-        closed = n == 0;
-        return closed;
-      },
-      std::chrono::seconds(20)))
-      << "the idle connection stayed open";
+  const testing_support::ReceivedUntilClosed received =
+      testing_support::receiveUntilClosed(sock, std::chrono::seconds(20));
   const auto open = std::chrono::steady_clock::now() - start;
   ::close(sock);
-  EXPECT_THAT(received, StartsWith("HTTP/1.1 200"));
+  EXPECT_TRUE(received.closed) << "the idle connection stayed open";
+  EXPECT_FALSE(received.reset) << "closed by a reset, not in order";
+  EXPECT_THAT(received.bytes, StartsWith("HTTP/1.1 200"));
   EXPECT_GE(open, std::chrono::milliseconds(900)) << "closed before keepAliveTimeout";
 }
 

@@ -70,7 +70,7 @@ class SlowClients {
       return -1;
     }
     const std::string start = "GET /slow HTTP/1.1\r\nHost: " + host_ + "\r\n";
-    if (::send(sock, start.data(), start.size(), MSG_NOSIGNAL) < 0) {
+    if (!sendAll(sock, start)) {
       ::close(sock);
       ++failedToConnect_;
       return -1;

@@ -45,6 +45,33 @@ int connectTcp(const std::string& host, int port, const std::string& source) {
   return sock;
 }
 
+bool sendAll(int sock, const std::string& bytes) {
+  return sock >= 0 && ::send(sock, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                          static_cast<ssize_t>(bytes.size());
+}
+
+ReceivedUntilClosed receiveUntilClosed(int sock, std::chrono::milliseconds bound) {
+  ReceivedUntilClosed received;
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd fd{sock, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&fd, 1, static_cast<int>(left.count())) <= 0) {
+      return received;
+    }
+    char chunk[4096];
+    const ssize_t n = ::recv(sock, chunk, sizeof chunk, 0);
+    if (n > 0) {
+      received.bytes.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    received.closed = true;
+    received.reset = n < 0 && errno == ECONNRESET;
+    return received;
+  }
+}
+
 RawHttpConnection::RawHttpConnection(int port) : sock_(connectTcp("127.0.0.1", port)) {}
 
 RawHttpConnection::~RawHttpConnection() {
@@ -52,8 +79,7 @@ RawHttpConnection::~RawHttpConnection() {
 }
 
 bool RawHttpConnection::send(const std::string& request) {
-  return sock_ >= 0 && ::send(sock_, request.data(), request.size(), MSG_NOSIGNAL) ==
-                           static_cast<ssize_t>(request.size());
+  return sendAll(sock_, request);
 }
 
 std::pair<int, std::string> RawHttpConnection::receive(std::chrono::milliseconds bound) {

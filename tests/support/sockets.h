@@ -13,6 +13,19 @@ namespace tide::testing_support {
 // the socket could not be made, bound or connected, with errno saying why.
 int connectTcp(const std::string& host, int port, const std::string& source = "");
 
+// Sends the whole of `bytes` on `sock`; false when it could not.
+bool sendAll(int sock, const std::string& bytes);
+
+// What a socket received until its peer closed the connection.
+struct ReceivedUntilClosed {
+  std::string bytes;
+  bool closed = false;  // the peer closed it within the bound (else it was still open)
+  bool reset = false;   // closed by a reset (ECONNRESET), not in order
+};
+
+// Reads `sock` until its peer closes the connection, within `bound`.
+ReceivedUntilClosed receiveUntilClosed(int sock, std::chrono::milliseconds bound);
+
 // A client connection speaking raw HTTP/1.1 keep-alive to 127.0.0.1:port: a request, then its
 // answer, again and again on the same connection.
 class RawHttpConnection {
