@@ -48,6 +48,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/common/load_report.h"
+#include "bench/common/option_fields.h"
 #include "bench/rm/node_listener.h"
 #include "bench/rm/wakeable_epoll.h"
 #include "rest/http_client.h"
@@ -94,30 +96,16 @@ struct Options {
 }
 
 // The --name=VALUE options that set one field, by the field's type.
-template <typename T>
-using OptionField = std::pair<const char*, T Options::*>;
-const OptionField<int> kIntOptions[] = {{"nodes", &Options::nodes},
-                                        {"ams", &Options::ams},
-                                        {"executors-per-am", &Options::executorsPerAm},
-                                        {"node-cores", &Options::nodeCores},
-                                        {"seconds", &Options::seconds},
-                                        {"warmup", &Options::warmup}};
-const OptionField<int64_t> kInt64Options[] = {{"node-memory-mb", &Options::nodeMemoryMb},
-                                              {"am-interval-ms", &Options::amIntervalMs}};
-const OptionField<std::string> kStringOptions[] = {
+const OptionField<Options, int> kIntOptions[] = {{"nodes", &Options::nodes},
+                                                 {"ams", &Options::ams},
+                                                 {"executors-per-am", &Options::executorsPerAm},
+                                                 {"node-cores", &Options::nodeCores},
+                                                 {"seconds", &Options::seconds},
+                                                 {"warmup", &Options::warmup}};
+const OptionField<Options, int64_t> kInt64Options[] = {{"node-memory-mb", &Options::nodeMemoryMb},
+                                                       {"am-interval-ms", &Options::amIntervalMs}};
+const OptionField<Options, std::string> kStringOptions[] = {
     {"rm", &Options::rmBinary}, {"work-dir", &Options::workDir}, {"json", &Options::jsonOut}};
-
-// Sets the field `key` names in `table` to `parse(value)`; false when the table has no `key`.
-template <typename T, size_t N, typename Parse>
-bool assign(const OptionField<T> (&table)[N], const std::string& key, const std::string& value,
-            Options& options, Parse parse) {
-  for (const auto& [name, field] : table) {
-    if (key != name) continue;
-    options.*field = parse(value);
-    return true;
-  }
-  return false;
-}
 
 Options parseOptions(int argc, char** argv) {
   Options options;
@@ -133,11 +121,9 @@ Options parseOptions(int argc, char** argv) {
     const std::string key = arg.substr(2, eq - 2);
     const std::string value = arg.substr(eq + 1);
     try {
-      if (assign(kIntOptions, key, value, options,
-                 [](const std::string& v) { return std::stoi(v); }) ||
-          assign(kInt64Options, key, value, options,
-                 [](const std::string& v) { return std::stoll(v); }) ||
-          assign(kStringOptions, key, value, options, [](const std::string& v) { return v; })) {
+      if (assignOption(kIntOptions, key, value, options) ||
+          assignOption(kInt64Options, key, value, options) ||
+          assignOption(kStringOptions, key, value, options)) {
         continue;
       }
       if (key == "lifetime-ms") {
@@ -220,49 +206,6 @@ void stopRm(const RmProcess& rm) {
   }
 }
 
-struct ProcessSample {
-  double cpuSeconds = 0;  // utime + stime
-  int64_t rssKb = 0;
-  int64_t peakRssKb = 0;
-  int threads = 0;
-};
-
-ProcessSample sampleProcess(pid_t pid) {
-  ProcessSample sample;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // Fields after "(comm) ": state is field 3; utime and stime are fields 14 and 15.
-  const size_t close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream fields(text.substr(close + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int index = 3; fields >> field; ++index) {
-      if (index == 14) utime = std::stod(field);
-      if (index == 15) {
-        stime = std::stod(field);
-        break;
-      }
-    }
-    sample.cpuSeconds = (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  }
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) sample.rssKb = std::stoll(line.substr(6));
-    if (line.rfind("VmHWM:", 0) == 0) sample.peakRssKb = std::stoll(line.substr(6));
-    if (line.rfind("Threads:", 0) == 0) sample.threads = std::stoi(line.substr(8));
-  }
-  return sample;
-}
-
-double selfCpuSeconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 double loadAverage() {
   double load[1] = {0};
   return ::getloadavg(load, 1) == 1 ? load[0] : -1;
@@ -271,23 +214,12 @@ double loadAverage() {
 // ---------------------------------------------------------------------------------------------
 // The simulation
 
-struct Percentiles {
-  double p50 = 0, p99 = 0, max = 0;
-};
-
-Percentiles percentilesMs(std::vector<int64_t> micros) {
-  Percentiles result;
-  if (micros.empty()) return result;
-  std::sort(micros.begin(), micros.end());
-  const auto at = [&](double q) {
-    return static_cast<double>(
-               micros[std::min(micros.size() - 1, static_cast<size_t>(q * micros.size()))]) /
-           1000.0;
-  };
-  result.p50 = at(0.50);
-  result.p99 = at(0.99);
-  result.max = static_cast<double>(micros.back()) / 1000.0;
-  return result;
+// The latencies of `micros`, in ms.
+Latencies latenciesMs(const std::vector<int64_t>& micros) {
+  std::vector<double> ms;
+  ms.reserve(micros.size());
+  for (const int64_t us : micros) ms.push_back(static_cast<double>(us) / 1000.0);
+  return latenciesOf(std::move(ms));
 }
 
 struct Stats {
@@ -830,12 +762,19 @@ void submitApplications(const std::string& rmUrl, const std::string& adminToken,
   }
 }
 
+// `name`P50Ms, `name`P99Ms and `name`MaxMs, flat, as rm_load_sweep.sh reads them.
+void writeLatencyFields(rest::JsonWriter& w, const std::string& name, const Latencies& latencies) {
+  w.field(name + "P50Ms", latencies.p50)
+      .field(name + "P99Ms", latencies.p99)
+      .field(name + "MaxMs", latencies.max);
+}
+
 void printReport(const Options& options, const Simulation& sim, const Stats& stats,
                  double windowSeconds, const ProcessSample& rmBefore, const ProcessSample& rmAfter,
                  double generatorCpu, double loadBefore, double loadAfter) {
-  const Percentiles heartbeat = percentilesMs(stats.heartbeatUs);
-  const Percentiles allocate = percentilesMs(stats.allocateUs);
-  const Percentiles late = percentilesMs(stats.lateUs);
+  const Latencies heartbeat = latenciesMs(stats.heartbeatUs);
+  const Latencies allocate = latenciesMs(stats.allocateUs);
+  const Latencies late = latenciesMs(stats.lateUs);
   const double rmCpu = (rmAfter.cpuSeconds - rmBefore.cpuSeconds) / windowSeconds;
   const double heartbeatsPerSecond = static_cast<double>(stats.heartbeatUs.size()) / windowSeconds;
   const double allocationsPerSecond = static_cast<double>(stats.allocations) / windowSeconds;
@@ -860,8 +799,8 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
       heartbeat.p50, heartbeat.p99, heartbeat.max, static_cast<long long>(stats.heartbeatErrors),
       static_cast<long long>(stats.reRegisters), allocate.p50, allocate.p99, allocate.max,
       static_cast<long long>(stats.allocateErrors), rmCpu * 100, rmCpuPerRequestUs,
-      static_cast<long long>(rmAfter.rssKb / 1024),
-      static_cast<long long>(rmAfter.peakRssKb / 1024), rmAfter.threads,
+      static_cast<long long>(rmAfter.rssKib / 1024),
+      static_cast<long long>(rmAfter.peakRssKib / 1024), rmAfter.threads,
       generatorCpu / windowSeconds * 100, late.p50, late.p99, loadBefore, loadAfter);
   std::cout << line;
   for (const auto& [kind, count] : stats.errorKinds) {
@@ -875,16 +814,13 @@ void printReport(const Options& options, const Simulation& sim, const Stats& sta
       .field("ams", options.ams)
       .field("windowSeconds", windowSeconds)
       .field("allocationsPerSecond", allocationsPerSecond)
-      .field("heartbeatsPerSecond", heartbeatsPerSecond)
-      .field("heartbeatP50Ms", heartbeat.p50)
-      .field("heartbeatP99Ms", heartbeat.p99)
-      .field("heartbeatMaxMs", heartbeat.max)
-      .field("heartbeatErrors", stats.heartbeatErrors)
-      .field("allocateP50Ms", allocate.p50)
-      .field("allocateP99Ms", allocate.p99)
-      .field("rmCpuCores", rmCpu)
+      .field("heartbeatsPerSecond", heartbeatsPerSecond);
+  writeLatencyFields(w, "heartbeat", heartbeat);
+  w.field("heartbeatErrors", stats.heartbeatErrors);
+  writeLatencyFields(w, "allocate", allocate);
+  w.field("rmCpuCores", rmCpu)
       .field("rmCpuPerRequestUs", rmCpuPerRequestUs)
-      .field("rmRssMiB", rmAfter.rssKb / 1024)
+      .field("rmRssMiB", rmAfter.rssKib / 1024)
       .field("rmThreads", rmAfter.threads)
       .field("generatorCpuCores", generatorCpu / windowSeconds)
       .field("loadAverage", loadBefore)

@@ -14,7 +14,6 @@
 //   build/bin/executor_load [--executors 2000] [--cores 4] [--nodes 50] [--tasks 100000000]
 //       [--idle-seconds 10] [--busy-seconds 20] [--warmup-seconds 3] [--conf KEY=VALUE ...]
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/load_report.h"
+#include "bench/common/option_fields.h"
 #include "bench/scale/executor_swarm.h"
 #include "bench/scale/fake_node.h"
 #include "common/child_process.h"
@@ -60,36 +61,32 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> conf;
 };
 
+// The --name VALUE options that set one field, by the field's type.
+const OptionField<Options, int> kIntOptions[] = {{"executors", &Options::executors},
+                                                 {"cores", &Options::cores},
+                                                 {"nodes", &Options::nodes},
+                                                 {"idle-seconds", &Options::idleSeconds},
+                                                 {"busy-seconds", &Options::busySeconds},
+                                                 {"warmup-seconds", &Options::warmupSeconds}};
+const OptionField<Options, int64_t> kInt64Options[] = {{"tasks", &Options::tasks}};
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--executors")
-      o.executors = std::stoi(value());
-    else if (arg == "--cores")
-      o.cores = std::stoi(value());
-    else if (arg == "--nodes")
-      o.nodes = std::stoi(value());
-    else if (arg == "--tasks")
-      o.tasks = std::stoll(value());
-    else if (arg == "--idle-seconds")
-      o.idleSeconds = std::stoi(value());
-    else if (arg == "--busy-seconds")
-      o.busySeconds = std::stoi(value());
-    else if (arg == "--warmup-seconds")
-      o.warmupSeconds = std::stoi(value());
-    else if (arg == "--conf") {
-      const std::string kv = value();
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) throw std::invalid_argument("--conf wants KEY=VALUE: " + kv);
-      o.conf.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else {
+    const std::string key = arg.rfind("--", 0) == 0 ? arg.substr(2) : "";
+    if (key != "conf" && !hasOption(kIntOptions, key) && !hasOption(kInt64Options, key)) {
       throw std::invalid_argument("unknown argument " + arg +
                                   " (see the header of executor_load.cc)");
+    }
+    if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+    const std::string value = argv[++i];
+    if (key == "conf") {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos) throw std::invalid_argument("--conf wants KEY=VALUE: " + value);
+      o.conf.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else if (!assignOption(kIntOptions, key, value, o)) {
+      assignOption(kInt64Options, key, value, o);
     }
   }
   if (o.nodes < 1 || o.nodes > 240 || o.executors < 1 || o.cores < 1) {
@@ -98,66 +95,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-struct ProcSample {
-  double cpuSeconds = 0;  // utime + stime
-  int64_t rssKib = 0;
-  int threads = 0;
-};
-
-ProcSample sampleProcess(pid_t pid) {
-  ProcSample s;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream fields(text.substr(close + 2));
-    std::vector<std::string> f;
-    for (std::string field; fields >> field;) f.push_back(field);
-    // Fields after the command: state is 3rd of stat, utime the 14th, stime the 15th.
-    if (f.size() > 12) {
-      const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
-      s.cpuSeconds = (std::stod(f[11]) + std::stod(f[12])) / tick;
-    }
-  }
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) s.rssKib = std::stoll(line.substr(6));
-    if (line.rfind("Threads:", 0) == 0) s.threads = std::stoi(line.substr(8));
-  }
-  return s;
-}
-
-double selfCpuSeconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
 std::string loadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string one, five, fifteen;
   in >> one >> five >> fifteen;
   return one + " " + five + " " + fifteen;
-}
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return NAN;
-  std::sort(values.begin(), values.end());
-  const size_t index = std::min(
-      values.size() - 1, static_cast<size_t>(std::ceil(p * values.size())) - (p > 0 ? 1 : 0));
-  return values[index];
-}
-
-// {"count", "p50", "p99", "max"} of round trips in ms; without samples only the count.
-void writeLatencies(rest::JsonWriter& w, const char* name, const std::vector<double>& ms) {
-  w.key(name).startObject().field("count", static_cast<int64_t>(ms.size()));
-  if (!ms.empty()) {
-    w.field("p50", percentile(ms, 0.5))
-        .field("p99", percentile(ms, 0.99))
-        .field("max", percentile(ms, 1.0));
-  }
-  w.endObject();
 }
 
 // The AM's allocation tick histogram: cumulative bucket counts by upper bound, sum and count.
@@ -208,7 +150,7 @@ void writeTicks(rest::JsonWriter& w, const TickHistogram& before, const TickHist
 
 struct Window {
   Clock::time_point start;
-  ProcSample am;
+  ProcessSample am;
   double selfCpu = 0;
   TickHistogram ticks;
 };
@@ -419,7 +361,7 @@ class Bench {
 
   void close(rest::JsonWriter& w, const char* name, const Window& start) {
     const SwarmStats s = accumulate();
-    const ProcSample am = sampleProcess(amPid_);
+    const ProcessSample am = sampleProcess(amPid_);
     const double seconds = std::chrono::duration<double>(Clock::now() - start.start).count();
     const double self = selfCpuSeconds() - start.selfCpu;
     const TickHistogram ticks = tickHistogram(*am_);
@@ -431,8 +373,8 @@ class Bench {
         .field("syncsPerSecond", static_cast<double>(s.syncs) / seconds)
         .field("retries", s.retries)
         .field("exited", s.exited);
-    writeLatencies(w, "syncMs", s.syncMs);
-    writeLatencies(w, "pollMs", s.pollMs);
+    writeLatencies(w, "syncMs", latenciesOf(s.syncMs));
+    writeLatencies(w, "pollMs", latenciesOf(s.pollMs));
     w.key("am")
         .startObject()
         .field("cpuCoresUsed", (am.cpuSeconds - start.am.cpuSeconds) / seconds)

@@ -111,22 +111,20 @@ void FakeNode::remove(const httplib::Request& req, httplib::Response& res) {
 }
 
 void FakeNode::stopContainer(const std::string& containerId, int exitStatus) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = containers_.find(containerId);
-    if (it == containers_.end() || it->second.report.state == "COMPLETE") return;
-    it->second.report.state = "COMPLETE";
-    it->second.report.exitStatus = exitStatus;
-  }
-  onStop_(containerId);
+  if (markComplete(containerId, exitStatus)) onStop_(containerId);
 }
 
 void FakeNode::containerExited(const std::string& containerId, int exitStatus) {
+  markComplete(containerId, exitStatus);
+}
+
+bool FakeNode::markComplete(const std::string& containerId, int exitStatus) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = containers_.find(containerId);
-  if (it == containers_.end() || it->second.report.state == "COMPLETE") return;
+  if (it == containers_.end() || it->second.report.state == "COMPLETE") return false;
   it->second.report.state = "COMPLETE";
   it->second.report.exitStatus = exitStatus;
+  return true;
 }
 
 void FakeNode::heartbeat() {

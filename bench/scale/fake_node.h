@@ -48,6 +48,8 @@ class FakeNode {
   // The container token in the request is this container's, or the caller is the RM.
   bool authorized(const httplib::Request& req, const std::string& containerId) const;
   void stopContainer(const std::string& containerId, int exitStatus);
+  // Marks a held container COMPLETE with `exitStatus`; false when it is unknown or was already.
+  bool markComplete(const std::string& containerId, int exitStatus);
 
   std::string host_;
   rest::Resource capability_;

@@ -28,6 +28,17 @@ OutputToMigrate shuffleOutput(int64_t index, int partitions = 1) {
   return output;
 }
 
+// What takeFinished answers when e3's decommissioning, and only it, is over: `finished` when
+// every output it was to hand over was, and a why that `why` matches.
+::testing::Matcher<std::vector<FinishedDecommission>> onlyE3Over(
+    bool finished, ::testing::Matcher<const std::string&> why = ::testing::_) {
+  using ::testing::Field;
+  return ::testing::ElementsAre(
+      ::testing::AllOf(Field("executorId", &FinishedDecommission::executorId, "e3"),
+                       Field("finished", &FinishedDecommission::finished, finished),
+                       Field("why", &FinishedDecommission::why, why)));
+}
+
 class DecommissionerTest : public ::testing::Test {
  protected:
   DecommissionerTest() {
@@ -37,6 +48,12 @@ class DecommissionerTest : public ::testing::Test {
   Decommissioner& decommissioner() {
     if (!decommissioner_) decommissioner_ = std::make_unique<Decommissioner>(config, clock);
     return *decommissioner_;
+  }
+  // The assignments of whichever of e1 and e2 the round robin gave work first, and which it is.
+  std::pair<std::string, std::vector<MigrationAssignment>> takeFromEitherPeer() {
+    std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
+    if (!first.empty()) return {"e1", first};
+    return {"e2", decommissioner().takeFor("e2")};
   }
   rest::BlockMigrationResult ok(int64_t id) { return {id, true, ""}; }
   rest::BlockMigrationResult failed(int64_t id) { return {id, false, "HTTP 404"}; }
@@ -66,10 +83,8 @@ TEST_F(DecommissionerTest, MigratesEveryOutputToAPeerAndFinishes) {
   EXPECT_THAT(decommissioner().takeFinished(), IsEmpty()) << "one output still in flight";
   EXPECT_EQ(decommissioner().progressOf("e3")->blocksMigrated, 6);
   ASSERT_TRUE(decommissioner().onResult("e1", ok(assignments[1].id), {"e1"}));
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_TRUE(finished[0].finished);
-  EXPECT_EQ(finished[0].why, "e3 decommissioned: 12 shuffle blocks migrated to e1");
+  EXPECT_THAT(decommissioner().takeFinished(),
+              onlyE3Over(true, "e3 decommissioned: 12 shuffle blocks migrated to e1"));
   EXPECT_FALSE(decommissioner().isDecommissioning("e3"));
 }
 
@@ -82,9 +97,7 @@ TEST_F(DecommissionerTest, SpreadsOutputsOverPeersRoundRobin) {
 
 TEST_F(DecommissionerTest, NothingToMigrateFinishesAtOnce) {
   EXPECT_EQ(decommissioner().start("e3", {}, {"e1"}), "e3 decommissioning: no blocks to migrate");
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_TRUE(finished[0].finished);
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(true));
 }
 
 // storage.decommission.enabled=false (Spark's default): the executor leaves at once, finished,
@@ -95,9 +108,7 @@ TEST_F(DecommissionerTest, WithoutStorageDecommissioningNothingIsMigrated) {
             "e3 decommissioning: 2 blocks not migrated (storage.decommission.enabled=false), made "
             "again from lineage where still needed");
   EXPECT_FALSE(decommissioner().hasWorkFor("e1"));
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_TRUE(finished[0].finished);
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(true));
 }
 
 TEST_F(DecommissionerTest, ShuffleBlocksStayWhenOnlyCachedBlocksMigrate) {
@@ -113,50 +124,36 @@ TEST_F(DecommissionerTest, ShuffleBlocksStayWhenOnlyCachedBlocksMigrate) {
 TEST_F(DecommissionerTest, NoPeerLeavesItUnfinishedAtOnce) {
   EXPECT_THAT(decommissioner().start("e3", {shuffleOutput(0)}, {}),
               HasSubstr("1 block not migrated (no other executor to take them)"));
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(false));
 }
 
 TEST_F(DecommissionerTest, AFailedMigrationGoesToAnotherPeerThenToLineage) {
   config.maxFailuresPerOutput = 2;
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
-  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
-  std::string firstPeer = "e1";
-  if (first.empty()) {
-    first = decommissioner().takeFor("e2");
-    firstPeer = "e2";
-  }
+  const auto [firstPeer, first] = takeFromEitherPeer();
   ASSERT_THAT(first, SizeIs(1));
   const std::string otherPeer = firstPeer == "e1" ? "e2" : "e1";
   EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));
   const auto second = decommissioner().takeFor(otherPeer);
   ASSERT_THAT(second, SizeIs(1)) << "retried on the peer it has not failed on";
   EXPECT_FALSE(decommissioner().onResult(otherPeer, failed(second[0].id), {"e1", "e2"}));
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
-  EXPECT_THAT(finished[0].why, HasSubstr("1 task output not migrated (peer " + otherPeer +
-                                         ": HTTP 404), made again from lineage"));
+  EXPECT_THAT(decommissioner().takeFinished(),
+              onlyE3Over(false, HasSubstr("1 task output not migrated (peer " + otherPeer +
+                                          ": HTTP 404), made again from lineage")));
 }
 
 TEST_F(DecommissionerTest, APeerThatDiesFailsItsMigrations) {
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
   ASSERT_THAT(decommissioner().takeFor("e1"), SizeIs(1));
   decommissioner().onExecutorGone("e1", {});
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
-  EXPECT_THAT(finished[0].why, HasSubstr("peer e1 is gone"));
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(false, HasSubstr("peer e1 is gone")));
 }
 
 TEST_F(DecommissionerTest, TheLeavingExecutorKilledMidMigrationEndsItUnfinished) {
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1"});
   const auto assignments = decommissioner().takeFor("e1");
   decommissioner().onExecutorGone("e3", {"e1"});
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(false));
   // The peer's late report changes nothing: the output went with e3.
   EXPECT_FALSE(decommissioner().onResult("e1", ok(assignments[0].id), {"e1"}));
 }
@@ -167,12 +164,10 @@ TEST_F(DecommissionerTest, ForceKillTimeoutEndsAMigrationThatHangs) {
   clock.set(59999);
   EXPECT_THAT(decommissioner().takeFinished(), IsEmpty());
   clock.set(60000);
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
-  EXPECT_THAT(finished[0].why,
-              HasSubstr("forced out after 1min (executor.decommission.forceKillTimeout) with 1 "
-                        "task output still migrating"));
+  EXPECT_THAT(
+      decommissioner().takeFinished(),
+      onlyE3Over(false, HasSubstr("forced out after 1min (executor.decommission.forceKillTimeout) "
+                                  "with 1 task output still migrating")));
 }
 
 // storage.decommission.fallbackStorage.path (Spark's FallbackStorage): with no peer at all, the
@@ -195,11 +190,11 @@ TEST_F(DecommissionerTest, WithNoPeerShuffleOutputGoesToTheFallbackStorage) {
   const auto done = decommissioner().onResult("e3", ok(copies[0].id), {});
   ASSERT_TRUE(done);
   EXPECT_TRUE(done->toFallback);
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished) << "the cached output was not migrated";
-  EXPECT_THAT(finished[0].why,
-              HasSubstr("e3 decommissioned: 2 shuffle blocks migrated to the fallback storage"));
+  EXPECT_THAT(
+      decommissioner().takeFinished(),
+      onlyE3Over(false,
+                 HasSubstr("e3 decommissioned: 2 shuffle blocks migrated to the fallback storage")))
+      << "the cached output was not migrated";
 }
 
 // As Spark's ShuffleMigrationRunnable: a migration to a peer that fails goes to the fallback
@@ -207,12 +202,7 @@ TEST_F(DecommissionerTest, WithNoPeerShuffleOutputGoesToTheFallbackStorage) {
 TEST_F(DecommissionerTest, AFailedPeerMigrationGoesToTheFallbackStorage) {
   config.fallbackPath = "/shared/fallback";
   decommissioner().start("e3", {shuffleOutput(0)}, {"e1", "e2"});
-  std::vector<MigrationAssignment> first = decommissioner().takeFor("e1");
-  std::string firstPeer = "e1";
-  if (first.empty()) {
-    first = decommissioner().takeFor("e2");
-    firstPeer = "e2";
-  }
+  const auto [firstPeer, first] = takeFromEitherPeer();
   ASSERT_THAT(first, SizeIs(1));
   EXPECT_FALSE(first[0].toFallback);
   EXPECT_FALSE(decommissioner().onResult(firstPeer, failed(first[0].id), {"e1", "e2"}));
@@ -222,10 +212,9 @@ TEST_F(DecommissionerTest, AFailedPeerMigrationGoesToTheFallbackStorage) {
   ASSERT_THAT(copies, SizeIs(1));
   EXPECT_TRUE(copies[0].toFallback);
   ASSERT_TRUE(decommissioner().onResult("e3", ok(copies[0].id), {"e1", "e2"}));
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_TRUE(finished[0].finished);
-  EXPECT_EQ(finished[0].why, "e3 decommissioned: 1 shuffle block migrated to the fallback storage");
+  EXPECT_THAT(
+      decommissioner().takeFinished(),
+      onlyE3Over(true, "e3 decommissioned: 1 shuffle block migrated to the fallback storage"));
 }
 
 // The only peer dies while its migration is in flight: the output goes to the fallback storage.
@@ -251,12 +240,11 @@ TEST_F(DecommissionerTest, AFailedFallbackCopyLeavesTheOutputToLineage) {
                                            "cannot create /shared/fallback/app: Not a directory"};
   EXPECT_FALSE(decommissioner().onResult("e3", refused, {}));
   EXPECT_THAT(decommissioner().takeFor("e3"), IsEmpty());
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
-  EXPECT_THAT(finished[0].why,
-              HasSubstr("1 task output not migrated (the fallback storage: cannot create "
-                        "/shared/fallback/app: Not a directory), made again from lineage"));
+  EXPECT_THAT(
+      decommissioner().takeFinished(),
+      onlyE3Over(false,
+                 HasSubstr("1 task output not migrated (the fallback storage: cannot create "
+                           "/shared/fallback/app: Not a directory), made again from lineage")));
 }
 
 // The leaving executor dies while it copies: what it held is gone, as without a fallback.
@@ -266,9 +254,7 @@ TEST_F(DecommissionerTest, TheLeavingExecutorKilledMidCopyEndsItUnfinished) {
   const auto copies = decommissioner().takeFor("e3");
   ASSERT_THAT(copies, SizeIs(1));
   decommissioner().onExecutorGone("e3", {});
-  const auto finished = decommissioner().takeFinished();
-  ASSERT_THAT(finished, SizeIs(1));
-  EXPECT_FALSE(finished[0].finished);
+  EXPECT_THAT(decommissioner().takeFinished(), onlyE3Over(false));
   EXPECT_FALSE(decommissioner().onResult("e3", ok(copies[0].id), {}));
 }
 

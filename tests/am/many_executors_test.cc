@@ -4,12 +4,7 @@
 // address. Each registers and then holds a long poll: the AM must hold them all without a
 // thread each, and hand every one of them work when a job comes.
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -26,6 +21,7 @@
 #include "rest/json.h"
 #include "rest/messages/executor.h"
 #include "tests/support/polling.h"
+#include "tests/support/sockets.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::am {
@@ -79,61 +75,25 @@ class GrantingRm : public ResourceManagerClient {
   std::vector<Launched> launched_;  // guarded by mutex_
 };
 
-// One executor's keep-alive connection: a POST, then its answer.
+// One executor's keep-alive connection: a POST with its bearer secret, then its answer.
 class ExecutorConnection {
  public:
-  ExecutorConnection(int port, std::string secret) : secret_(std::move(secret)) {
-    sock_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in server{};
-    server.sin_family = AF_INET;
-    server.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
-    if (::connect(sock_, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
-      ::close(sock_);
-      sock_ = -1;
-    }
-  }
-  ~ExecutorConnection() {
-    if (sock_ >= 0) ::close(sock_);
-  }
+  ExecutorConnection(int port, std::string secret)
+      : connection_(port), secret_(std::move(secret)) {}
   bool post(const std::string& path, const std::string& body) {
-    const std::string request =
+    return connection_.send(
         "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + secret_ +
         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\n\r\n" + body;
-    return sock_ >= 0 && ::send(sock_, request.data(), request.size(), MSG_NOSIGNAL) ==
-                             static_cast<ssize_t>(request.size());
+        "\r\n\r\n" + body);
   }
   // Status and body of the answer within `bound`; 0 when none came.
   std::pair<int, std::string> answer(std::chrono::milliseconds bound) {
-    const auto deadline = std::chrono::steady_clock::now() + bound;
-    while (true) {
-      const size_t end = buffer_.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        const size_t at = buffer_.find("Content-Length: ");
-        const size_t length = at > end ? 0 : std::stoul(buffer_.substr(at + 16));
-        if (buffer_.size() >= end + 4 + length) {
-          const int status = std::stoi(buffer_.substr(9, 3));
-          std::string body = buffer_.substr(end + 4, length);
-          buffer_.erase(0, end + 4 + length);
-          return {status, body};
-        }
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      pollfd fd{sock_, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return {0, ""};
-      char chunk[8192];
-      const ssize_t n = ::recv(sock_, chunk, sizeof chunk, 0);
-      if (n <= 0) return {0, ""};
-      buffer_.append(chunk, static_cast<size_t>(n));
-    }
+    return connection_.receive(bound);
   }
 
  private:
-  int sock_ = -1;
+  testing_support::RawHttpConnection connection_;
   std::string secret_;
-  std::string buffer_;
 };
 
 int threadsOfThisProcess() {

@@ -1,10 +1,8 @@
 // The executor's blocks: commit, collect, find, drop, and the HTTP server/fetcher between
 // executors (real sockets on loopback; retries without sleeping).
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +18,7 @@
 #include "executor/block_server.h"
 #include "executor/block_store.h"
 #include "tests/support/files.h"
+#include "tests/support/sockets.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::executor {
@@ -184,15 +183,9 @@ TEST_F(BlockTransferTest, TheServerWantsTheApplicationSecret) {
 // Another loopback address reaches every socket bound to 0.0.0.0 but not one bound to
 // 127.0.0.1: the block server listens only on the host it is given.
 TEST_F(BlockTransferTest, TheServerListensOnlyOnItsConfiguredHost) {
-  int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_in other{};
-  other.sin_family = AF_INET;
-  other.sin_port = htons(static_cast<uint16_t>(port_));
-  ASSERT_EQ(::inet_pton(AF_INET, "127.0.0.2", &other.sin_addr), 1);
-  const int connected = ::connect(sock, reinterpret_cast<sockaddr*>(&other), sizeof other);
+  const int connected = testing_support::connectTcp("127.0.0.2", port_);
   const int error = errno;
-  ::close(sock);
+  if (connected >= 0) ::close(connected);
   EXPECT_EQ(connected, -1);
   EXPECT_EQ(error, ECONNREFUSED);
   auto fetched = fetcher().fetchAll({input("holder", 0)}, dir_.path() / "in");

@@ -40,19 +40,27 @@ std::string decommissionJob(const std::string& output) {
 
 class DecommissionIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  // Starts the job (see runJob) without waiting for it.
-  void startJob(bool storageDecommission) {
+  // Starts the cluster and submits the job `jobWritingTo` makes (writing to `output`) with 2
+  // executors that idle out after 1 s, shuffle tracking off and decommissioning on, storage
+  // decommissioning as given; then `more` of the test's own.
+  void startDecommissioning(std::string (*jobWritingTo)(const std::string&),
+                            bool storageDecommission, Conf more = {}) {
     startCluster();
     output = dir.path() / "out";
-    submit(decommissionJob(output.string()),
-           {{"dynamicAllocation.maxExecutors", "2"},
-            {"dynamicAllocation.initialExecutors", "2"},
-            {"dynamicAllocation.minExecutors", "0"},
-            {"dynamicAllocation.executorIdleTimeout", "1s"},
-            {"dynamicAllocation.shuffleTracking.enabled", "false"},
-            {"decommission.enabled", "true"},
-            {"storage.decommission.enabled", storageDecommission ? "true" : "false"}},
-           /*session=*/true);
+    Conf conf = {{"dynamicAllocation.maxExecutors", "2"},
+                 {"dynamicAllocation.initialExecutors", "2"},
+                 {"dynamicAllocation.minExecutors", "0"},
+                 {"dynamicAllocation.executorIdleTimeout", "1s"},
+                 {"dynamicAllocation.shuffleTracking.enabled", "false"},
+                 {"decommission.enabled", "true"},
+                 {"storage.decommission.enabled", storageDecommission ? "true" : "false"}};
+    conf.insert(conf.end(), more.begin(), more.end());
+    submit(jobWritingTo(output.string()), conf, /*session=*/true);
+  }
+
+  // Starts the job (see runJob) without waiting for it.
+  void startJob(bool storageDecommission) {
+    startDecommissioning(decommissionJob, storageDecommission);
   }
 
   // Runs the job with 2 executors that idle out after 1 s, shuffle tracking off and
@@ -61,6 +69,18 @@ class DecommissionIntegrationTest : public testing_support::AmClusterTest {
     startJob(storageDecommission);
     ASSERT_TRUE(jobEnds("job-1", 90s));
     ASSERT_EQ(jobState("job-1"), "SUCCEEDED") << job("job-1")["message"].GetString();
+  }
+
+  // Job-1's map stage ran once, `succeeded` tasks without a failed attempt, and no fetch of
+  // its output failed: every block was where the reduce looked for it.
+  void expectMapRanOnceAndNoFetchFailed(int64_t succeeded) {
+    const rapidjson::Document done = job("job-1");
+    const rapidjson::Value* map = stage(done, "map");
+    ASSERT_NE(map, nullptr);
+    EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
+    EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
+    EXPECT_EQ((*map)["succeeded"].GetInt64(), succeeded);
+    EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
   }
 
   // The decision log's sentences, newest first.
@@ -100,13 +120,7 @@ TEST_F(DecommissionIntegrationTest,
   runJob(/*storageDecommission=*/true);
   // The reduce read both map outputs, one of them from the executor that took it.
   EXPECT_EQ(testing_support::readFile(output / "part-0"), "0\n1\n");
-  const rapidjson::Document done = job("job-1");
-  const rapidjson::Value* map = stage(done, "map");
-  ASSERT_NE(map, nullptr);
-  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
-  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
-  EXPECT_EQ((*map)["succeeded"].GetInt64(), 2);
-  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
+  expectMapRanOnceAndNoFetchFailed(/*succeeded=*/2);
   // Why, in the decision log: the policy's choice, the migration and its end.
   EXPECT_TRUE(decided("decommissioning e", ": idle for "));
   EXPECT_TRUE(decided("e", " decommissioning: migrating 1 shuffle block to e"));
@@ -171,19 +185,9 @@ class FallbackStorageIntegrationTest : public DecommissionIntegrationTest {
   // the idle map executor's migration to it never ends and it is lost after network.timeout;
   // its "slow" task runs again on a new executor.
   void runWithTheOnlyPeerGone(const fs::path& fallbackPath) {
-    startCluster();
-    output = dir.path() / "out";
-    submit(fallbackJob(output.string()),
-           {{"dynamicAllocation.maxExecutors", "2"},
-            {"dynamicAllocation.initialExecutors", "2"},
-            {"dynamicAllocation.minExecutors", "0"},
-            {"dynamicAllocation.executorIdleTimeout", "1s"},
-            {"dynamicAllocation.shuffleTracking.enabled", "false"},
-            {"network.timeout", "3s"},
-            {"decommission.enabled", "true"},
-            {"storage.decommission.enabled", "true"},
-            {"storage.decommission.fallbackStorage.path", fallbackPath.string()}},
-           /*session=*/true);
+    startDecommissioning(fallbackJob, /*storageDecommission=*/true,
+                         {{"network.timeout", "3s"},
+                          {"storage.decommission.fallbackStorage.path", fallbackPath.string()}});
     ASSERT_TRUE(eventually(
         [&] {
           try {
@@ -226,13 +230,8 @@ class FallbackStorageIntegrationTest : public DecommissionIntegrationTest {
 TEST_F(FallbackStorageIntegrationTest, WithTheOnlyPeerGoneTheReduceReadsTheFallbackStorage) {
   const fs::path fallback = dir.path() / "fallback";
   runWithTheOnlyPeerGone(fallback);
+  expectMapRanOnceAndNoFetchFailed(/*succeeded=*/1);
   const rapidjson::Document done = job("job-1");
-  const rapidjson::Value* map = stage(done, "map");
-  ASSERT_NE(map, nullptr);
-  EXPECT_EQ((*map)["reruns"].GetInt(), 0) << "the map stage ran once";
-  EXPECT_EQ((*map)["succeeded"].GetInt64(), 1);
-  EXPECT_EQ((*map)["failedAttempts"].GetInt64(), 0);
-  EXPECT_EQ((*stage(done, "reduce"))["failedAttempts"].GetInt64(), 0) << "no fetch failed";
   EXPECT_GE((*stage(done, "slow"))["failedAttempts"].GetInt64(), 1) << "its executor was lost";
   EXPECT_TRUE(decided("e", " decommissioned: 1 shuffle block migrated to the fallback storage"));
   // Spark's layout: <path>/<application id>/..., here the block path under it.

@@ -1,16 +1,15 @@
 #include "rest/http_server.h"
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -28,6 +27,7 @@
 #include "tests/rest/slow_clients.h"
 #include "tests/support/certificates.h"
 #include "tests/support/errors.h"
+#include "tests/support/sockets.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::rest {
@@ -35,6 +35,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+
+std::unique_ptr<HttpServer> makeEchoServer(HttpServerOptions options);
 
 class HttpServerTest : public ::testing::Test {
  protected:
@@ -67,6 +69,21 @@ class HttpServerTest : public ::testing::Test {
     int port = server_->start();
     ASSERT_GT(port, 0);
     client_ = std::make_unique<HttpClient>(server_->baseUrl(), clientOptions());
+  }
+  // Starts an echo server with `options`, opens 200 connections that send a header line every
+  // 2 s and never finish, and expects 20 requests beside them, each on a new connection (as a
+  // heartbeat after an idle period would be), answered within 1 s.
+  void expectAnswersBesideTwoHundredSlowClients(const HttpServerOptions& options) {
+    startServer(makeEchoServer(options));
+    testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
+    ASSERT_EQ(slow.open(), 200);
+    HttpClientOptions quick = clientOptions();
+    quick.requestTimeout = std::chrono::seconds(1);
+    for (int i = 0; i < 20; ++i) {
+      HttpClient client(server_->baseUrl(), quick);
+      const HttpResponse response = client.request("GET", "/ping");
+      ASSERT_EQ(response.status, 200) << "request " << i << ": " << response.body;
+    }
   }
   // Connections the server has admitted and not yet closed.
   size_t serverConnections() {
@@ -390,17 +407,7 @@ TEST(JsonErrorBody, HasTheDocumentedShape) {
 // with 4 warm workers, a normal client is still answered (its request fails after 1 s
 // otherwise). On a fixed-size pool the 200 take every worker and the client waits forever.
 TEST_F(HttpServerTest, SlowClientsDoNotStarveOthers) {
-  startServer(makeEchoServer(serverOptions()));
-  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
-  ASSERT_EQ(slow.open(), 200);
-  HttpClientOptions options = clientOptions();
-  options.requestTimeout = std::chrono::seconds(1);
-  for (int i = 0; i < 20; ++i) {
-    // A new connection each time, as a heartbeat after an idle period would be.
-    HttpClient client(server_->baseUrl(), options);
-    HttpResponse response = client.request("GET", "/ping");
-    ASSERT_EQ(response.status, 200) << "request " << i << ": " << response.body;
-  }
+  expectAnswersBesideTwoHundredSlowClients(serverOptions());
 }
 
 // The same with only 2 workers: a request whose head trickles in waits for the rest without
@@ -409,15 +416,7 @@ TEST_F(HttpServerTest, SlowClientsHoldNoWorkerEvenWhenWorkersAreFew) {
   HttpServerOptions options = serverOptions();
   options.threadCount = 2;
   options.maxThreads = 2;
-  startServer(makeEchoServer(options));
-  testing_support::SlowClients slow("127.0.0.1", server_->port(), 200);
-  ASSERT_EQ(slow.open(), 200);
-  HttpClientOptions quick = clientOptions();
-  quick.requestTimeout = std::chrono::seconds(1);
-  for (int i = 0; i < 20; ++i) {
-    HttpClient client(server_->baseUrl(), quick);
-    ASSERT_EQ(client.request("GET", "/ping").status, 200) << "request " << i;
-  }
+  expectAnswersBesideTwoHundredSlowClients(options);
 }
 
 // A request whose headers trickle in is cut off requestReadTimeout after its first byte, even
@@ -440,28 +439,12 @@ TEST_F(HttpServerTest, APartialRequestFromAPeerThatShutItsSideIsClosedAtOnce) {
   HttpServerOptions options = serverOptions();
   options.requestReadTimeout = std::chrono::seconds(60);
   startServer(makeEchoServer(options));
-  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  const std::string partial = "GET /ping HTTP/1.1\r\nHost: x\r\n";  // no blank line
-  ASSERT_EQ(::send(sock, partial.data(), partial.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(partial.size()));
+  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
+  ASSERT_GE(sock, 0) << std::strerror(errno);
+  // Part of a head: no blank line ends it.
+  ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: x\r\n"));
   ::shutdown(sock, SHUT_WR);
-  bool closed = false;
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        char buffer[4096];
-        pollfd fd{sock, POLLIN, 0};
-        if (::poll(&fd, 1, 50) <= 0) return false;
-        const ssize_t n = ::recv(sock, buffer, sizeof buffer, 0);
-        closed = n <= 0;
-        return closed;
-      },
-      std::chrono::seconds(20)))
+  EXPECT_TRUE(testing_support::receiveUntilClosed(sock, std::chrono::seconds(20)).closed)
       << "still open: the server waits for the rest of a request that cannot come";
   ::close(sock);
   EXPECT_EQ(client_->request("GET", "/ping").status, 200);
@@ -546,94 +529,29 @@ TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
   HttpServerOptions options = serverOptions();
   options.keepAliveTimeout = std::chrono::seconds(1);
   startServer(makeEchoServer(options));
-  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
-  sockaddr_in server{};
-  server.sin_family = AF_INET;
-  server.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
-  ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&server), sizeof server), 0);
-  const std::string request = "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-  ASSERT_EQ(::send(sock, request.data(), request.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(request.size()));
+  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
+  ASSERT_GE(sock, 0) << std::strerror(errno);
+  ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   // The answer, then (with nothing more sent) the server's close: a read of 0 bytes.
-  std::string received;
-  bool closed = false;
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_TRUE(testing::eventually(
-      [&] {
-        char buffer[4096];
-        const ssize_t n = ::recv(sock, buffer, sizeof buffer, MSG_DONTWAIT);
-        if (n > 0) received.append(buffer, static_cast<size_t>(n));
-        closed = n == 0;
-        return closed;
-      },
-      std::chrono::seconds(20)))
-      << "the idle connection stayed open";
+  const testing_support::ReceivedUntilClosed received =
+      testing_support::receiveUntilClosed(sock, std::chrono::seconds(20));
   const auto open = std::chrono::steady_clock::now() - start;
   ::close(sock);
-  EXPECT_THAT(received, StartsWith("HTTP/1.1 200"));
+  EXPECT_TRUE(received.closed) << "the idle connection stayed open";
+  EXPECT_FALSE(received.reset) << "closed by a reset, not in order";
+  EXPECT_THAT(received.bytes, StartsWith("HTTP/1.1 200"));
   EXPECT_GE(open, std::chrono::milliseconds(900)) << "closed before keepAliveTimeout";
 }
 
 // ---- Connections without threads: kept-alive connections and deferred replies (issue 16.2)
 
-// A client connection speaking raw HTTP/1.1 keep-alive: one request, then its answer.
-class RawConnection {
- public:
-  explicit RawConnection(int port) {
-    sock_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in server{};
-    server.sin_family = AF_INET;
-    server.sin_port = htons(static_cast<uint16_t>(port));
-    ::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr);
-    if (::connect(sock_, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
-      ::close(sock_);
-      sock_ = -1;
-    }
-  }
-  ~RawConnection() {
-    if (sock_ >= 0) ::close(sock_);
-  }
-  bool connected() const { return sock_ >= 0; }
-  bool send(const std::string& method, const std::string& path) {
-    const std::string request =
-        method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
-    return ::send(sock_, request.data(), request.size(), MSG_NOSIGNAL) ==
-           static_cast<ssize_t>(request.size());
-  }
-  // The status and body of the next answer, within `bound`; status 0 when none came.
-  std::pair<int, std::string> receive(std::chrono::milliseconds bound = std::chrono::seconds(20)) {
-    const auto deadline = std::chrono::steady_clock::now() + bound;
-    while (true) {
-      const size_t end = buffer_.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        const size_t at = buffer_.find("Content-Length: ");
-        const size_t length =
-            at == std::string::npos || at > end ? 0 : std::stoul(buffer_.substr(at + 16));
-        if (buffer_.size() >= end + 4 + length) {
-          const int status = std::stoi(buffer_.substr(9, 3));
-          std::string body = buffer_.substr(end + 4, length);
-          buffer_.erase(0, end + 4 + length);
-          return {status, body};
-        }
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return {0, ""};
-      pollfd fd{sock_, POLLIN, 0};
-      if (::poll(&fd, 1, static_cast<int>(left.count())) <= 0) return {0, ""};
-      char chunk[4096];
-      const ssize_t n = ::recv(sock_, chunk, sizeof chunk, 0);
-      if (n <= 0) return {0, ""};
-      buffer_.append(chunk, static_cast<size_t>(n));
-    }
-  }
+using testing_support::RawHttpConnection;
 
- private:
-  int sock_ = -1;
-  std::string buffer_;
-};
+// A request without a body, as the raw connections below send them.
+std::string bodilessRequest(const std::string& method, const std::string& path) {
+  return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
+}
 
 // 300 clients that keep their connection open between requests (as executors do with the AM)
 // hold no worker while they are idle: the server runs on at most 4 threads and still answers
@@ -647,11 +565,11 @@ TEST_F(HttpServerTest, KeptAliveConnectionsHoldNoThreadBetweenRequests) {
   options.keepAliveTimeout = std::chrono::seconds(30);
   startServer(makeEchoServer(options));
   const size_t threadsBefore = threadsOfThisProcess();
-  std::vector<std::unique_ptr<RawConnection>> clients;
+  std::vector<std::unique_ptr<RawHttpConnection>> clients;
   for (int i = 0; i < 300; ++i) {
-    clients.push_back(std::make_unique<RawConnection>(server_->port()));
+    clients.push_back(std::make_unique<RawHttpConnection>(server_->port()));
     ASSERT_TRUE(clients.back()->connected()) << i;
-    ASSERT_TRUE(clients.back()->send("GET", "/ping"));
+    ASSERT_TRUE(clients.back()->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(clients.back()->receive().first, 200) << "client " << i;
   }
   EXPECT_LE(threadsOfThisProcess(), threadsBefore + 4)
@@ -661,7 +579,7 @@ TEST_F(HttpServerTest, KeptAliveConnectionsHoldNoThreadBetweenRequests) {
   HttpClient newcomer(server_->baseUrl(), quick);
   EXPECT_EQ(newcomer.request("GET", "/ping").status, 200);
   for (size_t i = 0; i < clients.size(); ++i) {
-    ASSERT_TRUE(clients[i]->send("GET", "/ping"));
+    ASSERT_TRUE(clients[i]->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(clients[i]->receive().first, 200) << "client " << i << " on its kept connection";
   }
   clients.clear();
@@ -693,10 +611,11 @@ TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
   });
   startServer(std::move(server));
   const size_t threadsBefore = threadsOfThisProcess();
-  std::vector<std::unique_ptr<RawConnection>> polls;
+  std::vector<std::unique_ptr<RawHttpConnection>> polls;
   for (int i = 0; i < 200; ++i) {
-    polls.push_back(std::make_unique<RawConnection>(server_->port()));
-    ASSERT_TRUE(polls.back()->connected() && polls.back()->send("POST", "/wait")) << i;
+    polls.push_back(std::make_unique<RawHttpConnection>(server_->port()));
+    ASSERT_TRUE(polls.back()->connected() && polls.back()->send(bodilessRequest("POST", "/wait")))
+        << i;
   }
   ASSERT_TRUE(testing::eventually([&] { return waiting == 200; }, std::chrono::seconds(20)))
       << waiting << " of 200 deferred";
@@ -711,7 +630,7 @@ TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
     const auto [status, body] = polls[i]->receive();
     ASSERT_EQ(status, 200) << "poll " << i;
     EXPECT_EQ(body, R"({"woken":true})");
-    ASSERT_TRUE(polls[i]->send("GET", "/ping"));
+    ASSERT_TRUE(polls[i]->send(bodilessRequest("GET", "/ping")));
     ASSERT_EQ(polls[i]->receive().first, 200) << "poll " << i << "'s next request";
   }
   polls.clear();

@@ -5,8 +5,6 @@
 // connection the server closes is opened again (as an attacker would), so the pressure stays
 // for as long as the object lives. Everything is closed and joined on destruction.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/sockets.h"
 
 namespace tide::testing_support {
 
@@ -64,29 +64,13 @@ class SlowClients {
 
  private:
   int connectOne() {
-    const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (sock < 0) return -1;
-    if (!source_.empty()) {
-      sockaddr_in local{};
-      local.sin_family = AF_INET;
-      ::inet_pton(AF_INET, source_.c_str(), &local.sin_addr);
-      if (::bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-        ::close(sock);
-        ++failedToConnect_;
-        return -1;
-      }
-    }
-    sockaddr_in server{};
-    server.sin_family = AF_INET;
-    server.sin_port = htons(static_cast<uint16_t>(port_));
-    ::inet_pton(AF_INET, host_.c_str(), &server.sin_addr);
-    if (::connect(sock, reinterpret_cast<sockaddr*>(&server), sizeof server) != 0) {
-      ::close(sock);
+    const int sock = connectTcp(host_, port_, source_);
+    if (sock < 0) {
       ++failedToConnect_;
       return -1;
     }
     const std::string start = "GET /slow HTTP/1.1\r\nHost: " + host_ + "\r\n";
-    if (::send(sock, start.data(), start.size(), MSG_NOSIGNAL) < 0) {
+    if (!sendAll(sock, start)) {
       ::close(sock);
       ++failedToConnect_;
       return -1;

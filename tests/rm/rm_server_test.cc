@@ -3,15 +3,15 @@
 
 #include "deploy/rm/rm_server.h"
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -23,6 +23,7 @@
 #include "rest/messages/node.h"
 #include "tests/support/locked.h"
 #include "tests/support/polling.h"
+#include "tests/support/sockets.h"
 
 namespace tide::rm {
 namespace {
@@ -476,20 +477,12 @@ TEST(RmServerConnectionsTest, ServesMoreThan1024KeptAliveConnectionsAtOnce) {
   std::vector<int> sockets;
   for (int i = 0; i < kConnections; ++i) {
     // From 200 addresses, as from as many hosts (each far below the per-address limit).
-    const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-    ASSERT_GE(sock, 0);
+    const int sock = testing_support::connectTcp("127.0.0.1", server.port(),
+                                                 "127.0.1." + std::to_string(i % 200 + 1));
+    ASSERT_GE(sock, 0) << "connection " << i << ": " << std::strerror(errno);
     sockets.push_back(sock);
     timeval timeout{10, 0};
     ::setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    sockaddr_in local{};
-    local.sin_family = AF_INET;
-    ::inet_pton(AF_INET, ("127.0.1." + std::to_string(i % 200 + 1)).c_str(), &local.sin_addr);
-    ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&local), sizeof local), 0);
-    sockaddr_in remote{};
-    remote.sin_family = AF_INET;
-    remote.sin_port = htons(static_cast<uint16_t>(server.port()));
-    ::inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr);
-    ASSERT_EQ(::connect(sock, reinterpret_cast<sockaddr*>(&remote), sizeof remote), 0);
     ASSERT_EQ(getOnSocket(sock, "/ws/v1/cluster/info", server.clusterSecret()), 200)
         << "connection " << i;
   }
