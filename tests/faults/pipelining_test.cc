@@ -106,6 +106,20 @@ class PipeliningTest : public AmRestartTest {
     return left;
   }
 
+  // The whole log of the first AM attempt (amLog() has only its tail).
+  std::string firstAmLog() {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir.path() / "cluster", ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (it->path().filename() == "tasks") it.disable_recursion_pending();
+      const std::string path = it->path().string();
+      if (it->path().filename() == "stderr" && path.find("_01_000001") != std::string::npos) {
+        return testing_support::readFile(path);
+      }
+    }
+    return "";
+  }
+
   int64_t succeeded() { return mapTasksSucceeded("job-1", "s"); }
 
   void openGate() { std::ofstream(dir.path() / "gate") << "open\n"; }
@@ -307,6 +321,31 @@ TEST_F(PipeliningTest, AJobThatFailsLeavesNothingQueuedOrRunningAtTheDefault) {
   for (const auto& [task, count] : afterFailure) {
     EXPECT_EQ(count, 1) << "task " << task << " ran to its end " << count << " times";
   }
+  expectNothingLeft();
+}
+
+// Decommissioning at the default: an executor asked to leave (SIGPWR) during a stream of short
+// queued tasks starts none of those it holds queued, hands them back, and they run elsewhere;
+// every index runs to its end once.
+TEST_F(PipeliningTest, ADecommissioningExecutorHandsBackItsQueuedTasksAtTheDefault) {
+  const int tasks = 1500;
+  startCluster(2, 5);
+  Conf conf = defaultQueueConf();
+  conf.emplace_back("decommission.enabled", "true");
+  submit(streamJob(tasks), conf, /*session=*/false);
+  ASSERT_TRUE(eventually([&] { return succeeded() >= 200 && tasksRunning() > 2; }, 60s))
+      << "succeeded " << succeeded() << ", running (and queued) " << tasksRunning();
+  const std::optional<Executor> leaving = waitForBusyExecutor(10s);
+  ASSERT_TRUE(leaving.has_value());
+  ASSERT_EQ(::kill(leaving->pid, SIGPWR), 0);
+  const rest::ApplicationReport report = waitForEnd(120s);
+  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  EXPECT_GE(mostLaunchesInOneSync(), 2) << "no task was queued";
+  const std::string log = firstAmLog();
+  EXPECT_NE(log.find("decommissioning " + leaving->id + ": asked to leave"), std::string::npos);
+  EXPECT_NE(log.find(leaving->id + " decommissioning: asking back "), std::string::npos)
+      << "it held no queued task when it was asked to leave";
+  expectEveryTaskRanOnce(tasks);
   expectNothingLeft();
 }
 
