@@ -15,18 +15,9 @@ constexpr const char* kDecommission = "decommission.enabled";
 constexpr const char* kShuffleBlocksDecommission = "storage.decommission.shuffleBlocks.enabled";
 constexpr int kDefaultStaticExecutors = 2;
 
+// An executor count; the key table bounds it to an int's range.
 int getCount(const Properties& props, const char* key) {
-  const int64_t value = props.getInt(key);
-  if (value < 0 || value > INT_MAX) {
-    throw ConfigError(props.describe(key) + ": must be between 0 and " + std::to_string(INT_MAX));
-  }
-  return static_cast<int>(value);
-}
-
-DurationMs getPositiveDuration(const Properties& props, const char* key) {
-  const DurationMs value = props.getDuration(key);
-  if (value <= 0) throw ConfigError(props.describe(key) + ": must be greater than 0");
-  return value;
+  return static_cast<int>(props.getInt(key));
 }
 
 }  // namespace
@@ -81,9 +72,6 @@ namespace {
 void readExecutorShape(const Properties& props, AllocationConfig& config) {
   config.executorCores = static_cast<int>(props.getInt("executor.cores"));
   config.taskCpus = static_cast<int>(props.getInt("task.cpus"));
-  if (config.executorCores < 1)
-    throw ConfigError(props.describe("executor.cores") + ": must be at least 1");
-  if (config.taskCpus < 1) throw ConfigError(props.describe("task.cpus") + ": must be at least 1");
   if (config.taskCpus > config.executorCores) {
     throw ConfigError(props.describe("task.cpus") + " is greater than " +
                       props.describe("executor.cores") + ": no task could ever run");
@@ -132,11 +120,10 @@ void readTimeouts(const Properties& props, AllocationConfig& config) {
     throw ConfigError(props.describe("dynamicAllocation.executorAllocationRatio") +
                       ": must be greater than 0 and at most 1");
   }
-  config.schedulerBacklogTimeout =
-      getPositiveDuration(props, "dynamicAllocation.schedulerBacklogTimeout");
+  config.schedulerBacklogTimeout = props.getDuration("dynamicAllocation.schedulerBacklogTimeout");
   config.sustainedSchedulerBacklogTimeout =
       props.has("dynamicAllocation.sustainedSchedulerBacklogTimeout")
-          ? getPositiveDuration(props, "dynamicAllocation.sustainedSchedulerBacklogTimeout")
+          ? props.getDuration("dynamicAllocation.sustainedSchedulerBacklogTimeout")
           : config.schedulerBacklogTimeout;
   config.executorIdleTimeout = props.getDuration("dynamicAllocation.executorIdleTimeout");
   config.cachedExecutorIdleTimeout =
@@ -164,11 +151,11 @@ void readShuffleKeeping(const Properties& props, AllocationConfig& config) {
 }
 
 void readPolicy(const Properties& props, AllocationConfig& config) {
-  config.interval = getPositiveDuration(props, "dynamicAllocation.interval");
+  config.interval = props.getDuration("dynamicAllocation.interval");
   config.policy = props.getString("dynamicAllocation.policy") == "adaptive" ? PolicyKind::kAdaptive
                                                                             : PolicyKind::kSpark;
   config.targetBacklogDuration =
-      getPositiveDuration(props, "dynamicAllocation.adaptive.targetBacklogDuration");
+      props.getDuration("dynamicAllocation.adaptive.targetBacklogDuration");
   if (config.targetBacklogDuration == kInfiniteMs) {
     throw ConfigError(props.describe("dynamicAllocation.adaptive.targetBacklogDuration") +
                       ": must be finite");

@@ -346,6 +346,10 @@ int64_t intValue(const Resolved& r) {
   if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
     throwInvalid(r, "expected an integer");
   }
+  if (result < r.info->minValue || result > r.info->maxValue) {
+    throwInvalid(r, "must be between " + std::to_string(r.info->minValue) + " and " +
+                        std::to_string(r.info->maxValue));
+  }
   return result;
 }
 
@@ -361,12 +365,18 @@ double doubleValue(const Resolved& r) {
 }
 
 DurationMs durationValue(const Resolved& r) {
+  DurationMs result = 0;
   try {
-    return parseDuration(r.value, r.info->bareUnit);
+    result = parseDuration(r.value, r.info->bareUnit);
   } catch (const std::invalid_argument& e) {
     throwInvalid(
         r, std::string("expected a duration such as 500ms, 60s, 2min or infinity: ") + e.what());
   }
+  if (result < r.info->minValue) {
+    throwInvalid(r, r.info->minValue == 1 ? std::string("must be greater than 0")
+                                          : "must be at least " + formatDuration(r.info->minValue));
+  }
+  return result;
 }
 
 int64_t sizeValue(const Resolved& r) {

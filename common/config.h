@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -27,7 +28,7 @@ enum class ValueKind { kString, kBool, kInt, kDouble, kDuration, kSize };
 // One known key. The table of all of them (config_keys.cc) is the one place defaults live.
 struct KeyInfo {
   std::string name;  // canonical, without "spark."
-  ValueKind kind;
+  ValueKind kind = ValueKind::kString;
   std::string defaultValue;  // empty: no default (the key is unset unless given)
   // Durations: what a bare number means (1000 = seconds, 1 = milliseconds).
   // Sizes: what a bare number means in bytes (1 MiB for executor.memory, as in Spark).
@@ -35,6 +36,22 @@ struct KeyInfo {
   std::string help;
   // Strings only: the accepted values (matched ignoring case); empty means any value.
   std::vector<std::string> choices;
+  // Integers: the accepted values, both ends included (every integer key is read into an int).
+  // Durations: the least accepted (1 refuses 0). Every getter and validate() refuse a value
+  // outside with a ConfigError that names the key and the range.
+  int64_t minValue = 0;
+  int64_t maxValue = kMaxIntValue;
+
+  static constexpr int64_t kMaxIntValue = 2147483647;
+  KeyInfo within(int64_t low, int64_t high) && {
+    minValue = low;
+    maxValue = high;
+    return std::move(*this);
+  }
+  KeyInfo positive() && {
+    minValue = 1;
+    return std::move(*this);
+  }
 };
 
 const std::vector<KeyInfo>& knownKeys();

@@ -18,11 +18,21 @@ namespace {
 constexpr int64_t kMs = 1;          // bare number in a duration = milliseconds
 constexpr int64_t kSeconds = 1000;  // bare number in a duration = seconds
 constexpr int64_t kMiB = 1024 * 1024;
+// The largest core, failure or rate count a key takes: beyond any real cluster, far within an int.
+constexpr int64_t kMaxCount = 1'000'000;
+constexpr int64_t kMaxAttempts = 1000;
+constexpr int64_t kMaxPort = 65535;
 
 KeyInfo key(std::string name, ValueKind kind, std::string defaultValue, std::string help,
             int64_t bareUnit = 1, std::vector<std::string> choices = {}) {
-  return KeyInfo{std::move(name),   kind, std::move(defaultValue), bareUnit, std::move(help),
-                 std::move(choices)};
+  KeyInfo info;
+  info.name = std::move(name);
+  info.kind = kind;
+  info.defaultValue = std::move(defaultValue);
+  info.bareUnit = bareUnit;
+  info.help = std::move(help);
+  info.choices = std::move(choices);
+  return info;
 }
 
 // Dynamic allocation (Spark's ExecutorAllocationManager).
@@ -39,11 +49,13 @@ std::vector<KeyInfo> dynamicAllocationKeys() {
       key("dynamicAllocation.executorAllocationRatio", K::kDouble, "1.0",
           "Fraction of the full parallelism to request executors for (0-1]"),
       key("dynamicAllocation.schedulerBacklogTimeout", K::kDuration, "1s",
-          "Backlog age after which more executors are requested", kSeconds),
+          "Backlog age after which more executors are requested", kSeconds)
+          .positive(),
       key("dynamicAllocation.sustainedSchedulerBacklogTimeout", K::kDuration, "",
           "Interval between further requests while the backlog lasts (default: "
           "schedulerBacklogTimeout)",
-          kSeconds),
+          kSeconds)
+          .positive(),
       key("dynamicAllocation.executorIdleTimeout", K::kDuration, "60s",
           "Idle time after which an executor is removed", kSeconds),
       key("dynamicAllocation.cachedExecutorIdleTimeout", K::kDuration, "infinity",
@@ -55,7 +67,8 @@ std::vector<KeyInfo> dynamicAllocationKeys() {
           "Longest that shuffle output whose job has ended keeps an idle executor", kMs),
       key("dynamicAllocation.interval", K::kDuration, "100ms",
           "Period of the allocation loop",  // tide name; Spark hard-codes 100 ms
-          kMs),
+          kMs)
+          .positive(),
       // tide's own: the policy that sizes the executor set.
       key("dynamicAllocation.policy", K::kString, "spark",
           "Allocation policy: spark (Spark's ExecutorAllocationManager) or adaptive (sized from "
@@ -75,15 +88,16 @@ std::vector<KeyInfo> executorKeys() {
       key("executor.instances", K::kInt, "",
           "Executors to run when dynamic allocation is off (default 2 then, as in Spark; also "
           "raises initialExecutors)"),
-      key("executor.cores", K::kInt, "1", "Cores per executor"),
+      key("executor.cores", K::kInt, "1", "Cores per executor").within(1, kMaxCount),
       key("executor.memory", K::kSize, "1g", "Memory per executor", kMiB),
       key("executor.maxNumFailures", K::kInt, "",
           "Executor failures caused by the application (memory kills, non-zero exits) at which it "
           "fails (default: max(2*maxExecutors, 3))"),
       key("executor.failuresValidityInterval", K::kDuration, "",
           "Age after which an executor failure no longer counts (default: never)", kMs),
-      key("task.cpus", K::kInt, "1", "Cores each task needs"),
-      key("task.maxFailures", K::kInt, "4", "Failures of one task before its job fails"),
+      key("task.cpus", K::kInt, "1", "Cores each task needs").within(1, kMaxCount),
+      key("task.maxFailures", K::kInt, "4", "Failures of one task before its job fails")
+          .within(1, kMaxCount),
   };
 }
 
@@ -106,12 +120,14 @@ std::vector<KeyInfo> schedulingKeys() {
       // tide's own: Spark does not pipeline (0 here is Spark's behaviour).
       key("scheduler.queuedTasksPerExecutor", K::kInt, "32",
           "Tasks an executor is handed beyond its free slots, to start as soon as a slot frees "
-          "(short tasks only, see scheduler.queuedTaskWait); 0: none, as in Spark"),
+          "(short tasks only, see scheduler.queuedTaskWait); 0: none, as in Spark")
+          .within(0, 10000),
       key("scheduler.queuedTaskWait", K::kDuration, "50ms",
           "Longest a queued task should wait for a slot: stages are queued only when their mean "
           "task duration drains the queue within it, and a queued task waiting longer is handed "
           "back to run elsewhere",
-          kMs),
+          kMs)
+          .positive(),
       key("speculation", K::kBool, "false", "Re-launch slow tasks speculatively"),
       key("speculation.quantile", K::kDouble, "0.9",
           "Fraction of a stage's tasks that must finish before speculating"),
@@ -127,20 +143,27 @@ std::vector<KeyInfo> schedulingKeys() {
       key("excludeOnFailure.enabled", K::kBool, "false",
           "Stop scheduling on executors and nodes where tasks keep failing"),
       key("excludeOnFailure.timeout", K::kDuration, "1h",
-          "How long an executor or node stays excluded for the application", kMs),
+          "How long an executor or node stays excluded for the application", kMs)
+          .positive(),
       key("excludeOnFailure.task.maxTaskAttemptsPerExecutor", K::kInt, "1",
-          "Failures of one task on an executor before that task is not offered it again"),
+          "Failures of one task on an executor before that task is not offered it again")
+          .within(1, kMaxCount),
       key("excludeOnFailure.task.maxTaskAttemptsPerNode", K::kInt, "2",
-          "Failures of one task on a node before that task is not offered the node again"),
+          "Failures of one task on a node before that task is not offered the node again")
+          .within(1, kMaxCount),
       key("excludeOnFailure.stage.maxFailedTasksPerExecutor", K::kInt, "2",
-          "Different tasks of a stage failing on an executor before it is excluded for the stage"),
+          "Different tasks of a stage failing on an executor before it is excluded for the stage")
+          .within(1, kMaxCount),
       key("excludeOnFailure.stage.maxFailedExecutorsPerNode", K::kInt, "2",
-          "Executors of a node excluded for a stage before the node is excluded for the stage"),
+          "Executors of a node excluded for a stage before the node is excluded for the stage")
+          .within(1, kMaxCount),
       key("excludeOnFailure.application.maxFailedTasksPerExecutor", K::kInt, "2",
           "Failed tasks of successful stages on an executor before it is excluded for the "
-          "application (for excludeOnFailure.timeout)"),
+          "application (for excludeOnFailure.timeout)")
+          .within(1, kMaxCount),
       key("excludeOnFailure.application.maxFailedExecutorsPerNode", K::kInt, "2",
-          "Executors of a node excluded for the application before the node is excluded too"),
+          "Executors of a node excluded for the application before the node is excluded too")
+          .within(1, kMaxCount),
       key("excludeOnFailure.unschedulableTaskSetTimeout", K::kDuration, "120s",
           "How long a stage every executor is excluded for waits for a new executor before its "
           "job fails (without dynamic allocation it fails at once)",
@@ -169,7 +192,8 @@ std::vector<KeyInfo> decommissionKeys() {
           "Migrate cached (persisted) blocks when decommissioning"),
       key("storage.decommission.maxReplicationFailuresPerBlock", K::kInt, "3",
           "Failed migrations of one task output (to different peers) before it is left to "
-          "lineage"),
+          "lineage")
+          .within(1, kMaxCount),
       key("storage.decommission.fallbackStorage.path", K::kString, "",
           "Absolute directory (shared by the AM and the executors) where a decommissioning "
           "executor's shuffle blocks go when no peer takes them; readers fetch them there"),
@@ -179,7 +203,8 @@ std::vector<KeyInfo> decommissionKeys() {
       key("executor.decommission.forceKillTimeout", K::kDuration, "120s",
           "Longest a decommissioning executor migrates before it is released anyway (its "
           "unmigrated outputs are then made again from lineage)",
-          kMs),
+          kMs)
+          .positive(),
   };
 }
 
@@ -188,13 +213,16 @@ std::vector<KeyInfo> applicationMasterKeys() {
   using K = ValueKind;
   return {
       key("am.heartbeatInterval", K::kDuration, "3s",
-          "Interval between AM heartbeats to the resource manager", kMs),
+          "Interval between AM heartbeats to the resource manager", kMs)
+          .positive(),
       key("am.initialAllocationInterval", K::kDuration, "200ms",
-          "Heartbeat interval while container requests are pending", kMs),
+          "Heartbeat interval while container requests are pending", kMs)
+          .positive(),
       key("am.maxAttempts", K::kInt, "",
-          "Attempts to run the AM (default: the resource manager's rm.maxAppAttempts)"),
+          "Attempts to run the AM (default: the resource manager's rm.maxAppAttempts)")
+          .within(1, kMaxAttempts),
       key("am.memory", K::kSize, "512m", "Memory of the AM's container", kMiB),
-      key("am.cores", K::kInt, "1", "Cores of the AM's container"),
+      key("am.cores", K::kInt, "1", "Cores of the AM's container").within(1, kMaxCount),
       key("am.host", K::kString, "127.0.0.1",
           "Address the AM serves its status port on and executors reach it at"),
       key("am.stagingDir", K::kString, "",
@@ -214,7 +242,8 @@ std::vector<KeyInfo> applicationMasterKeys() {
           "tracking URL at the resource manager becomes <address>/history/<application id> "
           "once it has ended"),
       key("am.executorSyncWait", K::kDuration, "1s",
-          "Longest an executor's sync waits at the AM for work (its heartbeat interval)", kMs),
+          "Longest an executor's sync waits at the AM for work (its heartbeat interval)", kMs)
+          .positive(),
       key("am.keepAlive", K::kDuration, "0",
           "How long the AM stays up after its job has ended, executors idling away meanwhile, "
           "before it ends with the job's status (0: at once; `tide run --keep-alive`)",
@@ -222,13 +251,17 @@ std::vector<KeyInfo> applicationMasterKeys() {
       key("am.resourceManager", K::kString, "tide",
           "Where executors come from: tide (tide-rm) or slurm"),
       key("network.timeout", K::kDuration, "120s", "Default timeout for network interactions",
-          kSeconds),
-      key("ui.port", K::kInt, "4040", "Port of the AM's status server (0: any free port)"),
+          kSeconds)
+          .positive(),
+      key("ui.port", K::kInt, "4040", "Port of the AM's status server (0: any free port)")
+          .within(0, kMaxPort),
       key("port.maxRetries", K::kInt, "16",
-          "When ui.port is taken, how many of the next ports the AM tries (as Spark)"),
+          "When ui.port is taken, how many of the next ports the AM tries (as Spark)")
+          .within(0, 1000),
       key("ui.maxRequestsPerSecond", K::kInt, "1000",
           "Requests per second the AM's status port answers at most; more wait their turn "
-          "(0: no limit)"),
+          "(0: no limit)")
+          .within(0, kMaxCount),
       key("ui.auth", K::kString, "writes",
           "What of the AM's status port needs the application's control token: writes (every "
           "request that changes something) or all (reads and /metrics too)",
@@ -245,14 +278,17 @@ std::vector<KeyInfo> resourceManagerKeys() {
   using K = ValueKind;
   return {
       key("rm.host", K::kString, "127.0.0.1", "Address tide-rm listens on"),
-      key("rm.port", K::kInt, "8088", "Port tide-rm listens on"),
+      key("rm.port", K::kInt, "8088", "Port tide-rm listens on").within(0, kMaxPort),
       key("rm.spreadOut", K::kBool, "true",
           "Spread executors over nodes (false: pack them onto as few nodes as possible)"),
       key("rm.nodeExpiry", K::kDuration, "10s",
-          "Time without heartbeat after which a node is considered lost", kMs),
+          "Time without heartbeat after which a node is considered lost", kMs)
+          .positive(),
       key("rm.amLivenessExpiry", K::kDuration, "60s",
-          "Time without heartbeat after which an AM is considered lost", kMs),
-      key("rm.maxAppAttempts", K::kInt, "2", "Attempts to run an application's AM"),
+          "Time without heartbeat after which an AM is considered lost", kMs)
+          .positive(),
+      key("rm.maxAppAttempts", K::kInt, "2", "Attempts to run an application's AM")
+          .within(1, kMaxAttempts),
       key("rm.authentication", K::kString, "secret",
           "How tide-rm authenticates callers: secret (tokens derived from rm.secretFile) or none "
           "(anyone who can connect may do anything: a closed test network only)",
@@ -267,7 +303,8 @@ std::vector<KeyInfo> resourceManagerKeys() {
           "Share of the cluster's memory and vCores AM containers may hold at most; further "
           "applications wait ACCEPTED (one AM may always run)"),
       key("rm.maxCompletedApplications", K::kInt, "1000",
-          "Finished applications kept for reports (the oldest go first)"),
+          "Finished applications kept for reports (the oldest go first)")
+          .within(0, kMaxCount),
       key("rm.stateStore.dir", K::kString, "",
           "Where tide-rm keeps its applications, attempts and ids across restarts (none: "
           "nowhere; default: rm-state next to rm.secretFile, none with rm.port=0)"),
@@ -280,8 +317,9 @@ std::vector<KeyInfo> nodeManagerKeys() {
   return {
       key("nm.rm", K::kString, "http://127.0.0.1:8088", "URL of the resource manager"),
       key("nm.host", K::kString, "127.0.0.1", "Address tide-nm listens on and advertises"),
-      key("nm.port", K::kInt, "8042", "Port tide-nm listens on"),
-      key("nm.cores", K::kInt, "", "Cores offered to containers (default: detected)"),
+      key("nm.port", K::kInt, "8042", "Port tide-nm listens on").within(0, kMaxPort),
+      key("nm.cores", K::kInt, "", "Cores offered to containers (default: detected)")
+          .within(1, kMaxCount),
       key("nm.memory", K::kSize, "", "Memory offered to containers (default: detected)", kMiB),
       key("nm.workDir", K::kString, "", "Directory for container working directories"),
       key("nm.logDir", K::kString, "",
@@ -290,7 +328,8 @@ std::vector<KeyInfo> nodeManagerKeys() {
       key("nm.logRetention", K::kDuration, "7d",
           "How long an application's log directory is kept after its last change; tide-nm "
           "deletes older ones at start and every hour",
-          kMs),
+          kMs)
+          .positive(),
       key("nm.memoryEnforcement", K::kString, "auto",
           "How container memory is enforced: auto (cgroup v2 when usable, else watchdog), "
           "cgroup, watchdog or off",
@@ -298,7 +337,8 @@ std::vector<KeyInfo> nodeManagerKeys() {
       key("nm.stopGracePeriod", K::kDuration, "2s",
           "Time between SIGTERM and SIGKILL when a container is stopped", kMs),
       key("nm.heartbeatInterval", K::kDuration, "1s",
-          "Interval between node heartbeats to the resource manager", kMs),
+          "Interval between node heartbeats to the resource manager", kMs)
+          .positive(),
       key("nm.recovery.enabled", K::kBool, "true",
           "A restarted tide-nm re-attaches to the containers still running from its work dir's "
           "records (false: it kills them)"),
@@ -400,6 +440,12 @@ std::string formatKeyTable(const std::vector<std::string>& prefixes) {
       out << " = " << info.defaultValue;
     }
     out << "  [" << kindName(info.kind);
+    if (info.kind == ValueKind::kInt &&
+        (info.minValue != 0 || info.maxValue != KeyInfo::kMaxIntValue)) {
+      out << " " << info.minValue << " to " << info.maxValue;
+    } else if (info.kind == ValueKind::kDuration && info.minValue == 1) {
+      out << " > 0";
+    }
     if (info.kind == ValueKind::kDuration) {
       out << "; bare number: " << (info.bareUnit == kSeconds ? "seconds" : "milliseconds");
     } else if (info.kind == ValueKind::kSize && info.bareUnit == kMiB) {

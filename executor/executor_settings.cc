@@ -30,14 +30,6 @@ class RequiredEnvironment {
   std::string missing_;
 };
 
-int requirePositiveInt(const Properties& properties, const std::string& key) {
-  int64_t value = properties.getInt(key);
-  if (value < 1 || value > 1'000'000) {
-    throw ConfigError(properties.describe(key) + ": expected a positive number");
-  }
-  return static_cast<int>(value);
-}
-
 }  // namespace
 
 std::string ExecutorSettings::describe() const {
@@ -89,17 +81,14 @@ ExecutorSettings readExecutorSettings(const Properties& properties,
     settings.amAddress.pop_back();
   }
 
-  settings.cores = requirePositiveInt(properties, "executor.cores");
-  settings.taskCpus = requirePositiveInt(properties, "task.cpus");
+  settings.cores = static_cast<int>(properties.getInt("executor.cores"));  // at least 1
+  settings.taskCpus = static_cast<int>(properties.getInt("task.cpus"));
   if (settings.taskCpus > settings.cores) {
     throw ConfigError(properties.describe("task.cpus") + " exceeds " +
                       properties.describe("executor.cores") + ": the executor could run no task");
   }
   settings.tls = rest::TlsSettings::fromProperties(properties, environment);
   settings.networkTimeout = properties.getDuration("network.timeout");
-  if (settings.networkTimeout <= 0) {
-    throw ConfigError(properties.describe("network.timeout") + ": must be positive");
-  }
   return settings;
 }
 

@@ -36,17 +36,9 @@ DecommissionConfig DecommissionConfig::fromProperties(const Properties& props) {
   config.storageEnabled = props.getBool("storage.decommission.enabled");
   config.shuffleBlocks = props.getBool("storage.decommission.shuffleBlocks.enabled");
   config.cachedBlocks = props.getBool("storage.decommission.rddBlocks.enabled");
-  const int64_t failures = props.getInt("storage.decommission.maxReplicationFailuresPerBlock");
-  if (failures < 1 || failures > 1000000) {
-    throw ConfigError(props.describe("storage.decommission.maxReplicationFailuresPerBlock") +
-                      ": must be between 1 and 1000000");
-  }
-  config.maxFailuresPerOutput = static_cast<int>(failures);
+  config.maxFailuresPerOutput =
+      static_cast<int>(props.getInt("storage.decommission.maxReplicationFailuresPerBlock"));
   config.forceKillTimeout = props.getDuration("executor.decommission.forceKillTimeout");
-  if (config.forceKillTimeout <= 0) {
-    throw ConfigError(props.describe("executor.decommission.forceKillTimeout") +
-                      ": must be greater than 0");
-  }
   std::string fallback =
       props.getOptionalString("storage.decommission.fallbackStorage.path").value_or("");
   // The AM and every executor read it, each from its own working directory.

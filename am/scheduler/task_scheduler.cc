@@ -83,17 +83,9 @@ const char* stageStateName(StageState state) {
 namespace {
 
 void readTaskLimits(const Properties& properties, SchedulerConfig& config) {
-  const int64_t cpus = properties.getInt("task.cpus");
-  if (cpus < 1 || cpus > 1000000) {
-    throw ConfigError("task.cpus must be at least 1: " + properties.describe("task.cpus"));
-  }
-  const int64_t maxFailures = properties.getInt("task.maxFailures");
-  if (maxFailures < 1 || maxFailures > 1000000) {
-    throw ConfigError("task.maxFailures must be at least 1: " +
-                      properties.describe("task.maxFailures"));
-  }
-  config.taskCpus = static_cast<int>(cpus);
-  config.maxTaskFailures = static_cast<int>(maxFailures);
+  // The key table bounds both (common/config_keys.cc).
+  config.taskCpus = static_cast<int>(properties.getInt("task.cpus"));
+  config.maxTaskFailures = static_cast<int>(properties.getInt("task.maxFailures"));
 }
 
 void readLocalityWaits(const Properties& properties, SchedulerConfig& config) {
@@ -103,12 +95,6 @@ void readLocalityWaits(const Properties& properties, SchedulerConfig& config) {
   };
   config.localityWaits = {levelWait("locality.wait.process"), levelWait("locality.wait.node"),
                           levelWait("locality.wait.rack")};
-  for (const char* key :
-       {"locality.wait", "locality.wait.process", "locality.wait.node", "locality.wait.rack"}) {
-    if (properties.has(key) && properties.getDuration(key) < 0) {
-      throw ConfigError(properties.describe(key) + ": must not be negative");
-    }
-  }
 }
 
 void readSchedulingMode(const Properties& properties, SchedulerConfig& config) {
@@ -139,23 +125,14 @@ void readSpeculationAndExecutors(const Properties& properties, SchedulerConfig& 
 }
 
 void readPipelining(const Properties& properties, SchedulerConfig& config) {
-  const int64_t queued = properties.getInt("scheduler.queuedTasksPerExecutor");
-  if (queued < 0 || queued > 10000) {
-    throw ConfigError(properties.describe("scheduler.queuedTasksPerExecutor") +
-                      ": expected 0 (no pipelining) to 10000");
-  }
-  config.queuedTasksPerExecutor = static_cast<int>(queued);
+  config.queuedTasksPerExecutor =
+      static_cast<int>(properties.getInt("scheduler.queuedTasksPerExecutor"));
   config.queuedTaskWaitMs = properties.getDuration("scheduler.queuedTaskWait");
-  if (config.queuedTaskWaitMs <= 0) {
-    throw ConfigError(properties.describe("scheduler.queuedTaskWait") + ": must be positive");
-  }
 }
 
 void readExclusionLimits(const Properties& properties, ExcludeOnFailureConfig& exclude) {
   const auto atLeastOne = [&](const char* key, int* value) {
-    const int64_t v = properties.getInt(key);
-    if (v < 1 || v > 1000000) throw ConfigError(properties.describe(key) + ": must be at least 1");
-    *value = static_cast<int>(v);
+    *value = static_cast<int>(properties.getInt(key));  // at least 1: the key table says so
   };
   atLeastOne("excludeOnFailure.task.maxTaskAttemptsPerExecutor",
              &exclude.maxTaskAttemptsPerExecutor);
@@ -175,19 +152,12 @@ void readExcludeOnFailure(const Properties& properties, SchedulerConfig& config)
   ExcludeOnFailureConfig& exclude = config.excludeOnFailure;
   exclude.enabled = properties.getBool("excludeOnFailure.enabled");
   exclude.timeoutMs = properties.getDuration("excludeOnFailure.timeout");
-  if (exclude.timeoutMs <= 0) {
-    throw ConfigError(properties.describe("excludeOnFailure.timeout") + ": must be positive");
-  }
   readExclusionLimits(properties, exclude);
   exclude.killExcludedExecutors = properties.getBool("excludeOnFailure.killExcludedExecutors");
   exclude.fetchFailureExclusion =
       properties.getBool("excludeOnFailure.application.fetchFailure.enabled");
   exclude.unschedulableTaskSetTimeoutMs =
       properties.getDuration("excludeOnFailure.unschedulableTaskSetTimeout");
-  if (exclude.unschedulableTaskSetTimeoutMs < 0) {
-    throw ConfigError(properties.describe("excludeOnFailure.unschedulableTaskSetTimeout") +
-                      ": must not be negative");
-  }
   exclude.dynamicAllocation = properties.getBool("dynamicAllocation.enabled");
   // Spark's validateExcludeOnFailureConfs: a task excluded from more places than task.maxFailures
   // allows attempts would fail its job before exclusion could help it.

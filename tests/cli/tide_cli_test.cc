@@ -200,6 +200,17 @@ TEST(TideRunConf, ABadValueOfAnyKnownKeyIsAnErrorNamingIt) {
   EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
 }
 
+// docs/configuration.md: a value outside its key's range is refused at start, with the range.
+TEST(TideRunConf, AValueOutsideItsKeysRangeIsRefusedBeforeAnythingStarts) {
+  testing_support::TempDir dir;
+  const std::string job = dir.writeFile("job.json", kNoopJob);
+  auto result = tideRun(dir, {job, "--conf", "task.cpus=0"});
+  EXPECT_EQ(result.status, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("invalid value '0' for task.cpus (--conf): must be between 1 and 1000000"));
+  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+}
+
 TEST(TideSubmitConf, WarnsBeforeSubmittingAndStrictConfRefuses) {
   testing_support::TempDir dir;
   const std::string job = dir.writeFile("job.json", kNoopJob);

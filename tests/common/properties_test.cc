@@ -83,6 +83,55 @@ TEST(KeyTable, FormatListsKeysWithDefaults) {
   EXPECT_THAT(nm, ::testing::Not(HasSubstr("rm.port")));
 }
 
+// Every integer key is read into an int, and a count of zero or a zero interval would make a
+// daemon spin or never act: the key table bounds them, so every reader refuses the same values in
+// the same words, and validate() refuses them at start.
+TEST(KeyTable, RangesAreEnforcedByEveryGetterAndByValidate) {
+  Properties p;
+  // 2^32 + 1 would have become 1 core when narrowed to an int.
+  p.set("executor.cores", "4294967297");
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getInt("executor.cores"); }),
+            "invalid value '4294967297' for executor.cores (--conf): must be between 1 and "
+            "1000000");
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.validate(); }),
+              HasSubstr("executor.cores (--conf): must be between 1 and 1000000"));
+  p.set("executor.cores", "1000000");
+  EXPECT_EQ(p.getInt("executor.cores"), 1000000);
+
+  p.set("nm.cores", "0");
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getOptionalInt("nm.cores"); }),
+              HasSubstr("must be between 1 and 1000000"));
+  p.set("ui.port", "65536");
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getInt("ui.port"); }),
+              HasSubstr("ui.port (--conf): must be between 0 and 65535"));
+  p.set("dynamicAllocation.maxExecutors", "2147483648");
+  EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getInt("dynamicAllocation.maxExecutors"); }),
+              HasSubstr("must be between 0 and 2147483647"));
+
+  p.set("am.executorSyncWait", "0");
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getDuration("am.executorSyncWait"); }),
+            "invalid value '0' for am.executorSyncWait (--conf): must be greater than 0");
+  p.set("am.keepAlive", "0");  // 0 means something here: stop when the job ends
+  EXPECT_EQ(p.getDuration("am.keepAlive"), 0);
+}
+
+TEST(KeyTable, EveryDefaultIsWithinItsKeysRangeAndTheHelpShowsTheRange) {
+  Properties defaults;
+  EXPECT_NO_THROW(defaults.validate());
+  for (const KeyInfo& info : knownKeys()) {
+    if (info.defaultValue.empty()) continue;
+    if (info.kind == ValueKind::kInt) {
+      EXPECT_NO_THROW(defaults.getInt(info.name)) << info.name;
+    } else if (info.kind == ValueKind::kDuration) {
+      EXPECT_NO_THROW(defaults.getDuration(info.name)) << info.name;
+    }
+  }
+  const std::string table = formatKeyTable();
+  EXPECT_THAT(table, HasSubstr("task.cpus = 1  [integer 1 to 1000000]"));
+  EXPECT_THAT(table, HasSubstr("dynamicAllocation.minExecutors = 0  [integer]"));
+  EXPECT_THAT(table, HasSubstr("rm.nodeExpiry = 10s  [duration > 0; bare number: milliseconds]"));
+}
+
 TEST(Properties, LoadsEverySeparatorCommentsAndBlankLines) {
   TempDir dir;
   const std::string file = dir.writeFile("tide.conf",
@@ -253,7 +302,8 @@ TEST(Properties, TypedGetterErrorsNameKeyValueAndOrigin) {
   EXPECT_THAT(expectedMessageOf<ConfigError>([&] { p.getInt("executor.cores"); }),
               HasSubstr("expected an integer"));
   p.set("executor.cores", "-3");
-  EXPECT_EQ(p.getInt("executor.cores"), -3);  // range checks belong to the consumer
+  EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getInt("executor.cores"); }),
+            "invalid value '-3' for executor.cores (--conf): must be between 1 and 1000000");
 
   p.set("speculation", "maybe");
   EXPECT_EQ(expectedMessageOf<ConfigError>([&] { p.getBool("speculation"); }),
