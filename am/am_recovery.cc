@@ -3,7 +3,6 @@
 // journal's format and its pure encode/replay are in am/recovery/recovery_journal.h; this file
 // only connects it to the AM's state.
 
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,9 +44,6 @@ void ApplicationMaster::openJournal() {
           log_.info() << "compacted the recovery journal from " << done.bytesBefore << " to "
                       << done.bytesAfter << " bytes (" << done.recordsBefore << " records, "
                       << done.commitsFolded << " commits folded, into " << done.recordsAfter << ")";
-          // The compaction's buffers were freed on its own thread's malloc arena, which keeps
-          // them: without this the AM's resident size ratchets up by one compaction's peak.
-          ::malloc_trim(0);
         } else {
           log_.warn() << "could not compact the recovery journal " << journal_->path() << ": "
                       << done.error << "; it goes on growing until the next try";
