@@ -190,25 +190,22 @@ TEST(TideRunConf, StrictConfMakesWarningsErrorsBeforeAnythingStarts) {
   EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
 }
 
+// A value that is not of its key's kind, or (docs/configuration.md) outside its key's range, is
+// refused before anything starts, naming the key, the value and what is wrong with it.
 TEST(TideRunConf, ABadValueOfAnyKnownKeyIsAnErrorNamingIt) {
-  testing_support::TempDir dir;
-  const std::string job = dir.writeFile("job.json", kNoopJob);
-  auto result = tideRun(dir, {job, "--conf", "executor.failuresValidityInterval=soon"});
-  EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("executor.failuresValidityInterval"));
-  EXPECT_THAT(result.output, HasSubstr("soon"));
-  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
-}
-
-// docs/configuration.md: a value outside its key's range is refused at start, with the range.
-TEST(TideRunConf, AValueOutsideItsKeysRangeIsRefusedBeforeAnythingStarts) {
-  testing_support::TempDir dir;
-  const std::string job = dir.writeFile("job.json", kNoopJob);
-  auto result = tideRun(dir, {job, "--conf", "task.cpus=0"});
-  EXPECT_EQ(result.status, 2) << result.output;
-  EXPECT_THAT(result.output,
-              HasSubstr("invalid value '0' for task.cpus (--conf): must be between 1 and 1000000"));
-  EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+  const std::pair<const char*, const char*> kBadValues[] = {
+      {"executor.failuresValidityInterval=soon",
+       "invalid value 'soon' for executor.failuresValidityInterval (--conf): expected a duration"},
+      {"task.cpus=0", "invalid value '0' for task.cpus (--conf): must be between 1 and 1000000"},
+  };
+  for (const auto& [conf, error] : kBadValues) {
+    testing_support::TempDir dir;
+    const std::string job = dir.writeFile("job.json", kNoopJob);
+    auto result = tideRun(dir, {job, "--conf", conf});
+    EXPECT_EQ(result.status, 2) << result.output;
+    EXPECT_THAT(result.output, HasSubstr(error));
+    EXPECT_THAT(result.output, ::testing::Not(HasSubstr("starting an embedded cluster")));
+  }
 }
 
 TEST(TideSubmitConf, WarnsBeforeSubmittingAndStrictConfRefuses) {
