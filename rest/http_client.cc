@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "rest/json.h"
@@ -91,6 +92,63 @@ bool isUnsent(CURLcode code) {
 bool isConnectionError(CURLcode code) {
   return isUnsent(code) || code == CURLE_SEND_ERROR || code == CURLE_RECV_ERROR ||
          code == CURLE_GOT_NOTHING || code == CURLE_PARTIAL_FILE;
+}
+
+using HeaderList = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+// Timeouts, keep-alive and certificate checks: the same for every request of a client.
+void setTransportOptions(CURL* curl, const HttpClientOptions& options,
+                         std::chrono::milliseconds timeout) {
+  // Signals cannot interrupt other threads' calls; timeouts then rely on curl's own polling.
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connectTimeout.count()));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options.caFile.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.caFile.c_str());
+}
+
+// `body` must outlive the request: curl sends it from there.
+void setMethodAndBody(CURL* curl, const std::string& method, const std::string& body) {
+  if (method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (method == "GET" && body.empty()) {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  } else if (body.empty() && method != "POST" && method != "PUT" && method != "PATCH") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  } else {
+    // POSTFIELDS sends the body with a Content-Length; CUSTOMREQUEST names the method.
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+    if (method != "POST") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+}
+
+// The client's default headers that the call does not override, then the call's own.
+curl_slist* requestHeaderList(const HttpHeaders& defaults, const HttpHeaders& headers,
+                              bool emptyBody) {
+  curl_slist* list = nullptr;
+  auto addHeader = [&list](const std::string& name, const std::string& value) {
+    // "Name;" is curl's spelling of a header with an empty value ("Name:" would remove it).
+    std::string line = value.empty() ? name + ";" : name + ": " + value;
+    list = curl_slist_append(list, line.c_str());
+  };
+  for (const auto& header : defaults) {
+    bool overridden = std::any_of(headers.begin(), headers.end(), [&](const auto& h) {
+      return equalsIgnoreCase(h.first, header.first);
+    });
+    if (!overridden) addHeader(header.first, header.second);
+  }
+  for (const auto& header : headers) addHeader(header.first, header.second);
+  auto isContentType = [](const auto& h) { return equalsIgnoreCase(h.first, "Content-Type"); };
+  bool hasContentType = std::any_of(headers.begin(), headers.end(), isContentType) ||
+                        std::any_of(defaults.begin(), defaults.end(), isContentType);
+  // curl would label even an empty POST body as a form; an empty body has no type.
+  if (emptyBody && !hasContentType) list = curl_slist_append(list, "Content-Type:");
+  // Without this curl waits for a "100 Continue" before sending larger bodies.
+  return curl_slist_append(list, "Expect:");
 }
 
 }  // namespace
@@ -193,59 +251,18 @@ HttpClient::Attempt HttpClient::performOnce(const std::string& method, const std
   if (!unixSocketPath_.empty()) {
     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, unixSocketPath_.c_str());
   }
-  // Signals cannot interrupt other threads' calls; timeouts then rely on curl's own polling.
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options_.connectTimeout.count()));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.caFile.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.caFile.c_str());
-
-  if (method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (method == "GET" && body.empty()) {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-  } else if (body.empty() && method != "POST" && method != "PUT" && method != "PATCH") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  } else {
-    // POSTFIELDS sends the body with a Content-Length; CUSTOMREQUEST names the method.
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-    if (method != "POST") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  }
-
-  curl_slist* headerList = nullptr;
-  auto addHeader = [&headerList](const std::string& name, const std::string& value) {
-    // "Name;" is curl's spelling of a header with an empty value ("Name:" would remove it).
-    std::string line = value.empty() ? name + ";" : name + ": " + value;
-    headerList = curl_slist_append(headerList, line.c_str());
-  };
-  for (const auto& header : options_.defaultHeaders) {
-    bool overridden = std::any_of(headers.begin(), headers.end(), [&](const auto& h) {
-      return equalsIgnoreCase(h.first, header.first);
-    });
-    if (!overridden) addHeader(header.first, header.second);
-  }
-  for (const auto& header : headers) addHeader(header.first, header.second);
-  auto isContentType = [](const auto& h) { return equalsIgnoreCase(h.first, "Content-Type"); };
-  bool hasContentType =
-      std::any_of(headers.begin(), headers.end(), isContentType) ||
-      std::any_of(options_.defaultHeaders.begin(), options_.defaultHeaders.end(), isContentType);
-  // curl would label even an empty POST body as a form; an empty body has no type.
-  if (body.empty() && !hasContentType) headerList = curl_slist_append(headerList, "Content-Type:");
-  // Without this curl waits for a "100 Continue" before sending larger bodies.
-  headerList = curl_slist_append(headerList, "Expect:");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headerList);
-
+  setTransportOptions(curl, options_, timeout);
+  setMethodAndBody(curl, method, body);
+  const HeaderList headerList(requestHeaderList(options_.defaultHeaders, headers, body.empty()),
+                              curl_slist_free_all);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headerList.get());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt.response.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, collectHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt.response.headers);
 
   attempt.code = curl_easy_perform(curl);
-  curl_slist_free_all(headerList);
+  // The handle outlives this call's header list and error buffer.
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   if (attempt.code != CURLE_OK) {
