@@ -824,44 +824,13 @@ Status ApplicationMaster::beginSync(const std::string& executorId, const rest::E
       reply->shutdown = true;
       return Status();
     }
-    bool committedAny = false;
     const bool reportedAny = !sync.updates.empty() || !sync.returned.empty();
     const int64_t pendingBefore = reportedAny ? scheduler_->pendingTaskCount() : 0;
     const bool jobEndedBefore = jobEndedSincePublish_;
     if (!sync.migrated.empty()) migrationsReported(executorId, sync.migrated, clock_.nowMs());
     if (sync.decommissioning) decommissionAsked(executorId, clock_.nowMs());
-    // Queued tasks it has started since (pipelining): running for the listeners from now on.
-    if (scheduler_->queuedTaskCount() > 0) {
-      for (int64_t taskId : sync.running) scheduler_->taskStarted(taskId, executorId);
-    }
-    // Queued tasks it gives back (not started) are pending again: that may wake held syncs.
-    size_t handedBack = 0;
-    for (int64_t taskId : sync.returned) {
-      if (scheduler_->queuedTaskReturned(taskId, executorId)) ++handedBack;
-    }
-    if (handedBack > 0) {
-      auto self = executors_.find(executorId);
-      if (self != executors_.end() && self->second.decommissioning) {
-        queuedTasksHandedBack(executorId, handedBack);
-      }
-    }
-    for (const auto& update : sync.updates) {
-      std::optional<CommittedTask> committed;
-      if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
-        metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
-      }
-      if (committed) {
-        // Before anything depends on it (the reply, the next stage's launches).
-        journal(JournalRecord::taskCommitted(update.taskId, committed->jobId, committed->stageId,
-                                             committed->index, committed->attempt, executorId,
-                                             committed->node, update.durationMs, update.blocks));
-        if (committed->stageCompleted) {
-          journal(JournalRecord::stageDone(committed->jobId, committed->stageId));
-        }
-        if (journal_) journaledCommits_ = journal_->position();
-        committedAny = true;
-      }
-    }
+    queuedTasksReported(executorId, sync.running, sync.returned);
+    const bool committedAny = taskUpdatesReported(executorId, sync.updates);
     // Executors waiting for work hear of these updates only when they made some: tasks that
     // became runnable (a stage finished and released the next, a failed task to run again) or
     // a job that ended (its blocks to drop). A task that merely ended wakes nobody: with
@@ -887,6 +856,47 @@ Status ApplicationMaster::beginSync(const std::string& executorId, const rest::E
   });
   if (!durable || !status.ok()) return status;
   return makeDurable(*durable, position);
+}
+
+void ApplicationMaster::queuedTasksReported(const std::string& executorId,
+                                            const std::vector<int64_t>& started,
+                                            const std::vector<int64_t>& returned) {
+  // Queued tasks it has started since (pipelining): running for the listeners from now on.
+  if (scheduler_->queuedTaskCount() > 0) {
+    for (int64_t taskId : started) scheduler_->taskStarted(taskId, executorId);
+  }
+  // Queued tasks it gives back (not started) are pending again: that may wake held syncs.
+  size_t handedBack = 0;
+  for (int64_t taskId : returned) {
+    if (scheduler_->queuedTaskReturned(taskId, executorId)) ++handedBack;
+  }
+  if (handedBack == 0) return;
+  auto self = executors_.find(executorId);
+  if (self != executors_.end() && self->second.decommissioning) {
+    queuedTasksHandedBack(executorId, handedBack);
+  }
+}
+
+bool ApplicationMaster::taskUpdatesReported(const std::string& executorId,
+                                            const std::vector<rest::TaskStatusUpdate>& updates) {
+  bool committedAny = false;
+  for (const auto& update : updates) {
+    std::optional<CommittedTask> committed;
+    if (scheduler_->statusUpdate(update, executorId, journal_ ? &committed : nullptr)) {
+      metrics_.taskDurationAll().observe(static_cast<double>(update.durationMs) / 1000.0);
+    }
+    if (!committed) continue;
+    // Before anything depends on it (the reply, the next stage's launches).
+    journal(JournalRecord::taskCommitted(update.taskId, committed->jobId, committed->stageId,
+                                         committed->index, committed->attempt, executorId,
+                                         committed->node, update.durationMs, update.blocks));
+    if (committed->stageCompleted) {
+      journal(JournalRecord::stageDone(committed->jobId, committed->stageId));
+    }
+    if (journal_) journaledCommits_ = journal_->position();
+    committedAny = true;
+  }
+  return committedAny;
 }
 
 Status ApplicationMaster::resumeSync(const std::string& executorId, const HeldSync& held,

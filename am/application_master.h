@@ -195,6 +195,13 @@ class ApplicationMaster : public MasterControl {
   void decommissionAsked(const std::string& executorId, TimeMs now);
   // A decommissioning executor handed back queued tasks unstarted: the decision log says so.
   void queuedTasksHandedBack(const std::string& executorId, size_t count);
+  // A sync's report of the queued tasks the executor started and of those it gives back.
+  void queuedTasksReported(const std::string& executorId, const std::vector<int64_t>& started,
+                           const std::vector<int64_t>& returned);
+  // A sync's task updates, each commit journaled before anything depends on it; true when any
+  // task committed.
+  bool taskUpdatesReported(const std::string& executorId,
+                           const std::vector<rest::TaskStatusUpdate>& updates);
   // A peer's reports of the migrations it was given.
   void migrationsReported(const std::string& peer,
                           const std::vector<rest::BlockMigrationResult>& results, TimeMs now);
