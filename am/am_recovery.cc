@@ -91,10 +91,13 @@ void ApplicationMaster::journalFailed(const std::string& error) {
   }
 }
 
+std::string ApplicationMaster::executorEndpoint() const {
+  return config_.tls.urlOf(config_.host + ":" + std::to_string(executorPort_));
+}
+
 void ApplicationMaster::writeAmAddressFile() {
   if (stagingDir_.empty()) return;
-  const Status written = writeFileAtomically(
-      amAddressFile(), "http://" + config_.host + ":" + std::to_string(executorPort_) + "\n");
+  const Status written = writeFileAtomically(amAddressFile(), executorEndpoint() + "\n");
   if (!written.ok()) throw JournalError(written.message());
 }
 

@@ -590,10 +590,9 @@ ExecutorTemplate ApplicationMaster::executorTemplate(int cores) const {
     command += " --conf '" + key + "=" + given + "'";
   }
   common.command = command;
-  common.environment = {
-      {"TIDE_AM_ADDRESS", config_.tls.urlOf(config_.host + ":" + std::to_string(executorPort_))},
-      {"TIDE_APP_SECRET", identity_.appSecret},
-      {"TIDE_APPLICATION_ID", identity_.applicationId}};
+  common.environment = {{"TIDE_AM_ADDRESS", executorEndpoint()},
+                        {"TIDE_APP_SECRET", identity_.appSecret},
+                        {"TIDE_APPLICATION_ID", identity_.applicationId}};
   // Where to look for the AM's address when it stops answering (a new attempt took over).
   if (!stagingDir_.empty())
     common.environment.emplace_back("TIDE_AM_ADDRESS_FILE", amAddressFile());
@@ -688,11 +687,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       executor.host = registration.host.empty() ? executor.host : registration.host;
       executor.pid = registration.pid;
       executor.lastSeen = clock_.nowMs();
-      if (registration.port > 0) {
-        std::string host = registration.host.empty() ? remoteAddress : registration.host;
-        if (host.find(':') != std::string::npos) host = "[" + host + "]";
-        executor.blockUrl = "http://" + host + ":" + std::to_string(registration.port);
-      }
+      if (registration.port > 0) executor.blockUrl = blockUrlOf(registration, remoteAddress);
       resumeExecutor(executor, registration);
       journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
                                              executor.blockUrl));
@@ -726,13 +721,7 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     executor.registeredAt = now;
     executor.lastSeen = now;
     executor.node = registration.node.empty() ? registration.host : registration.node;
-    // The executor's block server listens on the host it registers (its node's configured
-    // host); an executor that names none is reached where it reached us from.
-    if (registration.port > 0) {
-      std::string host = registration.host.empty() ? remoteAddress : registration.host;
-      if (host.find(':') != std::string::npos) host = "[" + host + "]";
-      executor.blockUrl = config_.tls.urlOf(host + ":" + std::to_string(registration.port));
-    }
+    executor.blockUrl = blockUrlOf(registration, remoteAddress);
     allocation_.onExecutorAdded(executor.id, executor.profileId);
     if (eventLog_) {
       const allocation::ResourceProfile* profile = scheduler_->profiles().find(executor.profileId);
@@ -755,6 +744,14 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
     return Status();
   });
+}
+
+std::string ApplicationMaster::blockUrlOf(const rest::ExecutorRegistration& registration,
+                                          const std::string& remoteAddress) const {
+  if (registration.port <= 0) return "";
+  std::string host = registration.host.empty() ? remoteAddress : registration.host;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return config_.tls.urlOf(host + ":" + std::to_string(registration.port));
 }
 
 void ApplicationMaster::routeKills() {

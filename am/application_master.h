@@ -252,9 +252,17 @@ class ApplicationMaster : public MasterControl {
   void journal(const JournalRecord& record, bool sync = false);
   void journalSync();
   void journalFailed(const std::string& error);
+  // The AM's executor port as executors reach it: https:// when the AM serves TLS. The same in
+  // every executor's environment and in the address file.
+  std::string executorEndpoint() const;
   // Where executors find the address of the AM's executor port (its current attempt).
   std::string amAddressFile() const;
   void writeAmAddressFile();
+  // Where a registering executor serves its blocks ("" for none): the host it registers (its
+  // node's configured host), else where it reached us from; https:// when the AM serves TLS,
+  // since every server of a TLS cluster speaks HTTPS only.
+  std::string blockUrlOf(const rest::ExecutorRegistration& registration,
+                         const std::string& remoteAddress) const;
   // Under mu_: an adopted executor registers again: its running tasks are matched.
   void resumeExecutor(Executor& executor, const rest::ExecutorRegistration& registration);
   // `fromTarget`: what the target was before this decision (-1: unchanged), as DecisionLog.

@@ -89,6 +89,7 @@ class AmRestartTest : public testing_support::AmClusterTest {
           rest::HttpClientOptions withToken;
           withToken.defaultHeaders = {{"Authorization", "Bearer " + controlToken}};
           withToken.retry.maxAttempts = 1;
+          tls.applyTo(withToken);
           am = std::make_unique<rest::HttpClient>(report.trackingUrl, withToken);
           try {
             return std::string(status()["attemptId"].GetString()) != attemptId;
