@@ -14,11 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <string>
 
 #include "tests/faults/am_restart_fixture.h"
-#include "tests/support/certificates.h"
 
 namespace tide::deploy {
 namespace {
@@ -29,14 +27,7 @@ using testing_support::eventually;
 
 class AmRestartTlsTest : public AmRestartTest {
  protected:
-  void SetUp() override {
-    fs::create_directories(dir.path() / "tls");
-    certificates = std::make_unique<testing_support::TestCertificates>(dir.path() / "tls");
-    tls = rest::TlsSettings{certificates->certFile(), certificates->keyFile(),
-                            certificates->caFile()};
-  }
-
-  std::unique_ptr<testing_support::TestCertificates> certificates;
+  void SetUp() override { serveTls(); }
 };
 
 // The map outputs are committed on the two executors and a gate task keeps the reduce from

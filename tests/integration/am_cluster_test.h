@@ -17,6 +17,7 @@
 #include "deploy/embedded_cluster.h"
 #include "rest/http_client.h"
 #include "rest/json.h"
+#include "tests/support/certificates.h"
 #include "tests/support/files.h"
 #include "tests/support/polling.h"
 #include "tests/support/processes.h"
@@ -178,9 +179,19 @@ class AmClusterTest : public ::testing::Test {
     }
   }
 
+  // Before startCluster(): a throwaway CA and a certificate for 127.0.0.1 under the test's dir,
+  // and `tls` set from them, so that the cluster serves HTTPS only.
+  void serveTls() {
+    std::filesystem::create_directories(dir.path() / "tls");
+    certificates = std::make_unique<TestCertificates>(dir.path() / "tls");
+    tls = rest::TlsSettings{certificates->certFile(), certificates->keyFile(),
+                            certificates->caFile()};
+  }
+
   TempDir dir;
   // Set before startCluster() for a cluster (and its AMs and executors) serving HTTPS.
   rest::TlsSettings tls;
+  std::unique_ptr<TestCertificates> certificates;  // serveTls()'s
   std::unique_ptr<deploy::EmbeddedCluster> cluster;
   std::unique_ptr<deploy::ClusterClient> client;
   std::unique_ptr<rest::HttpClient> am;

@@ -42,12 +42,7 @@ std::string shuffleJob(const std::string& output, const std::string& gate) {
 
 class TlsIntegrationTest : public testing_support::AmClusterTest {
  protected:
-  void SetUp() override {
-    fs::create_directories(dir.path() / "tls");
-    certificates = std::make_unique<testing_support::TestCertificates>(dir.path() / "tls");
-    tls = rest::TlsSettings{certificates->certFile(), certificates->keyFile(),
-                            certificates->caFile()};
-  }
+  void SetUp() override { serveTls(); }
 
   // Every container's stderr under the cluster's work directory, by path.
   std::map<std::string, std::string> containerLogs() {
@@ -98,8 +93,6 @@ class TlsIntegrationTest : public testing_support::AmClusterTest {
       EXPECT_TRUE(error.isTransportError()) << error.what();
     }
   }
-
-  std::unique_ptr<testing_support::TestCertificates> certificates;
 };
 
 TEST_F(TlsIntegrationTest, AShuffleJobRunsOverTlsAndEveryServerIsHttpsOnly) {
