@@ -271,7 +271,35 @@ void ApplicationMaster::requestStop(const std::string& finalStatus,
 }
 
 AmOutcome ApplicationMaster::run() {
-  const AmOutcome outcome = withState([&](StateLock& lock) {
+  const AmOutcome outcome = waitForTheEnd();
+  stopLoops();
+  releaseExecutors();
+  if (!config_.reportFile.empty()) writeReport();
+  // Before the RM hears of the end: whoever sees the application ended finds its history.
+  closeEventLog(outcome);
+  bool unregistered = false;
+  try {
+    rm_->unregister(outcome.finalStatus, outcome.diagnostics);
+    unregistered = true;
+  } catch (const std::exception& e) {
+    log_.warn() << "could not unregister from the resource manager: " << e.what();
+  }
+  // The application has ended for good (or was killed): no attempt will need the journal. One
+  // whose end the RM did not hear of keeps it: a next attempt finds its jobs done and ends.
+  if (unregistered || outcome.finalStatus == "KILLED") {
+    withState([&] {
+      if (journal_) journal_->remove();
+      journal_.reset();
+    });
+    cleanUpFallbackStorage();
+  }
+  log_.info() << "finished: " << outcome.finalStatus
+              << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
+  return outcome;
+}
+
+AmOutcome ApplicationMaster::waitForTheEnd() {
+  return withState([&](StateLock& lock) {
     const auto jobDone = [&] {
       return !config_.session && jobsSubmitted_ > 0 && scheduler_->allJobsDone();
     };
@@ -294,6 +322,9 @@ AmOutcome ApplicationMaster::run() {
     if (failedJobMessages_.empty()) return AmOutcome{"SUCCEEDED", ""};
     return AmOutcome{"FAILED", failedJobMessages_.front()};
   });
+}
+
+void ApplicationMaster::stopLoops() {
   withState([&] { wakeExecutors(); });
   launchWake_.notify_all();
   heartbeatWake_.notify_all();
@@ -302,6 +333,9 @@ AmOutcome ApplicationMaster::run() {
     if (thread.joinable()) thread.join();
   }
   threads_.clear();
+}
+
+void ApplicationMaster::releaseExecutors() {
   const ContainerAsk last = withState([&] {
     const TimeMs now = clock_.nowMs();
     for (auto& [id, executor] : executors_) {
@@ -318,37 +352,18 @@ AmOutcome ApplicationMaster::run() {
   } catch (const std::exception& e) {
     log_.warn() << "could not release the containers: " << e.what();
   }
-  if (!config_.reportFile.empty()) writeReport();
-  // Before the RM hears of the end: whoever sees the application ended finds its history.
-  if (eventLog_) {
-    writeEventLog(/*last=*/true);
-    const int64_t epochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-    if (!eventLog_->end(clock_.nowMs() - startedAt_, epochMs, outcome.finalStatus,
-                        outcome.diagnostics)) {
-      log_.warn() << eventLog_->error();
-    }
+}
+
+void ApplicationMaster::closeEventLog(const AmOutcome& outcome) {
+  if (!eventLog_) return;
+  writeEventLog(/*last=*/true);
+  const int64_t epochMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  if (!eventLog_->end(clock_.nowMs() - startedAt_, epochMs, outcome.finalStatus,
+                      outcome.diagnostics)) {
+    log_.warn() << eventLog_->error();
   }
-  bool unregistered = false;
-  try {
-    rm_->unregister(outcome.finalStatus, outcome.diagnostics);
-    unregistered = true;
-  } catch (const std::exception& e) {
-    log_.warn() << "could not unregister from the resource manager: " << e.what();
-  }
-  // The application has ended for good (or was killed): no attempt will need the journal. One
-  // whose end the RM did not hear of keeps it: a next attempt finds its jobs done and ends.
-  if (unregistered || outcome.finalStatus == "KILLED") {
-    withState([&] {
-      if (journal_) journal_->remove();
-      journal_.reset();
-    });
-    cleanUpFallbackStorage();
-  }
-  log_.info() << "finished: " << outcome.finalStatus
-              << (outcome.diagnostics.empty() ? "" : ": " + outcome.diagnostics);
-  return outcome;
 }
 
 // ------------------------------------------------------------------------------------------

@@ -164,6 +164,14 @@ class ApplicationMaster : public MasterControl {
   // around the call to the resource manager.
   StateLock lockState() { return StateLock(mu_); }
 
+  // The steps of run(): until the job ends (and am.keepAlive after it) or a stop, with the
+  // outcome; the loops woken and joined; every executor let go in one last heartbeat; the
+  // event log's last record.
+  AmOutcome waitForTheEnd();
+  void stopLoops();
+  void releaseExecutors();
+  void closeEventLog(const AmOutcome& outcome);
+
   // Loops.
   void allocationLoop();
   void heartbeatLoop();
