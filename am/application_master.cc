@@ -130,9 +130,7 @@ std::string ApplicationMaster::trackingUrl() const {
   return config_.tls.urlOf(config_.host + ":" + std::to_string(port_)) + "/";
 }
 
-int ApplicationMaster::start() {
-  openJournal();  // an unreadable journal stops this attempt here, with the reason
-  openEventLog();
+rest::HttpServerOptions ApplicationMaster::executorServerOptions() const {
   rest::HttpServerOptions options;
   options.bindAddress = config_.host;
   options.port = 0;  // executors are told where it is
@@ -156,20 +154,29 @@ int ApplicationMaster::start() {
   options.auth = rest::bearerTokenAuth(identity_.appSecret);
   options.log = [this](const std::string& line) { log_.info() << line; };
   config_.tls.applyTo(options);
-  executorServer_ = std::make_unique<rest::HttpServer>(options);
+  return options;
+}
 
+rest::HttpServerOptions ApplicationMaster::statusServerOptions() const {
   rest::HttpServerOptions status;
   status.bindAddress = config_.host;
   status.port = config_.uiPort;
   status.portRetries = config_.portMaxRetries;
   status.threadCount = 4;  // readers take turns; see status_handlers.cc
-  status.log = options.log;
+  status.log = [this](const std::string& line) { log_.info() << line; };
   // Writes (and with ui.auth=all, reads) need the application's control token.
   status.auth =
       controlAuth(rest::controlTokenOf(identity_.appSecret), config_.uiAuth, config_.tls.scheme());
   config_.tls.applyTo(status);
   status.authExemptPaths = controlAuthExemptPaths();
-  server_ = std::make_unique<rest::HttpServer>(status);
+  return status;
+}
+
+int ApplicationMaster::start() {
+  openJournal();  // an unreadable journal stops this attempt here, with the reason
+  openEventLog();
+  executorServer_ = std::make_unique<rest::HttpServer>(executorServerOptions());
+  server_ = std::make_unique<rest::HttpServer>(statusServerOptions());
   handlers_ = std::make_unique<StatusHandlers>(*this);
   handlers_->registerExecutorRoutes(*executorServer_);
   handlers_->registerStatusRoutes(*server_);

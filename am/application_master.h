@@ -164,6 +164,9 @@ class ApplicationMaster : public MasterControl {
   // around the call to the resource manager.
   StateLock lockState() { return StateLock(mu_); }
 
+  // The AM's two ports: executors' syncs (bearer app secret) and the status API and pages.
+  rest::HttpServerOptions executorServerOptions() const;
+  rest::HttpServerOptions statusServerOptions() const;
   // The steps of run(): until the job ends (and am.keepAlive after it) or a stop, with the
   // outcome; the loops woken and joined; every executor let go in one last heartbeat; the
   // event log's last record.
