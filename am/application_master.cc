@@ -704,18 +704,8 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
     if (auto adopted = executors_.find(registration.executorId);
         !stopping_ && adopted != executors_.end() && adopted->second.adopted) {
       // An executor of the previous attempt, found this one: it goes on where it was.
-      Executor& executor = adopted->second;
-      allocator_.onExecutorRegistered(executor.id);
-      executor.host = registration.host.empty() ? executor.host : registration.host;
-      executor.pid = registration.pid;
-      executor.lastSeen = clock_.nowMs();
-      if (registration.port > 0) executor.blockUrl = blockUrlOf(registration, remoteAddress);
-      resumeExecutor(executor, registration);
-      journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
-                                             executor.blockUrl));
-      reply->heartbeatIntervalMs = config_.executorSyncWait;
-      reply->taskSlots = executor.slots;
-      reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
+      readoptExecutor(adopted->second, registration, remoteAddress);
+      answerRegistration(adopted->second, reply);
       wakeExecutors();
       return Status();
     }
@@ -732,40 +722,63 @@ Status ApplicationMaster::registerExecutor(const rest::ExecutorRegistration& reg
       return Status::notFound("executor " + registration.executorId +
                               " is not one this application master started");
     }
-    const TimeMs now = clock_.nowMs();
-    Executor& executor = executors_[registration.executorId];
-    executor.id = registration.executorId;
-    executor.host = registration.host;
-    executor.containerId = registration.containerId;
-    executor.pid = registration.pid;
-    executor.profileId = allocator_.profileOf(executor.id);
-    executor.slots = slotsOf(executor.profileId);
-    executor.registeredAt = now;
-    executor.lastSeen = now;
-    executor.node = registration.node.empty() ? registration.host : registration.node;
-    executor.blockUrl = blockUrlOf(registration, remoteAddress);
-    allocation_.onExecutorAdded(executor.id, executor.profileId);
-    if (eventLog_) {
-      const allocation::ResourceProfile* profile = scheduler_->profiles().find(executor.profileId);
-      const bool isDefault = executor.profileId == allocation::kDefaultProfileId;
-      eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
-                                executor.pid, now - startedAt_, -1, "", executor.profileId,
-                                isDefault || profile == nullptr ? config_.allocation.executorCores
-                                                                : profile->executorCores,
-                                isDefault || profile == nullptr
-                                    ? config_.containers.executorResource.memoryMb
-                                    : profile->executorMemoryMb});
-    }
-    journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
-                                           executor.blockUrl));
-    peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
-    log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
-                << executor.containerId << ")";
-    reply->heartbeatIntervalMs = config_.executorSyncWait;
-    reply->taskSlots = executor.slots;
-    reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
+    answerRegistration(addExecutor(registration, remoteAddress), reply);
     return Status();
   });
+}
+
+void ApplicationMaster::readoptExecutor(Executor& executor,
+                                        const rest::ExecutorRegistration& registration,
+                                        const std::string& remoteAddress) {
+  allocator_.onExecutorRegistered(executor.id);
+  executor.host = registration.host.empty() ? executor.host : registration.host;
+  executor.pid = registration.pid;
+  executor.lastSeen = clock_.nowMs();
+  if (registration.port > 0) executor.blockUrl = blockUrlOf(registration, remoteAddress);
+  resumeExecutor(executor, registration);
+  journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
+                                         executor.blockUrl));
+}
+
+ApplicationMaster::Executor& ApplicationMaster::addExecutor(
+    const rest::ExecutorRegistration& registration, const std::string& remoteAddress) {
+  const TimeMs now = clock_.nowMs();
+  Executor& executor = executors_[registration.executorId];
+  executor.id = registration.executorId;
+  executor.host = registration.host;
+  executor.containerId = registration.containerId;
+  executor.pid = registration.pid;
+  executor.profileId = allocator_.profileOf(executor.id);
+  executor.slots = slotsOf(executor.profileId);
+  executor.registeredAt = now;
+  executor.lastSeen = now;
+  executor.node = registration.node.empty() ? registration.host : registration.node;
+  executor.blockUrl = blockUrlOf(registration, remoteAddress);
+  allocation_.onExecutorAdded(executor.id, executor.profileId);
+  if (eventLog_) {
+    const allocation::ResourceProfile* profile = scheduler_->profiles().find(executor.profileId);
+    const bool isDefault = executor.profileId == allocation::kDefaultProfileId;
+    eventLog_->executorAdded({executor.id, executor.host, executor.containerId, executor.node,
+                              executor.pid, now - startedAt_, -1, "", executor.profileId,
+                              isDefault || profile == nullptr ? config_.allocation.executorCores
+                                                              : profile->executorCores,
+                              isDefault || profile == nullptr
+                                  ? config_.containers.executorResource.memoryMb
+                                  : profile->executorMemoryMb});
+  }
+  journal(JournalRecord::executorStarted(executor.id, executor.containerId, executor.node,
+                                         executor.blockUrl));
+  peakExecutors_ = std::max(peakExecutors_, static_cast<int>(executors_.size()));
+  log_.info() << "executor " << executor.id << " registered from " << executor.host << " ("
+              << executor.containerId << ")";
+  return executor;
+}
+
+void ApplicationMaster::answerRegistration(const Executor& executor,
+                                           rest::ExecutorRegistered* reply) const {
+  reply->heartbeatIntervalMs = config_.executorSyncWait;
+  reply->taskSlots = executor.slots;
+  reply->queuedTaskWaitMs = config_.scheduler.queuedTaskWaitMs;
 }
 
 std::string ApplicationMaster::blockUrlOf(const rest::ExecutorRegistration& registration,

@@ -269,6 +269,14 @@ class ApplicationMaster : public MasterControl {
   // Where executors find the address of the AM's executor port (its current attempt).
   std::string amAddressFile() const;
   void writeAmAddressFile();
+  // Under mu_: the registration of an executor of the previous attempt, adopted by this one;
+  // of a new executor, added to the AM, the policy, the event log and the journal; and what
+  // either is told in reply.
+  void readoptExecutor(Executor& executor, const rest::ExecutorRegistration& registration,
+                       const std::string& remoteAddress);
+  Executor& addExecutor(const rest::ExecutorRegistration& registration,
+                        const std::string& remoteAddress);
+  void answerRegistration(const Executor& executor, rest::ExecutorRegistered* reply) const;
   // Where a registering executor serves its blocks ("" for none): the host it registers (its
   // node's configured host), else where it reached us from; https:// when the AM serves TLS,
   // since every server of a TLS cluster speaks HTTPS only.
