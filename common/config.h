@@ -37,7 +37,7 @@ struct KeyInfo {
   // Strings only: the accepted values (matched ignoring case); empty means any value.
   std::vector<std::string> choices;
   // Integers: the accepted values, both ends included (every integer key is read into an int).
-  // Durations: the least accepted (1 refuses 0). Every getter and validate() refuse a value
+  // Durations: 0, or 1 to refuse 0 (positive()). Every getter and validate() refuse a value
   // outside with a ConfigError that names the key and the range.
   int64_t minValue = 0;
   int64_t maxValue = kMaxIntValue;
