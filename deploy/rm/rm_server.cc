@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "deploy/rm/cluster_timestamp.h"
 #include "deploy/rm/request_limits.h"
 #include "deploy/rm/rm_error.h"
 #include "deploy/rm/rm_page.h"
@@ -138,16 +139,23 @@ ResourceManagerServer::ResourceManagerServer(ResourceManagerServerOptions option
   }
   ClusterStateOptions stateOptions;
   stateOptions.config = options_.config;
-  stateOptions.clusterTimestamp =
-      options_.clusterTimestamp != 0 ? options_.clusterTimestamp : systemNowMs();
+  stateOptions.stateStore = !options_.config.stateStoreDir.empty();
+  // Throws StateStoreError naming the file: an unreadable store stops the start.
+  if (stateOptions.stateStore) store_ = std::make_unique<StateStore>(options_.config.stateStoreDir);
+  stateOptions.clusterTimestamp = options_.clusterTimestamp;  // given (tests): as given
+  if (stateOptions.clusterTimestamp == 0) {
+    ClusterTimestamp chosen = claimClusterTimestamp(
+        store_ && !store_->state().empty ? store_->state().counters.clusterTimestamp : 0,
+        systemNowMs());
+    if (!chosen.warning.empty()) log_.warn() << chosen.warning;
+    stateOptions.clusterTimestamp = chosen.ms;
+    clusterTimestampClaim_ = std::move(chosen.claim);
+  }
   stateOptions.placementSeed = options_.placementSeed;
   stateOptions.version = options_.version;
-  stateOptions.stateStore = !options_.config.stateStoreDir.empty();
   state_ = std::make_unique<ClusterState>(
       stateOptions, *clock_, options_.secrets ? options_.secrets : systemSecretGenerator());
-  if (stateOptions.stateStore) {
-    // Throws StateStoreError naming the file: an unreadable store stops the start.
-    store_ = std::make_unique<StateStore>(options_.config.stateStoreDir);
+  if (store_) {
     log_.info() << "state store " << store_->logPath() << ": "
                 << (store_->state().empty
                         ? std::string("empty, a first start")

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "common/clock.h"
+#include "common/host_unique_name.h"
 #include "common/logging.h"
 #include "deploy/rm/cluster_state.h"
 #include "deploy/rm/rm_config.h"
@@ -26,7 +27,8 @@ namespace tide::rm {
 
 struct ResourceManagerServerOptions {
   RmConfig config;
-  // Epoch ms; 0 = now from the system clock.
+  // Epoch ms, used as given; 0 = the stored one, or on a first start the first millisecond from
+  // now that no other tide-rm on this host holds (deploy/rm/cluster_timestamp.h).
   int64_t clusterTimestamp = 0;
   uint64_t placementSeed = 0;
   SecretGenerator secrets;       // unset = systemSecretGenerator()
@@ -121,6 +123,8 @@ class ResourceManagerServer {
   std::mutex stateMutex_;
   std::unique_ptr<ClusterState> state_;
   std::unique_ptr<StateStore> store_;  // null without a state store
+  // Keeps this cluster's timestamp (and so its application ids) its own on this host.
+  std::optional<HostUniqueName> clusterTimestampClaim_;
 
   rest::HttpServer server_;
 
