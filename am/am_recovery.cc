@@ -9,6 +9,7 @@
 #include <set>
 
 #include "am/application_master.h"
+#include "am/recovery/staging_directory.h"
 #include "common/atomic_file.h"
 
 namespace tide::am {
@@ -36,7 +37,17 @@ std::string ApplicationMaster::amAddressFile() const {
 void ApplicationMaster::openJournal() {
   attemptNumber_ = attemptNumberOf(identity_.attemptId);
   if (config_.stagingDir.empty()) return;
-  stagingDir_ = config_.stagingDir + "/" + identity_.applicationId;
+  // Another cluster's application may have this id: the directory is the one this application
+  // owns (am/recovery/staging_directory.h), never one it would share.
+  const StagingClaim claim =
+      claimStagingDirectory(config_.stagingDir, identity_.applicationId, identity_.appSecret);
+  if (!claim.directory) {
+    log_.warn() << "no staging directory: " << claim.note
+                << "; this attempt keeps no recovery journal (a next one starts over)";
+    return;
+  }
+  if (!claim.note.empty()) log_.warn() << claim.note << "; staging in " << *claim.directory;
+  stagingDir_ = *claim.directory;
   // Compactions end inside append, so under mu_, where log_ may be used.
   journal_ = std::make_shared<RecoveryJournal>(  // throws JournalError
       stagingDir_, config_.journalCompactionBytes, [this](const JournalCompaction& done) {

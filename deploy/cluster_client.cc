@@ -63,6 +63,10 @@ rest::ClusterMetrics ClusterClient::metrics() {
   return rest::clusterMetricsFromJson(http_.getJson("/ws/v1/cluster/metrics"));
 }
 
+rest::ClusterInfo ClusterClient::info() {
+  return rest::clusterInfoFromJson(http_.getJson("/ws/v1/cluster/info"));
+}
+
 std::vector<rest::NodeReport> ClusterClient::nodes() {
   return rest::nodeReportsFromJson(http_.getJson("/ws/v1/cluster/nodes"));
 }

@@ -30,6 +30,8 @@ class ClusterClient {
   std::vector<rest::ApplicationReport> applications(const std::vector<std::string>& states = {});
   void kill(const std::string& applicationId);
   rest::ClusterMetrics metrics();
+  // GET /ws/v1/cluster/info: the cluster timestamp (in every application id) and the versions.
+  rest::ClusterInfo info();
   // The cluster's node managers (GET /ws/v1/cluster/nodes).
   std::vector<rest::NodeReport> nodes();
   // The application's control token (GET /ws/v1/cluster/apps/{id}/control-token).

@@ -90,6 +90,41 @@ TEST_F(AmRestartTest, AnAmKilledMidJobResumesWithTheSameExecutorsAndRerunsNoComm
   expectNothingLeft();
 }
 
+// Another cluster's application with the same id (tide-rm started in the same millisecond, or
+// Slurm and tide-rm) left its staging directory where this application's would be. The AM
+// neither replays, writes into nor removes that one: it stages in a directory of its own, which
+// its next attempt finds again, and resumes from as any restart does.
+TEST_F(AmRestartTest, AnotherApplicationsStagingDirectoryWithTheSameIdIsLeftAlone) {
+  startCluster(2, 5);
+  const std::string predictedId =
+      "application_" + std::to_string(client->info().id) + "_0001";  // the cluster's first
+  const fs::path theirs = dir.path() / "staging" / predictedId;
+  fs::create_directories(theirs);
+  const std::string theirJournal = "not this application's journal\n";
+  std::ofstream(theirs / "owner") << "another application\n";
+  std::ofstream(theirs / "am-journal") << theirJournal;
+
+  submit(twoStageJob(8, "1"), restartConf(), /*session=*/false);
+  ASSERT_EQ(appId, predictedId);
+  ASSERT_TRUE(eventually([&] { return mapTasksSucceeded("job-1") >= 3; }, 60s)) << amLog();
+  std::set<int> committed;
+  for (const auto& [task, runs] : runsByTask()) committed.insert(task);
+  ASSERT_NO_FATAL_FAILURE(killAmAndWaitForNextAttempt());
+  EXPECT_EQ(status()["recoveredFromAttempt"].GetInt(), 1) << amLog();
+
+  const rest::ApplicationReport report = waitForEnd(120s);
+  ASSERT_EQ(report.finalStatus, "SUCCEEDED") << report.diagnostics;
+  EXPECT_THAT(amLog(), HasSubstr(theirs.string() + " belongs to another application"));
+  EXPECT_EQ(testing_support::readFile((theirs / "am-journal").string()), theirJournal);
+  EXPECT_EQ(testing_support::readFile((theirs / "owner").string()), "another application\n");
+  for (const auto& [task, count] : runsByTask()) {
+    if (committed.count(task) != 0) {
+      EXPECT_EQ(count, 1) << "map task " << task;
+    }
+  }
+  expectNothingLeft();
+}
+
 TEST_F(AmRestartTest, TheNewAttemptAdoptsTheExecutorsOfTheOldOne) {
   ASSERT_NO_FATAL_FAILURE(runUntilMapsDone(2, 5, 16, "4", 2));
   const auto firstStatus = status();
