@@ -8,6 +8,8 @@
 // nothing). The first attempt claims <root>/<application id>; when another application holds it,
 // <root>/<application id>-<fingerprint>, which every later attempt finds the same way. A
 // directory without an owner file (of a tide that wrote none) goes to whoever claims it first.
+// The directory must be a real one of this user (not a symlink, not another user's), and the root
+// this user's or root's (/tmp will do): another user could otherwise read or swap the journal.
 
 #include <optional>
 #include <string>

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -84,13 +85,44 @@ TEST(StagingDirectoryTest, ADirectoryWithoutAnOwnerGoesToItsFirstClaimant) {
   EXPECT_EQ(readFile(root + "/" + kId + "/am-journal"), "written by a tide without owner files\n");
 }
 
+// Under a shared root (/tmp without a HOME) another user may have made the directory first, or a
+// symlink in its place: neither is used, and the note says whose it is.
+TEST(StagingDirectoryTest, ADirectoryOfAnotherUserOrASymlinkIsNeverUsed) {
+  testing_support::TempDir dir;
+  const std::string root = (dir.path() / "staging").string();
+  fs::create_directories(dir.path() / "elsewhere");
+  fs::create_directories(root);
+  fs::create_symlink(dir.path() / "elsewhere", root + "/" + kId);
+  const StagingClaim linked = claimStagingDirectory(root, kId, "secret-a");
+  ASSERT_TRUE(linked.directory.has_value()) << linked.note;
+  EXPECT_NE(*linked.directory, root + "/" + kId);
+  EXPECT_THAT(linked.note, HasSubstr(root + "/" + kId + " is not a directory"));
+  EXPECT_FALSE(fs::exists(dir.path() / "elsewhere" / "owner"));
+
+  if (::geteuid() != 0) GTEST_SKIP() << "making a directory of another user needs root";
+  const std::string theirs = (dir.path() / "theirs").string();
+  fs::create_directories(theirs);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  const StagingClaim underTheirs = claimStagingDirectory(theirs, kId, "secret-a");
+  EXPECT_FALSE(underTheirs.directory.has_value());
+  EXPECT_THAT(underTheirs.note, HasSubstr(theirs + " belongs to uid 65534, not to this user"));
+  EXPECT_FALSE(fs::exists(theirs + "/" + kId));
+  // A directory another user made where this application's would be is passed over.
+  fs::create_directories(root + "2/" + kId);
+  ASSERT_EQ(::chown((root + "2/" + kId).c_str(), 65534, 65534), 0);
+  const StagingClaim passedOver = claimStagingDirectory(root + "2", kId, "secret-a");
+  ASSERT_TRUE(passedOver.directory.has_value()) << passedOver.note;
+  EXPECT_NE(*passedOver.directory, root + "2/" + kId);
+  EXPECT_THAT(passedOver.note, HasSubstr(root + "2/" + kId + " belongs to uid 65534"));
+}
+
 TEST(StagingDirectoryTest, AnUnwritableRootIsSaidNotThrown) {
   testing_support::TempDir dir;
   const std::string file = (dir.path() / "a-file").string();
   std::ofstream(file) << "not a directory\n";
   const StagingClaim claim = claimStagingDirectory(file, kId, "secret-a");
   EXPECT_FALSE(claim.directory.has_value());
-  EXPECT_THAT(claim.note, HasSubstr("cannot create " + file + "/" + kId));
+  EXPECT_THAT(claim.note, HasSubstr("cannot create " + file + ": "));
 }
 
 }  // namespace
