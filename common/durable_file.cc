@@ -25,7 +25,7 @@ void closeKeepingErrno(int fd) {
 }  // namespace
 
 int createFileDurably(const std::string& path, std::string_view text, std::string& error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     error = failure("cannot create", path);
     return -1;

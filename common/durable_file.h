@@ -13,7 +13,8 @@
 
 namespace tide {
 
-// Creates or truncates `path` (mode 0600, close-on-exec), writes all of `text` and fsyncs it.
+// Creates or truncates `path` (mode 0600, close-on-exec), writes all of `text` and fsyncs it. A
+// symlink at `path` is refused (ELOOP), never followed: it could point at any file of this user.
 // Returns the open file, which the caller closes or keeps appending to; on failure -1, with
 // `error` set to "cannot create|write|fsync PATH: <strerror>" and nothing left open.
 int createFileDurably(const std::string& path, std::string_view text, std::string& error);

@@ -83,7 +83,9 @@ void rawField(JsonWriter& w, const char* name, const std::string& document) {
 }
 
 int openForAppend(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  // A symlink in the log's place is refused, not followed: in a shared history directory it
+  // could point at any file of this user.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     throw std::runtime_error("cannot open the event log " + path + ": " + std::strerror(errno));
   }

@@ -55,6 +55,17 @@ TEST(DurableFileTest, AnExistingFileIsReplacedNotAppendedTo) {
   EXPECT_EQ(readFile(path), "new");
 }
 
+TEST(DurableFileTest, ASymlinkInItsPlaceIsRefusedAndWhatItNamesIsLeftAlone) {
+  TempDir dir;
+  const std::string victim = dir.writeFile("precious", "keep me");
+  const std::string path = (dir.path() / "state.json.tmp").string();
+  std::filesystem::create_symlink(victim, path);
+  std::string error;
+  EXPECT_EQ(createFileDurably(path, "overwritten", error), -1);
+  EXPECT_NE(error.find("cannot create " + path), std::string::npos) << error;
+  EXPECT_EQ(readFile(victim), "keep me");
+}
+
 TEST(DurableFileTest, AFileThatCannotBeCreatedIsNamedWithTheStepAndLeavesNothingOpen) {
   TempDir dir;
   const std::string path = (dir.path() / "missing-dir" / "state.json").string();

@@ -121,6 +121,23 @@ TEST(EventLog, ReadsBackWhatTheWriterWroteAndIsPrivateToItsOwner) {
   EXPECT_FALSE(app.tornTail);
 }
 
+// Another user of a shared history directory (/tmp/tide-history-<uid> without a HOME) may plant a
+// symlink where the next application's log goes: the AM refuses it and the file it names is safe.
+TEST(EventLog, ASymlinkInTheLogsPlaceIsRefusedAndWhatItNamesIsLeftAlone) {
+  testing_support::TempDir dir;
+  const std::string victim = dir.path().string() + "/precious";
+  std::ofstream(victim) << "keep me\n";
+  const std::string path = am::eventLogPath(dir.path().string(), "application_1_0003");
+  std::filesystem::create_symlink(victim, path);
+  try {
+    writeSampleLog(path, "application_1_0003");
+    ADD_FAILURE() << "the event log followed the symlink";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot open the event log " + path));
+  }
+  EXPECT_EQ(testing_support::readFile(victim), "keep me\n");
+}
+
 TEST(EventLog, ATornLastLineIsLeftOutAndTheRestReads) {
   testing_support::TempDir dir;
   const std::string path = dir.path().string() + "/application_1_0002.jsonl";
