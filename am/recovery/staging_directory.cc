@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "common/own_directory.h"
 #include "rest/messages/credentials.h"
 
 namespace tide::am {
@@ -26,30 +27,11 @@ std::string readOwner(const std::string& path) {
   return owner;
 }
 
-// Makes `directory` (and its parents) and says why it cannot be used, or "": it must be a
-// directory (not a symlink to one) of this user, or of root when `rootMayOwn` (a shared root such
-// as /tmp). Under a root of another user, or in a directory another user made first, that user
-// could read or replace the journal.
-std::string makeOwnDirectory(const std::string& directory, bool rootMayOwn) {
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  if (ec) return "cannot create " + directory + ": " + ec.message();
-  struct stat info {};
-  if (::lstat(directory.c_str(), &info) != 0) {
-    return "cannot read " + directory + ": " + std::strerror(errno);
-  }
-  if (!S_ISDIR(info.st_mode)) return directory + " is not a directory";
-  if (info.st_uid != ::geteuid() && !(rootMayOwn && info.st_uid == 0)) {
-    return directory + " belongs to uid " + std::to_string(info.st_uid) + ", not to this user";
-  }
-  return "";
-}
-
 // Whether `directory` is `owner`'s: it was, or it is now (claimed by linking a complete owner
 // file into place, so that of two claims at once exactly one wins and neither reads half a file).
 // "" in *error when the directory is another application's.
 bool claimOne(const std::string& directory, const std::string& owner, std::string* error) {
-  if (std::string why = makeOwnDirectory(directory, false); !why.empty()) {
+  if (std::string why = makeOwnDirectory(directory); !why.empty()) {
     *error = why;
     return false;
   }
@@ -86,7 +68,8 @@ StagingClaim claimStagingDirectory(const std::string& root, const std::string& a
   const std::vector<std::string> candidates = {
       root + "/" + applicationId, root + "/" + applicationId + "-" + owner.substr(0, 16)};
   StagingClaim claim;
-  if (std::string why = makeOwnDirectory(root, true); !why.empty()) {
+  if (std::string why = makeOwnDirectory(root, {/*rootMayOwn=*/true, /*followSymlink=*/true});
+      !why.empty()) {
     claim.note = why;
     return claim;
   }

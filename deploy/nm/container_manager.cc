@@ -17,6 +17,7 @@
 #include "common/app_logs.h"
 #include "common/child_process.h"
 #include "common/file_tail.h"
+#include "common/own_directory.h"
 #include "common/process_tree.h"
 #include "common/sorted_values.h"
 #include "common/spawn.h"
@@ -103,10 +104,16 @@ void ContainerManager::start() {
 }
 
 void ContainerManager::createDirectories() {
+  // The work dir holds the recovery records, whose pids this node manager signals: it must be
+  // this user's (its default is under /tmp, where another user could make it first).
   std::error_code ec;
-  fs::create_directories(options_.workDir, ec);
-  if (ec)
-    throw std::runtime_error("cannot create work dir " + options_.workDir + ": " + ec.message());
+  const bool created = !fs::exists(options_.workDir, ec);
+  if (std::string why =
+          makeOwnDirectory(options_.workDir, {/*rootMayOwn=*/false, /*followSymlink=*/true});
+      !why.empty()) {
+    throw std::runtime_error("nm.workDir: " + why + " (choose another nm.workDir)");
+  }
+  if (created) fs::permissions(options_.workDir, fs::perms::owner_all, ec);
   // Logs are private: a log dir tide-nm creates is its user's only.
   if (fs::create_directories(options_.logDir, ec) && !ec) {
     fs::permissions(options_.logDir, fs::perms::owner_all, ec);

@@ -285,6 +285,23 @@ TEST_F(TideNmBinaryTest, AConfigurationErrorExitsWithStatus2) {
   EXPECT_NE(readFile(path("bad.log")).find("nm.port"), std::string::npos);
 }
 
+// The default work dir is under /tmp (/tmp/tide-nm-<port>), where another user could make it
+// first and plant records whose pids this node manager would signal: it does not start there.
+TEST_F(TideNmBinaryTest, AWorkDirOfAnotherUserStopsTheStartNamingIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "making a directory of another user needs root";
+  std::filesystem::create_directories(workDir());
+  ASSERT_EQ(::chown(workDir().c_str(), 65534, 65534), 0);
+  NmProcess nm(nmArgs(path("port")), path("nm.log"));
+  const std::optional<int> exit = nm.waitExit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 1) << *exit;
+  const std::string log = readFile(path("nm.log"));
+  EXPECT_NE(log.find("nm.workDir: " + workDir() + " belongs to uid 65534, not to this user"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(workDir() + "/.containers"));
+}
+
 TEST_F(TideNmBinaryTest, WhatAKilledSupervisorLeftBehindIsKilledByTheNodeManager) {
   // tide-nm is a subreaper: when a container's supervisor is SIGKILLed, what was below it comes
   // to the NM, which kills it.
