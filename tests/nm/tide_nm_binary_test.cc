@@ -218,6 +218,9 @@ TEST_F(TideNmBinaryTest, RegistersRunsContainersReportsThemAndStopsThemOnSigterm
   auto client = clientFor(port);
   // The NM takes container calls once it registered; the fake RM has seen that by now.
   ASSERT_TRUE(becomesRegistered(*client));
+  // The work dir it made is its user's only.
+  EXPECT_EQ(std::filesystem::status(workDir()).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_all);
   const auto quick = launch(*client, "quick", "echo hello; exit 7");
   ASSERT_EQ(quick.status, 201) << quick.body;
   const auto lasting = launch(*client, "lasting", "sleep 60 & echo $! > grandchild.pid; wait");
