@@ -8,7 +8,8 @@ Runs `tide run` (an embedded tide-rm and tide-nm on this machine) with a job of 
 `--tasks` noop tasks on `--executors` executors of `--cores` task slots, and every `--interval`
 seconds reads the AM's VmRSS from /proc and the stage's succeeded count from its status API
 (/api/v1/jobs). Writes DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the
-largest executor, journal_bytes: the AM's recovery journal on disk) and DIR/am_memory.svg (RSS in
+largest executor, journal_bytes: the AM's recovery journal on disk, am_rss_anon_kib and
+am_rss_file_kib: the AM's VmRSS split into its heap and its mapped files) and DIR/am_memory.svg (RSS in
 MiB against tasks completed), and prints as JSON the RSS at each power of ten of completions, at
 the last sample before the stage ended and after it. The AM's recovery journal goes to a staging
 directory under the run's temporary directory, removed at the end. Not a test: run it by hand,
@@ -62,11 +63,13 @@ def tree_bytes(path):
     return total
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
+    """A KiB field of /proc/PID/status: VmRSS, or its parts RssAnon (the heap) and RssFile (the
+    mapped binary and libraries, and the journal while a compaction maps it)."""
     try:
         with open("/proc/%d/status" % pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -153,16 +156,17 @@ def main():
         rows = run(args)
         os.makedirs(args.out, exist_ok=True)
         with open(csv_path, "w") as f:
-            f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes\n")
+            f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes,"
+                    "am_rss_anon_kib,am_rss_file_kib\n")
             for r in rows:
-                f.write("%s,%d,%d,%s,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3],
-                                               r[4]))
+                f.write("%s,%d,%d,%s,%d,%d,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3],
+                                                     r[4], r[5], r[6]))
     report(args, rows)
 
 
 def run(args):
     """Runs the stage; returns the samples (seconds, succeeded, AM KiB, executor KiB, journal
-    bytes)."""
+    bytes, AM anonymous KiB, AM file-backed KiB)."""
     tide = os.path.join(args.build, "bin", "tide")
     work = tempfile.mkdtemp(prefix="tide-scale-")
     job = os.path.join(work, "noop.json")
@@ -197,7 +201,8 @@ def run(args):
                 break
             executors = [rss_kib(p) or 0 for p in descendants(run.pid, "tide-executor")]
             rows.append((round(time.monotonic() - start, 1), succeeded, am_rss,
-                         max(executors) if executors else None, tree_bytes(staging)))
+                         max(executors) if executors else None, tree_bytes(staging),
+                         rss_kib(am, "RssAnon") or 0, rss_kib(am, "RssFile") or 0))
             if succeeded >= args.tasks or 0 < args.stop_after <= succeeded:
                 break
             time.sleep(args.interval)
