@@ -10,7 +10,7 @@
 #include <sstream>
 #include <vector>
 
-#include "common/atomic_file.h"
+#include "common/durable_file.h"
 #include "common/own_directory.h"
 #include "rest/messages/credentials.h"
 
@@ -39,12 +39,11 @@ bool claimOne(const std::string& directory, const std::string& owner, std::strin
   std::error_code ec;
   const std::string ownerPath = directory + "/" + kOwnerFile;
   if (!std::filesystem::exists(ownerPath, ec)) {
+    // A draft of this process's own, complete and synced before it is linked into place.
     const std::string draft = ownerPath + "." + std::to_string(::getpid()) + ".tmp";
-    const Status written = writeFileAtomically(draft, owner + "\n");
-    if (!written.ok()) {
-      *error = written.message();
-      return false;
-    }
+    const int fd = createFileDurably(draft, owner + "\n", *error);
+    if (fd < 0) return false;
+    ::close(fd);
     const int linked = ::link(draft.c_str(), ownerPath.c_str());
     const int linkError = errno;
     ::unlink(draft.c_str());
