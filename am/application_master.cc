@@ -1093,6 +1093,7 @@ std::vector<DecisionRecord> ApplicationMaster::decisions(size_t limit) {
 }
 
 std::string ApplicationMaster::metricsText() const {
+  metrics_.refreshMemory();
   return metrics_.registry.render();
 }
 

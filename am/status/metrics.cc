@@ -1,5 +1,7 @@
 #include "am/status/metrics.h"
 
+#include "common/process_memory.h"
+
 namespace tide::am {
 
 AmMetrics::AmMetrics()
@@ -63,6 +65,13 @@ AmMetrics::AmMetrics()
                         .gauge("tide_application_master_uptime_seconds",
                                "Seconds since this application master started")
                         .get()),
+      memory(registry.gauge(
+          "tide_application_master_memory_bytes",
+          "This application master's memory by kind: resident (VmRSS), resident_anon (its "
+          "heap, stacks and other private pages), resident_file (the binary, libraries and "
+          "mapped files), heap_in_use (what malloc has handed out) and heap_free (what malloc "
+          "keeps freed for reuse)",
+          {"kind"})),
       executorsBusy(executors.labels({"busy"})),
       executorsIdle(executors.labels({"idle"})),
       executorsPending(executors.labels({"pending"})),
@@ -80,11 +89,24 @@ AmMetrics::AmMetrics()
   for (const char* cause : {"exit", "memory", "launch", "heartbeat_timeout"}) {
     executorFailures.labels({cause});
   }
+  for (const char* kind :
+       {"resident", "resident_anon", "resident_file", "heap_in_use", "heap_free"}) {
+    memory.labels({kind});
+  }
   for (const char* call : {"register", "allocate", "launch", "unregister"}) {
     rmRequests.labels({call, "ok"});
     rmRequests.labels({call, "error"});
     rmRequestDuration.labels({call});
   }
+}
+
+void AmMetrics::refreshMemory() const {
+  const ProcessMemory now = readProcessMemory();
+  memory.labels({"resident"}).set(static_cast<double>(now.residentBytes));
+  memory.labels({"resident_anon"}).set(static_cast<double>(now.residentAnonBytes));
+  memory.labels({"resident_file"}).set(static_cast<double>(now.residentFileBytes));
+  memory.labels({"heap_in_use"}).set(static_cast<double>(now.heapInUseBytes));
+  memory.labels({"heap_free"}).set(static_cast<double>(now.heapFreeBytes));
 }
 
 }  // namespace tide::am

@@ -36,6 +36,8 @@ struct AmMetrics {
   metrics::CounterFamily& executorsRemoved;
   metrics::HistogramFamily& rmRequestDuration;  // call
   metrics::Gauge& uptimeSeconds;
+  // kind: resident, resident_anon, resident_file, heap_in_use, heap_free (common/process_memory.h)
+  metrics::GaugeFamily& memory;
 
   // Children the loops update, looked up once: an update is then one atomic operation and
   // never waits for a family's mutex (which /metrics takes, from a low-priority thread).
@@ -64,6 +66,8 @@ struct AmMetrics {
     return *it->second;
   }
   metrics::Histogram& tickDurationAll() { return tickDurationSeconds; }
+  // Sets the memory gauges from /proc and malloc; when /metrics is rendered, not per tick.
+  void refreshMemory() const;
 
  private:
   std::map<std::string, metrics::Counter*> decisionCounters_;

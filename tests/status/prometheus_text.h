@@ -36,7 +36,8 @@ inline const std::vector<std::string>& tideAmMetricFamilies() {
                                                     "tide_allocation_tick_duration_seconds",
                                                     "tide_executor_failures_total",
                                                     "tide_rm_requests_total",
-                                                    "tide_rm_request_duration_seconds"};
+                                                    "tide_rm_request_duration_seconds",
+                                                    "tide_application_master_memory_bytes"};
   return families;
 }
 

@@ -202,6 +202,16 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_GT(metrics.at("tide_rm_request_duration_seconds_count{call=\"allocate\"}"), 0);
     EXPECT_TRUE(metrics.has("tide_executors{state=\"busy\"}"));
     EXPECT_EQ(metrics.at("tide_tasks{state=\"pending\"}"), 0);
+    // The memory gauges are the AM's own: its resident size as /proc shows it (the two reads
+    // are apart by a request, so within a factor of two, not equal).
+    const std::string procStatus = testing_support::readFile(
+        "/proc/" + std::to_string(status()["pid"].GetInt64()) + "/status");
+    std::smatch vmRss;
+    ASSERT_TRUE(std::regex_search(procStatus, vmRss, std::regex(R"(VmRSS:\s+(\d+) kB)")));
+    const double procResident = std::stod(vmRss[1]) * 1024;
+    const double resident = metrics.at("tide_application_master_memory_bytes{kind=\"resident\"}");
+    EXPECT_GT(resident, procResident / 2);
+    EXPECT_LT(resident, procResident * 2);
   }
 
   // The page, unknown paths, errors as JSON.
