@@ -20,6 +20,7 @@
 #include "common/config.h"
 #include "common/daemon.h"
 #include "common/logging.h"
+#include "common/process_memory.h"
 
 namespace {
 
@@ -132,6 +133,9 @@ int runAm(const tide::CommandLine& cli) {
 
 int main(int argc, char** argv) {
   using namespace tide;
+  // The AM runs for as long as its application, through journal compactions and status
+  // documents megabytes large: what it frees goes back (bench/README.md, "Scale").
+  keepMallocFromHoardingFreedMemory();
   CommandLine cli("tide-am", "Runs a job's tasks on executors it rents from a resource manager.");
   cli.addOption("job", "FILE", "The job to run (JSON)");
   cli.addFlag("session", "Stay up after the job and accept more at POST /api/v1/jobs");
