@@ -338,9 +338,10 @@ class ApplicationMaster : public MasterControl {
   std::vector<FinishedDecommission> awaitingTasks_;
   std::set<std::string> decommissionIgnored_;  // asked with decommission.enabled=false: warned
 
-  DecisionLog decisions_;             // its own mutex (taken inside mu_ too, never around it)
-  AllocationHistory history_;         // its own mutex: read without mu_
-  StatusSnapshotBox statusSnapshot_;  // its own synchronisation: read without mu_
+  DecisionLog decisions_;  // its own mutex (taken inside mu_ too, never around it)
+  AllocationHistory history_{AllocationHistory::kDefaultCapacity,
+                             HistoryMemory::kWhole};  // its own mutex: read without mu_
+  StatusSnapshotBox statusSnapshot_;                  // its own synchronisation: read without mu_
 
   // The AM's bookkeeping. Guarded by mu_.
   bool jobEndedSincePublish_ = false;  // publish at once: "job done" and the status agree

@@ -7,39 +7,52 @@
 
 namespace tide::am {
 
-AllocationHistory::AllocationHistory(size_t capacity) : capacity_(std::max<size_t>(capacity, 4)) {}
+AllocationHistory::AllocationHistory(size_t capacity, HistoryMemory memory)
+    : capacity_(std::max<size_t>(capacity, 4)) {
+  if (memory == HistoryMemory::kWhole) {
+    points_.reserve(capacity_);
+    points_.resize(capacity_);
+  }
+}
 
 bool AllocationHistory::record(const AllocationPoint& point) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!points_.empty() && points_.back().sameState(point)) return false;
-  if (points_.size() >= capacity_) thinOlderHalf();
-  points_.push_back(point);
+  if (size_ > 0 && points_[size_ - 1].sameState(point)) return false;
+  if (size_ >= capacity_) thinOlderHalf();
+  if (size_ == points_.size()) {
+    // reserve() first: resize() alone may take twice the size, past the capacity.
+    const size_t grown = std::min(capacity_, std::max<size_t>(16, 2 * size_));
+    points_.reserve(grown);
+    points_.resize(grown);
+  }
+  points_[size_++] = point;
   return true;
 }
 
 void AllocationHistory::thinOlderHalf() {
   // Keeps the first point (where the series starts) and every other one after it in the
   // older half; the newer half is untouched. Frees a quarter of the capacity, so the cost is
-  // amortised over that many records.
-  const size_t half = points_.size() / 2;
-  std::deque<AllocationPoint> kept;
-  for (size_t i = 0; i < half; i += 2) kept.push_back(points_[i]);
-  thinned_ += half - kept.size();
-  for (size_t i = half; i < points_.size(); ++i) kept.push_back(points_[i]);
-  points_.swap(kept);
+  // amortised over that many records. In place: a point only ever moves to a lower index.
+  const size_t half = size_ / 2;
+  size_t kept = 0;
+  for (size_t i = 0; i < half; i += 2) points_[kept++] = points_[i];
+  thinned_ += half - kept;
+  for (size_t i = half; i < size_; ++i) points_[kept++] = points_[i];
+  size_ = kept;
 }
 
 std::vector<AllocationPoint> AllocationHistory::since(TimeMs afterMs) const {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto end = points_.begin() + static_cast<std::ptrdiff_t>(size_);
   auto first =
-      std::upper_bound(points_.begin(), points_.end(), afterMs,
+      std::upper_bound(points_.begin(), end, afterMs,
                        [](TimeMs t, const AllocationPoint& point) { return t < point.atMs; });
-  return std::vector<AllocationPoint>(first, points_.end());
+  return std::vector<AllocationPoint>(first, end);
 }
 
 size_t AllocationHistory::size() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return points_.size();
+  return size_;
 }
 
 uint64_t AllocationHistory::thinned() const {

@@ -5,9 +5,13 @@
 // change, recorded by the allocation loop. Bounded: when full, the older half is thinned to
 // every other point, so a long run keeps its whole shape at a coarser grain and the recent
 // past stays exact. Has its own mutex: reading it never waits for the AM's.
+//
+// The AM's takes its memory whole when made (470 KiB at the default capacity) and thins in
+// place: while a stage runs a point arrives every tick, and a history that grew as it filled made
+// the AM's resident size climb for the ~1,000 s it took to fill (bench/README.md, "Scale"). A
+// replayed log's (`tide history` holds one per application it lists) grows with what it read.
 
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -42,9 +46,16 @@ struct AllocationPoint {
   }
 };
 
+enum class HistoryMemory {
+  kWhole,      // all of the capacity, allocated and touched at construction
+  kAsItFills,  // grown (doubling, up to the capacity) as points arrive
+};
+
 class AllocationHistory {
  public:
-  explicit AllocationHistory(size_t capacity = 10000);
+  static constexpr size_t kDefaultCapacity = 10000;
+  explicit AllocationHistory(size_t capacity = kDefaultCapacity,
+                             HistoryMemory memory = HistoryMemory::kAsItFills);
 
   // Appends the point when its state differs from the last one; returns whether it did.
   bool record(const AllocationPoint& point);
@@ -60,7 +71,9 @@ class AllocationHistory {
 
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::deque<AllocationPoint> points_;
+  // The first size_ are the history; never longer than capacity_ (kWhole: always that long).
+  std::vector<AllocationPoint> points_;
+  size_t size_ = 0;
   uint64_t thinned_ = 0;
 };
 

@@ -15,6 +15,7 @@
 #include "am/status/decision_log.h"
 #include "am/status/metrics.h"
 #include "common/config.h"
+#include "common/process_memory.h"
 #include "prometheus_text.h"
 #include "tests/support/temp_dir.h"
 
@@ -224,6 +225,37 @@ TEST(AllocationHistoryTest, StaysBoundedKeepingTheStartAndTheRecentPastExact) {
     EXPECT_EQ(all[i].atMs, 100000 - static_cast<TimeMs>(all.size() - i)) << i;
   }
   for (size_t i = 1; i < all.size(); ++i) ASSERT_LT(all[i - 1].atMs, all[i].atMs);
+}
+
+// A stage's ticks fill the AM's history for ~1,000 s: were its memory taken as it filled, the
+// AM's resident size would climb all that while, whatever its work.
+TEST(AllocationHistoryTest, TheAmsTakesItsMemoryWhenMadeNotAsItFills) {
+  if (!kGlibcMalloc) GTEST_SKIP() << "the heap figures are glibc malloc's";
+  AllocationHistory history(AllocationHistory::kDefaultCapacity, HistoryMemory::kWhole);
+  const int64_t inUseBefore = readProcessMemory().heapInUseBytes;
+  for (int i = 0; i < 3 * static_cast<int>(history.capacity()); ++i) {
+    history.record(pointAt(i, i));
+  }
+  const int64_t inUseAfter = readProcessMemory().heapInUseBytes;
+  EXPECT_GT(history.thinned(), 0u);  // full, and thinned more than once
+  EXPECT_LT(inUseAfter - inUseBefore, 4096);
+}
+
+// A replayed log's holds what it read: `tide history` keeps one per application it lists.
+TEST(AllocationHistoryTest, AReplayedLogsGrowsWithWhatItReadUpToItsCapacity) {
+  if (!kGlibcMalloc) GTEST_SKIP() << "the heap figures are glibc malloc's";
+  const int64_t inUseBefore = readProcessMemory().heapInUseBytes;
+  AllocationHistory history;
+  for (int i = 0; i < 10; ++i) history.record(pointAt(i, i));
+  EXPECT_LT(readProcessMemory().heapInUseBytes - inUseBefore, 4096);
+  for (int i = 10; i < 3 * static_cast<int>(history.capacity()); ++i) {
+    history.record(pointAt(i, i));
+  }
+  EXPECT_LE(history.size(), history.capacity());
+  // The capacity's worth and malloc's page rounding: not the 1.6 times as much a vector's own
+  // doubling would have taken.
+  EXPECT_LT(readProcessMemory().heapInUseBytes - inUseBefore,
+            static_cast<int64_t>(history.capacity() * sizeof(AllocationPoint)) + 16384);
 }
 
 // "<action> x<repeats>" of each record, newest first.
