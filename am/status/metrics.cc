@@ -61,17 +61,15 @@ AmMetrics::AmMetrics()
       rmRequestDuration(registry.histogram("tide_rm_request_duration_seconds",
                                            "Latency of calls to the resource manager",
                                            metrics::exponentialBuckets(0.0005, 2, 14), {"call"})),
+      // The kinds: common/process_memory.h.
+      memory(registry.gauge("tide_application_master_memory_bytes",
+                            "This application master's memory by kind: resident, resident_anon, "
+                            "resident_file, heap_in_use, heap_free (kept by malloc)",
+                            {"kind"})),
       uptimeSeconds(registry
                         .gauge("tide_application_master_uptime_seconds",
                                "Seconds since this application master started")
                         .get()),
-      memory(registry.gauge(
-          "tide_application_master_memory_bytes",
-          "This application master's memory by kind: resident (VmRSS), resident_anon (its "
-          "heap, stacks and other private pages), resident_file (the binary, libraries and "
-          "mapped files), heap_in_use (what malloc has handed out) and heap_free (what malloc "
-          "keeps freed for reuse)",
-          {"kind"})),
       executorsBusy(executors.labels({"busy"})),
       executorsIdle(executors.labels({"idle"})),
       executorsPending(executors.labels({"pending"})),

@@ -35,9 +35,9 @@ struct AmMetrics {
   // driver_killed, exited_unexpectedly.
   metrics::CounterFamily& executorsRemoved;
   metrics::HistogramFamily& rmRequestDuration;  // call
-  metrics::Gauge& uptimeSeconds;
   // kind: resident, resident_anon, resident_file, heap_in_use, heap_free (common/process_memory.h)
   metrics::GaugeFamily& memory;
+  metrics::Gauge& uptimeSeconds;
 
   // Children the loops update, looked up once: an update is then one atomic operation and
   // never waits for a family's mutex (which /metrics takes, from a low-priority thread).
