@@ -9,9 +9,12 @@ Runs `tide run` (an embedded tide-rm and tide-nm on this machine) with a job of 
 seconds reads the AM's VmRSS from /proc and the stage's succeeded count from its status API
 (/api/v1/jobs). Writes DIR/am_memory.csv (seconds, succeeded, am_rss_kib, executor_rss_kib: the
 largest executor, journal_bytes: the AM's recovery journal on disk, am_rss_anon_kib and
-am_rss_file_kib: the AM's VmRSS split into its heap and its mapped files) and DIR/am_memory.svg (RSS in
-MiB against tasks completed), and prints as JSON the RSS at each power of ten of completions, at
-the last sample before the stage ended and after it. The AM's recovery journal goes to a staging
+am_rss_file_kib: the AM's VmRSS split into its heap and its mapped files, heap_in_use_kib and
+heap_free_kib: the AM's malloc heap split into what it holds and what malloc keeps freed, from its
+/metrics, am_threads: the AM's threads) and DIR/am_memory.svg (RSS in MiB against tasks completed), and prints as JSON the RSS
+at each power of ten of completions, at the last sample before the stage ended and after it, and
+the median RSS of each tenth of the stage's tasks (one sample is noisy: a journal compaction maps
+the journal and holds its buffers for a few seconds). The AM's recovery journal goes to a staging
 directory under the run's temporary directory, removed at the end. Not a test: run it by hand,
 on a quiet machine.
 """
@@ -23,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from tide_bench import free_port, get, poll, stop_all  # noqa: E402
@@ -74,6 +78,27 @@ def rss_kib(pid, field="VmRSS"):
     except OSError:
         pass
     return None
+
+
+def am_heap_kib(port):
+    """(in use, free) KiB of the AM's malloc heap, from its /metrics; (0, 0) if unreadable."""
+    kinds = {}
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("tide_application_master_memory_bytes{"):
+                    kind = line.split('kind="', 1)[1].split('"', 1)[0]
+                    kinds[kind] = int(float(line.rsplit(" ", 1)[1])) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return kinds.get("heap_in_use", 0), kinds.get("heap_free", 0)
+
+
+def thread_count(pid):
+    try:
+        return len(os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return 0
 
 
 def svg_plot(series, path, title):
@@ -157,16 +182,18 @@ def main():
         os.makedirs(args.out, exist_ok=True)
         with open(csv_path, "w") as f:
             f.write("seconds,succeeded,am_rss_kib,executor_rss_kib,journal_bytes,"
-                    "am_rss_anon_kib,am_rss_file_kib\n")
+                    "am_rss_anon_kib,am_rss_file_kib,heap_in_use_kib,heap_free_kib,am_threads\n")
             for r in rows:
-                f.write("%s,%d,%d,%s,%d,%d,%d\n" % (r[0], r[1], r[2], "" if r[3] is None else r[3],
-                                                     r[4], r[5], r[6]))
+                f.write("%s,%d,%d,%s,%d,%d,%d,%d,%d,%d\n" % (
+                    r[0], r[1], r[2], "" if r[3] is None else r[3], r[4], r[5], r[6], r[7], r[8],
+                    r[9]))
     report(args, rows)
 
 
 def run(args):
     """Runs the stage; returns the samples (seconds, succeeded, AM KiB, executor KiB, journal
-    bytes, AM anonymous KiB, AM file-backed KiB)."""
+    bytes, AM anonymous KiB, AM file-backed KiB, AM heap in use KiB, AM heap free KiB, AM
+    threads)."""
     tide = os.path.join(args.build, "bin", "tide")
     work = tempfile.mkdtemp(prefix="tide-scale-")
     job = os.path.join(work, "noop.json")
@@ -202,7 +229,8 @@ def run(args):
             executors = [rss_kib(p) or 0 for p in descendants(run.pid, "tide-executor")]
             rows.append((round(time.monotonic() - start, 1), succeeded, am_rss,
                          max(executors) if executors else None, tree_bytes(staging),
-                         rss_kib(am, "RssAnon") or 0, rss_kib(am, "RssFile") or 0))
+                         rss_kib(am, "RssAnon") or 0, rss_kib(am, "RssFile") or 0)
+                        + am_heap_kib(port) + (thread_count(am),))
             if succeeded >= args.tasks or 0 < args.stop_after <= succeeded:
                 break
             time.sleep(args.interval)
@@ -217,6 +245,8 @@ def report(args, rows):
     """Draws DIR/am_memory.svg and prints the figures."""
     series = [("AM VmRSS", [(r[1], r[2]) for r in rows]),
               ("executor VmRSS (largest)", [(r[1], r[3] or 0) for r in rows])]
+    if rows and len(rows[0]) > 7 and any(r[7] for r in rows):
+        series.append(("AM malloc heap in use", [(r[1], r[7]) for r in rows]))
     for overlay in args.overlay:
         csv, _, label = overlay.partition(":")
         series.append(("AM VmRSS, " + (label or csv), read_csv(csv)))
@@ -233,13 +263,18 @@ def report(args, rows):
         power *= 10
     # The stage's own state is freed when its job ends: the last sample before shows its peak.
     running = [r for r in rows if r[1] < args.tasks]
+    tenth = max(args.tasks // 10, 1)
+    bands = {}
+    for r in running:
+        bands.setdefault(r[1] // tenth, []).append(r[2])
+    band_medians = [round(sorted(v)[len(v) // 2] / 1024, 1) for _, v in sorted(bands.items())]
     print(json.dumps({
         "tasks": args.tasks, "samples": len(rows), "completed": rows[-1][1] if rows else 0,
         "peak_am_rss_mib": round(max(r[2] for r in rows) / 1024, 1) if rows else None,
         "before_end": {"succeeded": running[-1][1], "am_rss_mib": round(running[-1][2] / 1024, 1),
                        "journal_mib": round(running[-1][4] / 2**20, 1)} if running else None,
         "after_end_am_rss_mib": round(rows[-1][2] / 1024, 1) if rows else None,
-        "at_completions": marks}))
+        "at_completions": marks, "median_am_rss_mib_by_tenth": band_medians}))
 
 if __name__ == "__main__":
     main()
