@@ -9,22 +9,20 @@ namespace tide::am {
 
 AllocationHistory::AllocationHistory(size_t capacity, HistoryMemory memory)
     : capacity_(std::max<size_t>(capacity, 4)) {
-  if (memory == HistoryMemory::kWhole) {
-    points_.reserve(capacity_);
-    points_.resize(capacity_);
-  }
+  if (memory == HistoryMemory::kWhole) growTo(capacity_);
+}
+
+void AllocationHistory::growTo(size_t length) {
+  // reserve() first: resize() alone may take twice the length, past the capacity.
+  points_.reserve(length);
+  points_.resize(length);
 }
 
 bool AllocationHistory::record(const AllocationPoint& point) {
   std::lock_guard<std::mutex> lock(mu_);
   if (size_ > 0 && points_[size_ - 1].sameState(point)) return false;
   if (size_ >= capacity_) thinOlderHalf();
-  if (size_ == points_.size()) {
-    // reserve() first: resize() alone may take twice the size, past the capacity.
-    const size_t grown = std::min(capacity_, std::max<size_t>(16, 2 * size_));
-    points_.reserve(grown);
-    points_.resize(grown);
-  }
+  if (size_ == points_.size()) growTo(std::min(capacity_, std::max<size_t>(16, 2 * size_)));
   points_[size_++] = point;
   return true;
 }

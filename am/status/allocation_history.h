@@ -68,6 +68,8 @@ class AllocationHistory {
 
  private:
   void thinOlderHalf();
+  // points_ exactly `length` long (its allocation too), zero points past size_.
+  void growTo(size_t length);
 
   const size_t capacity_;
   mutable std::mutex mu_;

@@ -1,8 +1,23 @@
 #include "am/status/metrics.h"
 
+#include <cstdint>
+#include <utility>
+
 #include "common/process_memory.h"
 
 namespace tide::am {
+namespace {
+
+// The memory family's kinds and where ProcessMemory has each.
+constexpr std::pair<const char*, int64_t ProcessMemory::*> kMemoryKinds[] = {
+    {"resident", &ProcessMemory::residentBytes},
+    {"resident_anon", &ProcessMemory::residentAnonBytes},
+    {"resident_file", &ProcessMemory::residentFileBytes},
+    {"heap_in_use", &ProcessMemory::heapInUseBytes},
+    {"heap_free", &ProcessMemory::heapFreeBytes},
+};
+
+}  // namespace
 
 AmMetrics::AmMetrics()
     : executors(registry.gauge("tide_executors",
@@ -87,10 +102,7 @@ AmMetrics::AmMetrics()
   for (const char* cause : {"exit", "memory", "launch", "heartbeat_timeout"}) {
     executorFailures.labels({cause});
   }
-  for (const char* kind :
-       {"resident", "resident_anon", "resident_file", "heap_in_use", "heap_free"}) {
-    memory.labels({kind});
-  }
+  for (const auto& [kind, field] : kMemoryKinds) memory.labels({kind});
   for (const char* call : {"register", "allocate", "launch", "unregister"}) {
     rmRequests.labels({call, "ok"});
     rmRequests.labels({call, "error"});
@@ -100,11 +112,9 @@ AmMetrics::AmMetrics()
 
 void AmMetrics::refreshMemory() const {
   const ProcessMemory now = readProcessMemory();
-  memory.labels({"resident"}).set(static_cast<double>(now.residentBytes));
-  memory.labels({"resident_anon"}).set(static_cast<double>(now.residentAnonBytes));
-  memory.labels({"resident_file"}).set(static_cast<double>(now.residentFileBytes));
-  memory.labels({"heap_in_use"}).set(static_cast<double>(now.heapInUseBytes));
-  memory.labels({"heap_free"}).set(static_cast<double>(now.heapFreeBytes));
+  for (const auto& [kind, field] : kMemoryKinds) {
+    memory.labels({kind}).set(static_cast<double>(now.*field));
+  }
 }
 
 }  // namespace tide::am

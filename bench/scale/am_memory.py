@@ -11,10 +11,10 @@ seconds reads the AM's VmRSS from /proc and the stage's succeeded count from its
 largest executor, journal_bytes: the AM's recovery journal on disk, am_rss_anon_kib and
 am_rss_file_kib: the AM's VmRSS split into its heap and its mapped files, heap_in_use_kib and
 heap_free_kib: the AM's malloc heap split into what it holds and what malloc keeps freed, from its
-/metrics, am_threads: the AM's threads) and DIR/am_memory.svg (RSS in MiB against tasks completed), and prints as JSON the RSS
-at each power of ten of completions, at the last sample before the stage ended and after it, and
-the median RSS of each tenth of the stage's tasks (one sample is noisy: a journal compaction maps
-the journal and holds its buffers for a few seconds). The AM's recovery journal goes to a staging
+/metrics, am_threads: the AM's threads) and DIR/am_memory.svg (RSS in MiB against tasks
+completed), and prints as JSON the RSS at each power of ten of completions, at the last sample
+before the stage ended and after it, and the median RSS of each tenth of the stage's tasks (one
+sample is noisy: a journal compaction maps the journal and holds its buffers for a few seconds). The AM's recovery journal goes to a staging
 directory under the run's temporary directory, removed at the end. Not a test: run it by hand,
 on a quiet machine.
 """

@@ -5,15 +5,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "tests/support/allocator.h"
+
 namespace tide {
 namespace {
 
-// A sanitizer's allocator stands in for glibc's malloc, whose behaviour these tests are about.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kGlibcMalloc = false;
-#else
-constexpr bool kGlibcMalloc = true;
-#endif
+using testing_support::kGlibcMalloc;
 
 constexpr int64_t kMiB = 1 << 20;
 

@@ -17,12 +17,14 @@
 #include "common/config.h"
 #include "common/process_memory.h"
 #include "prometheus_text.h"
+#include "tests/support/allocator.h"
 #include "tests/support/temp_dir.h"
 
 namespace tide::am {
 namespace {
 
 using ::testing::HasSubstr;
+using testing_support::kGlibcMalloc;
 using testing_support::parsePrometheusText;
 using testing_support::tideAmMetricFamilies;
 
@@ -154,13 +156,6 @@ TEST(MetricsRenderingTest, TheAmsMetricsRenderAsValidExpositionWithEveryFamily) 
   EXPECT_EQ(parsed.at("tide_task_duration_seconds_count"), 1);
   EXPECT_EQ(parsed.at("tide_executor_failures_total{cause=\"memory\"}"), 1);
 }
-
-// A sanitizer's allocator stands in for glibc's malloc, whose figures the heap gauges are.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kGlibcMalloc = false;
-#else
-constexpr bool kGlibcMalloc = true;
-#endif
 
 // The memory gauges are this process's own, read when /metrics is rendered: 64 MiB allocated and
 // touched show in what is resident and in the heap in use, and leave the heap in use when freed.
