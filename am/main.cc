@@ -134,7 +134,9 @@ int runAm(const tide::CommandLine& cli) {
 int main(int argc, char** argv) {
   using namespace tide;
   // The AM runs for as long as its application, through journal compactions and status
-  // documents megabytes large: what it frees goes back (bench/README.md, "Scale").
+  // documents megabytes large, on threads that come and go: what it frees goes back, and no
+  // thread keeps a cache of it (bench/README.md, "Scale").
+  restartWithoutMallocThreadCaches(argv);
   keepMallocFromHoardingFreedMemory();
   CommandLine cli("tide-am", "Runs a job's tasks on executors it rents from a resource manager.");
   cli.addOption("job", "FILE", "The job to run (JSON)");

@@ -1,7 +1,9 @@
 #include "common/process_memory.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -41,6 +43,27 @@ void keepMallocFromHoardingFreedMemory() {
   // Setting either turns off glibc's raising of both (mallopt(3), "M_MMAP_THRESHOLD").
   ::mallopt(M_MMAP_THRESHOLD, kThreshold);
   ::mallopt(M_TRIM_THRESHOLD, kThreshold);
+  ::mallopt(M_ARENA_MAX, 1);
+}
+
+std::optional<std::string> tunablesWithoutThreadCaches(const char* current) {
+  constexpr char kTcacheCount[] = "glibc.malloc.tcache_count";
+  constexpr char kOff[] = "glibc.malloc.tcache_count=0";
+  if (current == nullptr || *current == '\0') return std::string(kOff);
+  const std::string value(current);
+  if (value.find(kTcacheCount) != std::string::npos) return std::nullopt;
+  return value + ":" + kOff;
+}
+
+void restartWithoutMallocThreadCaches(char** argv) {
+  const std::optional<std::string> tunables =
+      tunablesWithoutThreadCaches(::getenv("GLIBC_TUNABLES"));
+  if (!tunables) return;
+  // Marks the restart done whatever glibc makes of the value (a secure-mode process ignores
+  // it), so this runs at most once.
+  ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  // The exec failed (no /proc): run on with the caches on.
 }
 
 }  // namespace tide

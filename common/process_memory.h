@@ -6,6 +6,8 @@
 // while the heap in use stays flat is the allocator holding freed memory, not a leak.
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace tide {
 
@@ -22,11 +24,30 @@ struct ProcessMemory {
 ProcessMemory readProcessMemory();
 
 // Makes glibc's malloc hand freed memory back rather than keep it for a peak that may not come
-// again: blocks of 128 KiB and more get pages of their own, unmapped when freed, and a heap's
-// free top over 128 KiB is returned at once. These are glibc's starting values, but glibc raises
-// both for good the first time a large block is freed (up to 32 and 64 MiB), after which a
-// long-running process holds every transient peak it ever reached. Call before any thread
-// starts.
+// again, and keep it in one place rather than one per thread:
+//  - Blocks of 128 KiB and more get pages of their own, unmapped when freed, and a heap's free
+//    top over 128 KiB is returned at once. These are glibc's starting values, but glibc raises
+//    both for good the first time a large block is freed (up to 32 and 64 MiB), after which a
+//    long-running process holds every transient peak it ever reached.
+//  - One arena for all threads. By default each thread that allocates gets an arena of its own
+//    (up to eight per core), and each keeps its own freed memory and free top: a server whose
+//    request threads come and go holds the sum of what each arena once needed.
+// Call before any thread starts.
 void keepMallocFromHoardingFreedMemory();
+
+// glibc's per-thread caches (tcache) keep up to 7 freed blocks of each size up to 1 KiB on the
+// thread that freed them, for that thread's next malloc of the size; malloc counts them as in
+// use, and a long-lived thread's cache fills, slowly, with every size it ever freed (up to about
+// 240 KiB a thread). Only the GLIBC_TUNABLES variable, read when a program starts, turns them
+// off: the GLIBC_TUNABLES value that does so with `current`'s other settings kept (nullptr: it
+// was not set), or nullopt when `current` already names a tcache count (the caller's own, or
+// what a restart set).
+std::optional<std::string> tunablesWithoutThreadCaches(const char* current);
+
+// Runs this program again (/proc/self/exe, the same pid, arguments and environment) with
+// GLIBC_TUNABLES turning the per-thread caches off, unless it already names a tcache count.
+// Returns only when it did not restart (already set, or the exec failed). Call first in main,
+// before any thread starts or any file opens.
+void restartWithoutMallocThreadCaches(char** argv);
 
 }  // namespace tide

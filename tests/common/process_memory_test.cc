@@ -1,8 +1,16 @@
 #include "common/process_memory.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/allocator.h"
@@ -24,6 +32,71 @@ int64_t heapKeptFreeAfterAPeak() {
     std::vector<char> medium(static_cast<size_t>(4 * kMiB), 'y');
   }
   return readProcessMemory().heapFreeBytes - before;
+}
+
+// How many arenas glibc's malloc has made in this process (malloc_info(3) writes a <heap> for
+// each).
+int mallocArenas() {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = ::open_memstream(&text, &size);
+  ::malloc_info(0, out);
+  std::fclose(out);
+  const std::string info(text, size);
+  std::free(text);
+  int arenas = 0;
+  for (size_t at = info.find("<heap nr="); at != std::string::npos;
+       at = info.find("<heap nr=", at + 1)) {
+    ++arenas;
+  }
+  return arenas;
+}
+
+// Four threads that each allocate while the others live, as a server's request threads do.
+int arenasAfterFourThreadsAllocate() {
+  constexpr int kThreads = 4;
+  std::mutex mutex;
+  std::condition_variable allocatedChanged;
+  int allocated = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      std::vector<char> buffer(4096, 'x');
+      std::unique_lock<std::mutex> lock(mutex);
+      ++allocated;
+      allocatedChanged.notify_all();
+      allocatedChanged.wait(lock, [&] { return allocated == kThreads; });
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return mallocArenas();
+}
+
+// Whether small blocks freed on this thread count as free at once, rather than as still in use
+// while this thread's cache (tcache) holds them for its next malloc of their size.
+bool freedSmallBlocksCountFree() {
+  constexpr int kBlocks = 7;
+  void* blocks[kBlocks];
+  for (void*& block : blocks) {
+    block = std::malloc(200);
+    asm volatile("" : : "g"(block) : "memory");  // the allocation must happen
+  }
+  const size_t inUse = ::mallinfo2().uordblks;
+  for (void* block : blocks) std::free(block);
+  return ::mallinfo2().uordblks + kBlocks * 200 <= inUse;
+}
+
+// This process's own arguments, as /proc/self/cmdline has them, for restarting it.
+std::vector<std::string> ownArguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> arguments;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\0', start);
+    arguments.push_back(text.substr(start, end - start));
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return arguments;
 }
 
 TEST(ProcessMemoryTest, ReadsThisProcessesResidentSizeAndItsParts) {
@@ -51,6 +124,52 @@ TEST(ProcessMemoryTest, UntoldGlibcKeepsAFreedPeakThatTheSettingGivesBack) {
       {
         keepMallocFromHoardingFreedMemory();
         std::exit(heapKeptFreeAfterAPeak() < kMiB ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// A long-running AM's threads come and go (HTTP workers beyond the warm ones); each new one gets
+// an arena of its own, with free memory of its own, unless malloc is told otherwise.
+TEST(ProcessMemoryTest, ThreadsShareOneArenaWithTheSetting) {
+  if (!kGlibcMalloc) GTEST_SKIP() << "the sanitizer's allocator is not glibc's malloc";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::exit(arenasAfterFourThreadsAllocate() > 1 ? 0 : 1), ::testing::ExitedWithCode(0),
+              "");
+  EXPECT_EXIT(
+      {
+        keepMallocFromHoardingFreedMemory();
+        std::exit(arenasAfterFourThreadsAllocate() == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(ProcessMemoryTest, TunablesTurnThreadCachesOffKeepingTheCallersOwnSettings) {
+  EXPECT_EQ(tunablesWithoutThreadCaches(nullptr), "glibc.malloc.tcache_count=0");
+  EXPECT_EQ(tunablesWithoutThreadCaches(""), "glibc.malloc.tcache_count=0");
+  EXPECT_EQ(tunablesWithoutThreadCaches("glibc.malloc.arena_max=2"),
+            "glibc.malloc.arena_max=2:glibc.malloc.tcache_count=0");
+  // Named already: the caller's own choice, or the restart's mark that it has run.
+  EXPECT_EQ(tunablesWithoutThreadCaches("glibc.malloc.tcache_count=7"), std::nullopt);
+  EXPECT_EQ(tunablesWithoutThreadCaches("glibc.malloc.arena_max=2:glibc.malloc.tcache_count=0"),
+            std::nullopt);
+}
+
+// The restart runs the same test again (the death test's own arguments), this time with the
+// caches off: a freed small block then counts free at once. Untold, this thread's cache holds it.
+TEST(ProcessMemoryTest, RestartedWithoutThreadCachesFreedSmallBlocksCountFree) {
+  if (!kGlibcMalloc) GTEST_SKIP() << "the sanitizer's allocator is not glibc's malloc";
+  if (::getenv("GLIBC_TUNABLES") != nullptr) GTEST_SKIP() << "GLIBC_TUNABLES is set already";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::exit(freedSmallBlocksCountFree() ? 1 : 0), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        std::vector<std::string> arguments = ownArguments();
+        std::vector<char*> argv;
+        for (std::string& argument : arguments) argv.push_back(argument.data());
+        argv.push_back(nullptr);
+        restartWithoutMallocThreadCaches(argv.data());
+        const char* tunables = ::getenv("GLIBC_TUNABLES");
+        std::exit(tunables != nullptr && freedSmallBlocksCountFree() ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
 }

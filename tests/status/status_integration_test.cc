@@ -212,6 +212,11 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     const double resident = metrics.at("tide_application_master_memory_bytes{kind=\"resident\"}");
     EXPECT_GT(resident, procResident / 2);
     EXPECT_LT(resident, procResident * 2);
+    // It restarted itself at start with malloc's per-thread caches off (common/process_memory.h),
+    // the same process under the same pid.
+    const std::string environment = testing_support::readFile(
+        "/proc/" + std::to_string(status()["pid"].GetInt64()) + "/environ");
+    EXPECT_THAT(environment, HasSubstr("glibc.malloc.tcache_count=0"));
   }
 
   // The page, unknown paths, errors as JSON.
