@@ -1,6 +1,7 @@
 #include "common/process_memory.h"
 
 #include <malloc.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -55,6 +56,28 @@ std::optional<std::string> tunablesWithoutThreadCaches(const char* current) {
   return value + ":" + kOff;
 }
 
+namespace {
+
+// This program's file by its name, so that the restarted process keeps its name (ps, pgrep and
+// /proc/PID/comm name a process after the file it ran: "exe" for /proc/self/exe); /proc/self/exe
+// when that name no longer leads to this file (replaced or removed since it started).
+std::string ownProgramPath() {
+  char buffer[4096];
+  const ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (length > 0) {
+    const std::string path(buffer, static_cast<size_t>(length));
+    struct stat byName {};
+    struct stat running {};
+    if (::stat(path.c_str(), &byName) == 0 && ::stat("/proc/self/exe", &running) == 0 &&
+        byName.st_dev == running.st_dev && byName.st_ino == running.st_ino) {
+      return path;
+    }
+  }
+  return "/proc/self/exe";
+}
+
+}  // namespace
+
 void restartWithoutMallocThreadCaches(char** argv) {
   const std::optional<std::string> tunables =
       tunablesWithoutThreadCaches(::getenv("GLIBC_TUNABLES"));
@@ -62,7 +85,7 @@ void restartWithoutMallocThreadCaches(char** argv) {
   // Marks the restart done whatever glibc makes of the value (a secure-mode process ignores
   // it), so this runs at most once.
   ::setenv("GLIBC_TUNABLES", tunables->c_str(), 1);
-  ::execv("/proc/self/exe", argv);
+  ::execv(ownProgramPath().c_str(), argv);
   // The exec failed (no /proc): run on with the caches on.
 }
 

@@ -44,7 +44,7 @@ void keepMallocFromHoardingFreedMemory();
 // what a restart set).
 std::optional<std::string> tunablesWithoutThreadCaches(const char* current);
 
-// Runs this program again (/proc/self/exe, the same pid, arguments and environment) with
+// Runs this program again (its own file, the same pid, name, arguments and environment) with
 // GLIBC_TUNABLES turning the per-thread caches off, unless it already names a tcache count.
 // Returns only when it did not restart (already set, or the exec failed). Call first in main,
 // before any thread starts or any file opens.

@@ -217,6 +217,10 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     const std::string environment = testing_support::readFile(
         "/proc/" + std::to_string(status()["pid"].GetInt64()) + "/environ");
     EXPECT_THAT(environment, HasSubstr("glibc.malloc.tcache_count=0"));
+    EXPECT_EQ(
+        testing_support::readFile("/proc/" + std::to_string(status()["pid"].GetInt64()) + "/comm"),
+        "tide-am\n")
+        << "ps and pgrep name it as before";
   }
 
   // The page, unknown paths, errors as JSON.
