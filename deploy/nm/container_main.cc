@@ -62,11 +62,32 @@ struct Arguments {
   std::vector<std::string> command;
 };
 
+constexpr char kUsageLine[] =
+    "[--cgroup-procs FILE] [--die-with-parent PID] [--grace MS] [--exit-file FILE] -- PROGRAM "
+    "[ARG...]";
+
+// tide-nm and tide-executor start it; a person reading `ps` may ask it what it is.
+[[noreturn]] void help() {
+  std::printf(
+      "Usage: tide-container %s\n\n"
+      "The supervisor of a container or a command task: runs PROGRAM in its own process group\n"
+      "and session, keeps every process it starts below it, and leaves none of them running\n"
+      "when PROGRAM exits or it is stopped. Started by tide-nm and tide-executor.\n\n"
+      "Options:\n"
+      "  --cgroup-procs FILE    join this cgroup (write its pid to FILE) before starting\n"
+      "  --die-with-parent PID  kill everything below it when its parent PID dies\n"
+      "  --grace MS             after SIGTERM, how long before SIGKILL (default 2000)\n"
+      "  --exit-file FILE       write how PROGRAM ended to FILE just before exiting\n"
+      "  -h, --help             print this and exit\n\n"
+      "Exit status: PROGRAM's (or its signal raised again); 125 bad usage or the cgroup could\n"
+      "not be joined; 127 PROGRAM could not be started.\n",
+      kUsageLine);
+  std::exit(0);
+}
+
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "tide-container: %s\nusage: tide-container [--cgroup-procs FILE] "
-               "[--die-with-parent PID] [--grace MS] [--exit-file FILE] -- PROGRAM [ARG...]\n",
-               problem.c_str());
+  std::fprintf(stderr, "tide-container: %s\nusage: tide-container %s\n", problem.c_str(),
+               kUsageLine);
   std::exit(kUsageExit);
 }
 
@@ -83,6 +104,8 @@ Arguments parse(int argc, char** argv) {
       if (arg == "--") {
         ++i;
         break;
+      } else if (arg == "-h" || arg == "--help") {
+        help();
       } else if (arg == "--cgroup-procs") {
         args.cgroupProcs = value(arg);
       } else if (arg == "--die-with-parent") {

@@ -92,6 +92,23 @@ TEST(TideCli, AnUnknownOptionIsAnErrorNamingItWithExitStatus2) {
   }
 }
 
+// tide-container parses its few options itself (it starts before every command task, so it links
+// nothing it does not need), and still answers --help as the others do.
+TEST(TideCli, TheContainerSupervisorAnswersHelpAndNamesAnUnknownOption) {
+  for (const char* flag : {"--help", "-h"}) {
+    testing_support::TempDir dir;
+    auto result = run(dir, {"tide-container", flag});
+    EXPECT_EQ(result.status, 0) << flag << ": " << result.output;
+    EXPECT_THAT(result.output, StartsWith("Usage: tide-container ")) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("\nOptions:\n")) << result.output;
+    EXPECT_THAT(result.output, HasSubstr("  -h, --help  ")) << result.output;
+  }
+  testing_support::TempDir dir;
+  auto result = run(dir, {"tide-container", "--no-such-option", "--", "true"});
+  EXPECT_EQ(result.status, 125) << result.output;  // its bad-usage status (container_main.cc)
+  EXPECT_THAT(result.output, HasSubstr("unknown option '--no-such-option'")) << result.output;
+}
+
 // `tide run` with the small node the integration tests use.
 testing_support::CommandResult tideRun(const testing_support::TempDir& dir,
                                        std::vector<std::string> args) {
