@@ -100,11 +100,14 @@ int ChildProcess::stop(std::chrono::milliseconds grace) {
   return exitStatus_.value_or(-1);
 }
 
-std::string selfDirectory() {
+std::string selfExecutable() {
   char buffer[4096];
   const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (n <= 0) return ".";
-  std::string path(buffer, static_cast<size_t>(n));
+  return n > 0 ? std::string(buffer, static_cast<size_t>(n)) : std::string();
+}
+
+std::string selfDirectory() {
+  const std::string path = selfExecutable();
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }

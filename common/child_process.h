@@ -54,6 +54,9 @@ class ChildProcess {
   std::optional<int> exitStatus_;
 };
 
+// This executable's path as /proc/self/exe names it; "" when it cannot be read.
+std::string selfExecutable();
+
 // The directory holding this executable: tide's binaries find their siblings there.
 std::string selfDirectory();
 

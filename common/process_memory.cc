@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "common/child_process.h"  // selfExecutable
+
 namespace tide {
 namespace {
 
@@ -62,16 +64,13 @@ namespace {
 // /proc/PID/comm name a process after the file it ran: "exe" for /proc/self/exe); /proc/self/exe
 // when that name no longer leads to this file (replaced or removed since it started).
 std::string ownProgramPath() {
-  char buffer[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  if (length > 0) {
-    const std::string path(buffer, static_cast<size_t>(length));
-    struct stat byName {};
-    struct stat running {};
-    if (::stat(path.c_str(), &byName) == 0 && ::stat("/proc/self/exe", &running) == 0 &&
-        byName.st_dev == running.st_dev && byName.st_ino == running.st_ino) {
-      return path;
-    }
+  const std::string path = selfExecutable();
+  struct stat byName {};
+  struct stat running {};
+  if (!path.empty() && ::stat(path.c_str(), &byName) == 0 &&
+      ::stat("/proc/self/exe", &running) == 0 && byName.st_dev == running.st_dev &&
+      byName.st_ino == running.st_ino) {
+    return path;
   }
   return "/proc/self/exe";
 }

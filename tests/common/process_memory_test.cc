@@ -1,5 +1,7 @@
 #include "common/process_memory.h"
 
+#include "common/child_process.h"
+
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -7,8 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -90,8 +90,7 @@ bool freedSmallBlocksCountFree() {
 
 // This process's own arguments, as /proc/self/cmdline has them, for restarting it.
 std::vector<std::string> ownArguments() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = testing_support::readFile("/proc/self/cmdline");
   std::vector<std::string> arguments;
   for (size_t start = 0; start < text.size();) {
     const size_t end = text.find('\0', start);
@@ -175,7 +174,7 @@ TEST(ProcessMemoryTest, RestartedWithoutThreadCachesFreedSmallBlocksCountFree) {
         restartWithoutMallocThreadCaches(argv.data());
         const char* tunables = ::getenv("GLIBC_TUNABLES");
         // Under its own name still (ps and pgrep go by /proc/PID/comm), not "exe".
-        const std::string name = std::filesystem::read_symlink("/proc/self/exe").filename();
+        const std::string name = std::filesystem::path(selfExecutable()).filename();
         const bool named = testing_support::readFile("/proc/self/comm") ==
                            name.substr(0, 15) + "\n";  // the kernel keeps 15 characters
         std::exit(tunables != nullptr && named && freedSmallBlocksCountFree() ? 0 : 1);

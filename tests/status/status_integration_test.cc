@@ -204,8 +204,8 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_EQ(metrics.at("tide_tasks{state=\"pending\"}"), 0);
     // The memory gauges are the AM's own: its resident size as /proc shows it (the two reads
     // are apart by a request, so within a factor of two, not equal).
-    const std::string procStatus = testing_support::readFile(
-        "/proc/" + std::to_string(status()["pid"].GetInt64()) + "/status");
+    const std::string amProc = "/proc/" + std::to_string(status()["pid"].GetInt64());
+    const std::string procStatus = testing_support::readFile(amProc + "/status");
     std::smatch vmRss;
     ASSERT_TRUE(std::regex_search(procStatus, vmRss, std::regex(R"(VmRSS:\s+(\d+) kB)")));
     const double procResident = std::stod(vmRss[1]) * 1024;
@@ -214,12 +214,9 @@ TEST_F(StatusIntegrationTest, EveryEndpointDuringAndAfterARealJob) {
     EXPECT_LT(resident, procResident * 2);
     // It restarted itself at start with malloc's per-thread caches off (common/process_memory.h),
     // the same process under the same pid.
-    const std::string environment = testing_support::readFile(
-        "/proc/" + std::to_string(status()["pid"].GetInt64()) + "/environ");
-    EXPECT_THAT(environment, HasSubstr("glibc.malloc.tcache_count=0"));
-    EXPECT_EQ(
-        testing_support::readFile("/proc/" + std::to_string(status()["pid"].GetInt64()) + "/comm"),
-        "tide-am\n")
+    EXPECT_THAT(testing_support::readFile(amProc + "/environ"),
+                HasSubstr("glibc.malloc.tcache_count=0"));
+    EXPECT_EQ(testing_support::readFile(amProc + "/comm"), "tide-am\n")
         << "ps and pgrep name it as before";
   }
 
