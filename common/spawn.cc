@@ -82,7 +82,10 @@ void setEntry(std::vector<std::string>& entries, const std::string& name,
 // Files first (absolute paths, opened in the parent's cwd), then the directory change.
 void addFileActions(SpawnSetup& setup, const SpawnOptions& options) {
   posix_spawn_file_actions_t* actions = setup.actions();
-  if (!options.stdinPath.empty()) {
+  if (options.stdinFd >= 0) {
+    setup.check(posix_spawn_file_actions_adddup2(actions, options.stdinFd, STDIN_FILENO),
+                "stdin from descriptor " + std::to_string(options.stdinFd));
+  } else if (!options.stdinPath.empty()) {
     setup.check(posix_spawn_file_actions_addopen(actions, STDIN_FILENO, options.stdinPath.c_str(),
                                                  O_RDONLY, 0),
                 "stdin from " + options.stdinPath);

@@ -32,6 +32,7 @@ struct SpawnOptions {
   std::optional<std::vector<std::string>> environment;
   std::string workDir;                  // empty: the parent's
   std::string stdinPath = "/dev/null";  // empty: inherited
+  int stdinFd = -1;                     // the child's stdin instead of stdinPath (caller keeps it)
   std::string stdoutPath;               // empty: inherited
   std::string stderrPath;               // empty: inherited; may equal stdoutPath (one file)
   bool appendOutput = false;            // append to stdout/stderr files instead of truncating

@@ -89,6 +89,10 @@ TaskRunner::TaskRunner(TaskRunnerOptions options) : options_(std::move(options))
     if (variableName(entry) != kAppSecretEnv) baseEnvironment_.push_back(std::move(entry));
   }
   options_.environment.clear();
+  if (!options_.supervisorPath.empty() && options_.forkSupervisors) {
+    // The launcher runs with the executor's environment; each task gets its own with its launch.
+    launcher_ = std::make_unique<SupervisorLauncher>(options_.supervisorPath, currentEnvironment());
+  }
   wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wakeFd_ < 0) {
     throw std::system_error(errno, std::generic_category(), "TaskRunner: eventfd");
@@ -115,8 +119,7 @@ TaskRunner::~TaskRunner() {
     if (task.kind != TaskKind::kCommand) continue;
     ::kill(-task.pid, SIGKILL);
     int status = 0;
-    while (::waitpid(task.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    reapTaskProcess(task.pid, status, true);
     ::close(task.pidfd);
   }
   ::close(wakeFd_);
@@ -463,8 +466,7 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now, Comman
     const int openError = errno;
     ::kill(-pid, SIGKILL);
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    reapTaskProcess(pid, status, true);
     fail(kNoProcessExitCode,
          "cannot watch the task's process: pidfd_open: " + errnoText(openError));
     return;
@@ -526,6 +528,16 @@ pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFile
   // blocks SIGTERM in its threads and ignores SIGPIPE. The executor's descriptors (the AM
   // connection, pidfds) are not inherited.
   spawn.grouping = ProcessGrouping::kNewProcessGroup;
+  if (launcher_ != nullptr) {
+    // The same supervisor, forked by the launcher with these descriptors and directory.
+    LaunchRequest request;
+    request.argv = launch.argv;
+    request.argv[0] = program;
+    request.environment = std::move(*spawn.environment);
+    request.workDir = spawn.workDir;
+    request.graceMs = options_.killGracePeriod;
+    return launcher_->launch(request, spawn.stdoutFd, spawn.stderrFd);
+  }
   if (!options_.supervisorPath.empty()) {
     // The task runs below a supervisor that keeps everything it starts below it (a subreaper),
     // kills all of it when the task ends, and dies with the executor (even by SIGKILL).
@@ -751,10 +763,7 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   // the task left behind in its group before reaping, then reap.
   ::kill(-task.pid, SIGKILL);
   int status = 0;
-  pid_t reaped = -1;
-  do {
-    reaped = ::waitpid(task.pid, &status, WNOHANG);
-  } while (reaped < 0 && errno == EINTR);
+  const pid_t reaped = reapTaskProcess(task.pid, status, false);
   if (reaped == 0) return;  // not exited after all (spurious readiness)
   ::close(task.pidfd);
 
@@ -804,6 +813,21 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
                         << (update.reason.empty() ? "" : ": ") << update.reason;
   tasks_.erase(it);
   reportLocked(std::move(update));
+}
+
+pid_t TaskRunner::reapTaskProcess(pid_t pid, int& status, bool block) {
+  if (launcher_ != nullptr) {
+    // Its pidfd said it exited, so the launcher's waitpid returns at once.
+    const std::optional<int> reaped = launcher_->reap(pid);
+    if (!reaped) return -1;
+    status = *reaped;
+    return pid;
+  }
+  pid_t reaped;
+  do {
+    reaped = ::waitpid(pid, &status, block ? 0 : WNOHANG);
+  } while (reaped < 0 && errno == EINTR);
+  return reaped;
 }
 
 void TaskRunner::wakeSupervisor() {

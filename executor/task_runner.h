@@ -4,8 +4,9 @@
 // nothing about HTTP: the ExecutorBackend feeds it launches and kills and collects its reports.
 //
 // Task kinds:
-//   command  a process (common/spawn.h; below a tide-container supervisor when
-//            options.supervisorPath is set) in its own process group, in its task dir
+//   command  a process (common/spawn.h; with options.supervisorPath, below a tide-container
+//            supervisor, forked by the runner's launcher, supervisor_launcher.h, unless
+//            options.forkSupervisors is false) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
 //            stdout and stderr in files in the task dir (or, with options.logDir, in the same
 //            path under the log dir, not linked from the task dir: every link is a file system
@@ -23,7 +24,8 @@
 //
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
-// (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1))
+// (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1);
+// a forked supervisor is the launcher's child, reaped through it once its pidfd says so)
 // and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation), and starts
 // the next queued task when one ends. No thread per task.
 //
@@ -58,6 +60,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "executor/block_fetcher.h"
+#include "executor/supervisor_launcher.h"
 #include "rest/messages/executor.h"
 
 namespace tide::executor {
@@ -113,6 +116,10 @@ struct TaskRunnerOptions {
   // task starts outlives it or the executor. Empty: tasks are spawned directly (then only their
   // process group is contained; for tests of the runner itself).
   std::string supervisorPath;
+  // With supervisorPath: each task's supervisor is forked by one launcher per runner
+  // (`supervisorPath --serve`, executor/supervisor_launcher.h), started with the first command
+  // task, instead of being exec'd per task: one exec per task, not two. false: exec'd per task.
+  bool forkSupervisors = true;
   // Between the SIGTERM and the SIGKILL sent to a task's process group.
   DurationMs killGracePeriod = 1000;
   // How much of a failed task's stderr its update carries.
@@ -272,6 +279,9 @@ class TaskRunner {
   void killLocked(int64_t taskId, RunningTask& task, TimeMs now);
   void fireDueTimersLocked(TimeMs now);
   void reapLocked(int64_t taskId, TimeMs now);
+  // Reaps a task's exited process (through the launcher when it forked it); as waitpid: the
+  // pid, 0 when it has not exited after all (own children only), -1 with errno when lost.
+  pid_t reapTaskProcess(pid_t pid, int& status, bool block);
   void reportLocked(rest::TaskStatusUpdate update);
   // Slots taken: running tasks and queued ones being started.
   int busySlotsLocked() const;
@@ -284,6 +294,7 @@ class TaskRunner {
   TaskRunnerOptions options_;
   std::unique_ptr<Clock> ownedClock_;
   const Clock* clock_;
+  std::unique_ptr<SupervisorLauncher> launcher_;  // with supervisorPath and forkSupervisors
   std::vector<std::string> baseEnvironment_;
   Logger log_{"executor"};
 

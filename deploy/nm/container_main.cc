@@ -25,6 +25,14 @@
 // container outlives a node manager that crashed, for the restarted one to re-attach to it.
 // Exit 125: bad usage or the cgroup could not be joined; 127: PROGRAM could not be started
 // (the reason is on stderr).
+//
+//   tide-container --serve [--die-with-parent PID]
+//
+// The launcher of an executor's command tasks: reads launch and reap requests on stdin (a Unix
+// stream socket; common/supervisor_launch.h) and forks, for each launch, a supervisor that does
+// all of the above with --die-with-parent set to the launcher. One exec per executor instead of
+// one per task. It exits when the socket closes or, with --die-with-parent, when PID dies; the
+// supervisors it forked then take their tasks down.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -44,6 +52,7 @@
 
 #include "common/process_tree.h"
 #include "common/spawn.h"
+#include "common/supervisor_launch.h"
 #include "deploy/nm/container_exit_file.h"
 
 namespace {
@@ -59,12 +68,13 @@ struct Arguments {
   pid_t dieWithParent = 0;
   long graceMs = 2000;
   std::string exitFile;
+  bool serve = false;
   std::vector<std::string> command;
 };
 
 constexpr char kUsageLine[] =
     "[--cgroup-procs FILE] [--die-with-parent PID] [--grace MS] [--exit-file FILE] -- PROGRAM "
-    "[ARG...]";
+    "[ARG...]\n       tide-container --serve [--die-with-parent PID]";
 
 // tide-nm and tide-executor start it; a person reading `ps` may ask it what it is.
 [[noreturn]] void help() {
@@ -78,6 +88,8 @@ constexpr char kUsageLine[] =
       "  --die-with-parent PID  kill everything below it when its parent PID dies\n"
       "  --grace MS             after SIGTERM, how long before SIGKILL (default 2000)\n"
       "  --exit-file FILE       write how PROGRAM ended to FILE just before exiting\n"
+      "  --serve                fork a supervisor for each launch request read on stdin (a\n"
+      "                         socket from tide-executor) instead of running PROGRAM\n"
       "  -h, --help             print this and exit\n\n"
       "Exit status: PROGRAM's (or its signal raised again); 125 bad usage or the cgroup could\n"
       "not be joined; 127 PROGRAM could not be started.\n",
@@ -114,6 +126,8 @@ Arguments parse(int argc, char** argv) {
         args.graceMs = std::stol(value(arg));
       } else if (arg == "--exit-file") {
         args.exitFile = value(arg);
+      } else if (arg == "--serve") {
+        args.serve = true;
       } else {
         usage("unknown option '" + arg + "'");
       }
@@ -122,7 +136,14 @@ Arguments parse(int argc, char** argv) {
     }
   }
   for (; i < argc; ++i) args.command.emplace_back(argv[i]);
-  if (args.command.empty()) usage("no program given");
+  if (args.serve) {
+    if (!args.command.empty()) usage("--serve runs no program of its own");
+    if (!args.cgroupProcs.empty() || !args.exitFile.empty()) {
+      usage("--serve takes no --cgroup-procs or --exit-file");
+    }
+  } else if (args.command.empty()) {
+    usage("no program given");
+  }
   return args;
 }
 
@@ -193,11 +214,10 @@ void writeExitFile(const std::string& path, int status) {
   std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Arguments args = parse(argc, argv);
-
+// Runs the command below us until it ends, then exits as it did. `environment`: the
+// command's, when it is not ours (a supervisor forked by the launcher keeps the launcher's).
+[[noreturn]] void superviseCommand(const Arguments& args,
+                                   const std::vector<std::string>* environment) {
   sigset_t handled;
   sigemptyset(&handled);
   for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT}) sigaddset(&handled, signal);
@@ -205,7 +225,7 @@ int main(int argc, char** argv) {
 
   if (args.dieWithParent > 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGHUP);
-    if (::getppid() != args.dieWithParent) return kUsageExit;  // already gone: run nothing
+    if (::getppid() != args.dieWithParent) std::_Exit(kUsageExit);  // already gone: run nothing
   }
   if (!args.cgroupProcs.empty()) {
     std::ofstream procs(args.cgroupProcs);
@@ -214,18 +234,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tide-container: cannot join cgroup %s: %s\n", args.cgroupProcs.c_str(),
                    std::strerror(errno));
       writeExitFile(args.exitFile, W_EXITCODE(kUsageExit, 0));
-      return kUsageExit;
+      std::_Exit(kUsageExit);
     }
   }
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     std::fprintf(stderr, "tide-container: cannot become a child subreaper: %s\n",
                  std::strerror(errno));
-    return kUsageExit;
+    std::_Exit(kUsageExit);
   }
 
   SpawnOptions spawn;
   spawn.argv = args.command;
   spawn.searchPath = true;
+  if (environment != nullptr) spawn.environment = *environment;
   spawn.stdinPath = "";  // ours, already set up by whoever started us
   spawn.closeOtherDescriptors = false;
   spawn.resetSignals = true;
@@ -235,7 +256,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tide-container: %s\n", e.what());
     writeExitFile(args.exitFile, W_EXITCODE(kCannotRunExit, 0));
-    return kCannotRunExit;
+    std::_Exit(kCannotRunExit);
   }
 
   bool mainEnded = false;
@@ -266,4 +287,116 @@ int main(int argc, char** argv) {
     }
     if (terminating && Clock::now() >= killAt) killDescendants(::getpid());
   }
+}
+
+// --- the launcher (--serve) ---
+
+pid_t launcherParent = 0;
+
+// PR_SET_PDEATHSIG fires when the thread that started us ends, not only the process: only a
+// new parent means the executor is gone.
+void onHangup(int) {
+  if (::getppid() != launcherParent) std::_Exit(0);
+}
+
+// In the forked child, before it supervises anything: the reason goes to the task's stderr
+// (the launcher is single-threaded, so the child may allocate) and the task fails with 127.
+void failInChild(const char* what, const std::string& detail) {
+  const std::string line =
+      std::string("tide-container: ") + what + " " + detail + ": " + std::strerror(errno) + "\n";
+  [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+  std::_Exit(kCannotRunExit);
+}
+
+// In the forked child: becomes what `tide-container --die-with-parent LAUNCHER --grace MS --
+// PROGRAM...` started with the request's descriptors and directory would be.
+[[noreturn]] void becomeSupervisor(pid_t launcher, const LaunchRequest& request, int stdoutFd,
+                                   int stderrFd) {
+  // Still blocked (see serve): the launcher's handler must never run here, where our parent is
+  // the launcher and it would end us with status 0, a task that never ran reported finished.
+  ::signal(SIGHUP, SIG_DFL);
+  ::setpgid(0, 0);  // the launcher sets it too, so that it holds before the executor hears the pid
+  if (::dup2(stdoutFd, STDOUT_FILENO) < 0) failInChild("cannot set stdout", "");
+  if (::dup2(stderrFd, STDERR_FILENO) < 0) failInChild("cannot set stderr", "");
+  const int devNull = ::open("/dev/null", O_RDONLY);
+  if (devNull < 0 || ::dup2(devNull, STDIN_FILENO) < 0) failInChild("cannot open", "/dev/null");
+  ::closefrom(STDERR_FILENO + 1);  // the launcher's socket and the descriptors it was given
+  if (!request.workDir.empty() && ::chdir(request.workDir.c_str()) != 0) {
+    failInChild("cannot enter working directory", request.workDir);
+  }
+  Arguments args;
+  args.dieWithParent = launcher;
+  args.graceMs = request.graceMs;
+  args.command = request.argv;
+  superviseCommand(args, &request.environment);
+}
+
+void answer(int socket, int64_t value) {
+  // A lost answer is the executor gone: the next read ends the loop.
+  sendFrame(socket, encodeAnswer(value));
+}
+
+// Serves launch and reap requests on stdin (a Unix stream socket) until the executor closes it
+// or dies. Never reaps a supervisor it was not asked to (see common/supervisor_launch.h).
+[[noreturn]] void serve(const Arguments& args) {
+  constexpr int kSocket = STDIN_FILENO;
+  launcherParent = args.dieWithParent;
+  if (launcherParent > 0) {
+    struct sigaction hangup {};
+    hangup.sa_handler = onHangup;
+    sigemptyset(&hangup.sa_mask);
+    ::sigaction(SIGHUP, &hangup, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+    if (::getppid() != launcherParent) std::_Exit(kUsageExit);
+  }
+  const pid_t self = ::getpid();
+  std::string payload;
+  std::vector<int> descriptors;
+  while (receiveFrame(kSocket, payload, descriptors)) {
+    LauncherMessage message;
+    try {
+      message = decodeLauncherMessage(payload);
+      if (message.kind == LauncherMessage::Kind::kLaunch && descriptors.size() != 2) {
+        throw std::runtime_error("a launch needs 2 descriptors (stdout, stderr), got " +
+                                 std::to_string(descriptors.size()));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tide-container --serve: %s\n", e.what());
+      for (int fd : descriptors) ::close(fd);
+      answer(kSocket, -EINVAL);
+      continue;
+    }
+    if (message.kind == LauncherMessage::Kind::kLaunch) {
+      sigset_t hangup;
+      sigemptyset(&hangup);
+      sigaddset(&hangup, SIGHUP);
+      ::sigprocmask(SIG_BLOCK, &hangup, nullptr);
+      const pid_t pid = ::fork();
+      if (pid == 0) becomeSupervisor(self, message.launch, descriptors[0], descriptors[1]);
+      const int forkError = errno;
+      ::sigprocmask(SIG_UNBLOCK, &hangup, nullptr);
+      if (pid > 0) ::setpgid(pid, pid);
+      for (int fd : descriptors) ::close(fd);
+      answer(kSocket, pid > 0 ? pid : -forkError);
+    } else {
+      for (int fd : descriptors) ::close(fd);
+      int status = 0;
+      pid_t reaped;
+      do {
+        reaped = ::waitpid(message.pid, &status, 0);
+      } while (reaped < 0 && errno == EINTR);
+      answer(kSocket, reaped == message.pid ? status : -errno);
+    }
+  }
+  // The executor closed its end or died: every supervisor below gets SIGHUP (its parent-death
+  // signal) once we are gone, and takes its task down.
+  std::_Exit(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Arguments args = parse(argc, argv);
+  if (args.serve) serve(args);
+  superviseCommand(args, nullptr);
 }

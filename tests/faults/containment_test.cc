@@ -517,6 +517,19 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
   expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
+// The same with a supervisor exec'd per task (forkSupervisors=false), the way without the
+// executor's launcher.
+TEST_F(TaskContainmentTest, WithASupervisorExecdPerTaskWhatATaskDaemonisedGoesToo) {
+  executor::TaskRunnerOptions execd = options();
+  execd.forkSupervisors = false;
+  executor::TaskRunner runner(execd);
+  runner.launch(command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
+  const auto updates = waitForUpdate(runner);
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
+}
+
 TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm) {
   executor::TaskRunner runner(options());
   const std::string ready = (dir_.path() / "ready").string();

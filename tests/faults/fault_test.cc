@@ -391,8 +391,9 @@ TEST_F(FaultTest, ATaskProcessKilledBySigkillFailsItsAttemptAndIsRetried) {
         if (!busyExecutor(&id, &executor)) return false;
         const std::vector<ProcessInfo> table = readProcessTable();
         for (const ProcessInfo& p : descendantsOf(static_cast<pid_t>(executor), table)) {
-          // A task's supervisor is the executor's child; the task's process is its child.
-          if (p.ppid != executor) continue;
+          // A task's supervisor is a tide-container below the executor (forked by its launcher,
+          // itself a tide-container); the task's process is its child, with the task's
+          // environment (the launcher's children, the supervisors, have the executor's).
           std::error_code ec;
           if (fs::read_symlink("/proc/" + std::to_string(p.pid) + "/exe", ec).string() !=
               supervisor) {
