@@ -26,6 +26,10 @@ constexpr Millis kMaxBackoff{2000};
 // After the last task was told to stop: how long leaving waits for the processes to go,
 // beyond the SIGTERM->SIGKILL grace period.
 constexpr Millis kExitMargin{2000};
+// Updates batched while the queue is deep (batchesUpdates): how long after the last sync they
+// may wait, and how many make a sync go at once. Small against the queue's depth in tasks.
+constexpr Millis kUpdateBatchWindow{20};
+constexpr size_t kUpdateBatchSize = 32;
 
 rest::HttpClientOptions clientOptions(const ExecutorSettings& settings, const Logger& log) {
   rest::HttpClientOptions options;
@@ -342,6 +346,20 @@ void ExecutorBackend::syncUntilLeaving() {
   }
 }
 
+size_t ExecutorBackend::batchQueueFloor() const {
+  return 2 * static_cast<size_t>(runner_.slots());  // two rounds: the slots cannot run dry
+}
+
+Millis ExecutorBackend::updateBatchWindow() const {
+  // Never so long that a queued task would be handed back (queuedTaskWait) meanwhile.
+  if (queuedTaskWaitMs_ > 0) return std::min(kUpdateBatchWindow, Millis(queuedTaskWaitMs_ / 2));
+  return kUpdateBatchWindow;
+}
+
+bool ExecutorBackend::batchesUpdates() const {
+  return runner_.queuedCount() >= batchQueueFloor() && updateBatchWindow().count() > 0;
+}
+
 void ExecutorBackend::waitForWork(SteadyTime lastSent) {
   SteadyTime until = lastSent + heartbeatInterval_;
   // A queued task that cannot start within queuedTaskWaitMs goes back then.
@@ -350,7 +368,12 @@ void ExecutorBackend::waitForWork(SteadyTime lastSent) {
     const int64_t left = std::max<int64_t>(0, *oldest + queuedTaskWaitMs_ - runner_.nowMs());
     until = std::min(until, std::chrono::steady_clock::now() + Millis(left));
   }
-  runner_.waitForUpdates(until);
+  if (!runner_.hasUpdates()) runner_.waitForUpdates(until);
+  // The first end came: while the queue is deep, more may join it (batchesUpdates).
+  if (runner_.hasUpdates() && batchesUpdates()) {
+    runner_.waitForUpdateBatch(std::min(until, lastSent + updateBatchWindow()), kUpdateBatchSize,
+                               batchQueueFloor());
+  }
 }
 
 bool ExecutorBackend::gatherSync(RunnerReport& report, rest::ExecutorSync& sync) {
@@ -434,7 +457,11 @@ bool ExecutorBackend::applyReply(const rest::ExecutorSyncReply& reply) {
 bool ExecutorBackend::syncAgainAtOnce(bool idle, const rest::ExecutorSyncReply& reply,
                                       SteadyTime lastSent) const {
   // e.g. noop tasks, already done, tasks handed back, or migrations: report them at once
-  if (runner_.hasUpdates() || !handedBack_.empty() || !migrated_.empty()) return true;
+  // (updates after a short wait for more while the queue keeps every slot busy)
+  if (!handedBack_.empty() || !migrated_.empty()) return true;
+  if (runner_.hasUpdates()) {
+    return !batchesUpdates() || std::chrono::steady_clock::now() >= lastSent + updateBatchWindow();
+  }
   if (runner_.runningCount() > 0) return false;  // wait for one to end (or the heartbeat)
   // Idle. After a long poll the AM held, poll again at once; after one it answered early
   // with nothing (an AM that does not hold), wait out the interval rather than spin. A sync

@@ -118,6 +118,12 @@ class ExecutorBackend {
   bool applyReply(const rest::ExecutorSyncReply& reply);
   bool syncAgainAtOnce(bool idle, const rest::ExecutorSyncReply& reply,
                        std::chrono::steady_clock::time_point lastSent) const;
+  // While two rounds of tasks per slot are queued, the slots stay busy without the AM: task
+  // updates then wait up to updateBatchWindow() after the last sync to go in one sync, sparing
+  // the AM and this executor a round trip (and the AM a journal fsync) per short task.
+  bool batchesUpdates() const;
+  size_t batchQueueFloor() const;
+  std::chrono::milliseconds updateBatchWindow() const;
   // Kills the tasks still running and waits (bounded) for them to exit.
   void stopTasks();
 

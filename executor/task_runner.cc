@@ -31,6 +31,8 @@ namespace {
 constexpr rest::TaskState kFinished = rest::TaskState::kFinished;
 constexpr rest::TaskState kFailed = rest::TaskState::kFailed;
 constexpr rest::TaskState kKilled = rest::TaskState::kKilled;
+// Ended tasks' dirs kept for reuse (beyond one per slot): more than a sync refills at once.
+constexpr size_t kMaxEndedTaskDirs = 64;
 // What a task that never had a process reports as its exit code.
 constexpr int kNoProcessExitCode = -1;
 
@@ -46,6 +48,30 @@ int openPidfd(pid_t pid) {
 
 std::string errnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
+}
+
+// A real directory (not a link) its owner may still read, write and enter, as made.
+bool isUsableDirectory(const std::filesystem::file_status& status) {
+  using std::filesystem::perms;
+  return status.type() == std::filesystem::file_type::directory &&
+         (status.permissions() & perms::owner_all) == perms::owner_all;
+}
+
+// Whether an ended task's dir may be a new task's: nothing the ended task left (a file in its
+// cwd, an output not committed, a changed mode) is ever lost or met by another task, so only a
+// dir holding exactly one entry, an empty `output` dir, both as they were made, qualifies.
+bool holdsOnlyAnEmptyOutputDir(const std::filesystem::path& dir) {
+  std::error_code error;
+  if (!isUsableDirectory(std::filesystem::symlink_status(dir, error)) || error) return false;
+  int entries = 0;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    if (++entries > 1 || it->path().filename() != "output" ||
+        !isUsableDirectory(it->symlink_status(error))) {
+      return false;
+    }
+  }
+  return !error && entries == 1 && std::filesystem::is_empty(dir / "output", error) && !error;
 }
 
 // One mkdir when the parent exists (every task's but the first), where create_directories
@@ -478,14 +504,28 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now, Comman
   wakeSupervisor();
 }
 
+bool TaskRunner::reusedTaskDir(const std::filesystem::path& taskDir) {
+  std::filesystem::path candidate;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (endedTaskDirs_.empty()) return false;
+    candidate = std::move(endedTaskDirs_.back());
+    endedTaskDirs_.pop_back();
+  }
+  return holdsOnlyAnEmptyOutputDir(candidate) && ::rename(candidate.c_str(), taskDir.c_str()) == 0;
+}
+
 std::optional<std::string> TaskRunner::prepareCommandFiles(const rest::TaskLaunch& launch,
-                                                           CommandFiles& files) const {
+                                                           CommandFiles& files) {
   // Every directory made here is a journaled metadata write that waits for the file system's
   // journal, which on a busy disk costs more than the task's fork and exec: only what the task
   // uses is made (the input dir when it has inputs), and one mkdir each in the common case.
   files.taskDir = taskDirectory(options_.workDir, launch.stageId, launch.index, launch.attempt);
-  std::error_code error = makeDirectory(files.taskDir);
-  if (!error) error = makeDirectory(files.taskDir / "output");
+  std::error_code error;
+  if (!launch.inputs.empty() || !reusedTaskDir(files.taskDir)) {
+    error = makeDirectory(files.taskDir);
+    if (!error) error = makeDirectory(files.taskDir / "output");
+  }
   if (!error && !launch.inputs.empty()) error = makeDirectory(files.taskDir / "input");
   if (error) {
     return "cannot create task directory " + files.taskDir.string() + ": " + error.message();
@@ -569,6 +609,10 @@ void TaskRunner::addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_
   task.owner =
       TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir, launch.taskId};
   task.outputDir = files.taskDir / "output";
+  // Its dir holds its logs without a log dir, its inputs with inputs, and is not its own with a
+  // cwd; without a supervisor, something it started may still write there.
+  task.dirReusable = launch.cwd.empty() && launch.inputs.empty() && !options_.logDir.empty() &&
+                     !options_.supervisorPath.empty();
   // A task that was preparing its inputs may have been asked to stop meanwhile.
   auto preparing = tasks_.find(launch.taskId);
   const bool killedWhilePreparing = preparing != tasks_.end() && preparing->second.killRequested;
@@ -674,6 +718,14 @@ bool TaskRunner::waitForUpdates(std::chrono::steady_clock::time_point deadline) 
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait_until(lock, deadline, [this] { return !updates_.empty() || waitsInterrupted_; });
   return !updates_.empty();
+}
+
+void TaskRunner::waitForUpdateBatch(std::chrono::steady_clock::time_point deadline, size_t count,
+                                    size_t queuedAtLeast) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_until(lock, deadline, [&] {
+    return updates_.size() >= count || queued_.size() < queuedAtLeast || waitsInterrupted_;
+  });
 }
 
 bool TaskRunner::waitUntilIdle(std::chrono::steady_clock::time_point deadline) {
@@ -811,6 +863,11 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   }
   TIDE_LOG(log_, debug) << "task " << taskId << " " << rest::taskStateName(update.state)
                         << (update.reason.empty() ? "" : ": ") << update.reason;
+  // As many as a refill of queued tasks takes at once (their files are made ahead, in a burst).
+  if (update.state == kFinished && task.dirReusable &&
+      endedTaskDirs_.size() < kMaxEndedTaskDirs + static_cast<size_t>(slots_)) {
+    endedTaskDirs_.push_back(task.outputDir.parent_path());  // checked when it is taken
+  }
   tasks_.erase(it);
   reportLocked(std::move(update));
 }

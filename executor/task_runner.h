@@ -195,6 +195,10 @@ class TaskRunner {
   // Blocks until an update is pending, `deadline` passes, or interruptWaits() was called.
   // Returns whether an update is pending.
   bool waitForUpdates(std::chrono::steady_clock::time_point deadline);
+  // Blocks until `count` updates are pending, fewer than `queuedAtLeast` tasks are queued (the
+  // slots may soon idle), `deadline` passes, or waits are interrupted.
+  void waitForUpdateBatch(std::chrono::steady_clock::time_point deadline, size_t count,
+                          size_t queuedAtLeast);
   // Blocks until no task runs or `deadline` passes; returns whether none runs.
   bool waitUntilIdle(std::chrono::steady_clock::time_point deadline);
   // Makes every present and future waitForUpdates() return at once (the executor is stopping).
@@ -217,6 +221,7 @@ class TaskRunner {
     std::string stderrPath;  // command
     TaskOutputOwner owner;   // command
     std::filesystem::path outputDir;
+    bool dirReusable = false;  // command: its task dir may become a later task's (reusedTaskDir)
   };
   enum class TimerKind { kSleepDone, kTimeout, kForceKill };
   struct Timer {
@@ -257,8 +262,12 @@ class TaskRunner {
   // Closes and removes what prepareQueuedFiles made for a task that is not to run here.
   static void discardPreparedFiles(CommandFiles& files);
   // Makes the task's directories and opens its output files; the reason when it cannot.
+  // Renames the dir of a task that ended, if it holds nothing but an empty output dir, to
+  // `taskDir`: one rename where two mkdirs (each an inode and a block allocated, journaled)
+  // would be. false: none was left empty, make them.
+  bool reusedTaskDir(const std::filesystem::path& taskDir);
   std::optional<std::string> prepareCommandFiles(const rest::TaskLaunch& launch,
-                                                 CommandFiles& files) const;
+                                                 CommandFiles& files);
   // Starts the process (below the supervisor when there is one); throws SpawnError.
   pid_t spawnCommand(const rest::TaskLaunch& launch, const CommandFiles& files,
                      const std::string& program) const;
@@ -320,6 +329,8 @@ class TaskRunner {
   int starting_ = 0;                       // taken from queued_, being started (not yet in tasks_)
   std::multimap<TimeMs, Timer> timers_;    // stale entries (task gone) are dropped when due
   std::vector<rest::TaskStatusUpdate> updates_;
+  // Dirs of ended tasks, newest last, for reusedTaskDir (64 and one per slot; others stay put).
+  std::vector<std::filesystem::path> endedTaskDirs_;
   int slots_;
   bool waitsInterrupted_ = false;
   bool stopping_ = false;

@@ -27,6 +27,8 @@ class FakeAm {
     std::string secret = "test-secret";
     int64_t heartbeatIntervalMs = 200;
     int taskSlots = 1;
+    // Tasks handed out beyond the free slots in each sync reply (the test marks them queued).
+    size_t handAhead = 0;
   };
 
   explicit FakeAm(Options options) : options_(std::move(options)) {
@@ -116,6 +118,7 @@ class FakeAm {
   std::vector<int64_t> commitRequests;  // task ids, in the order they asked
   size_t updateCount = 0;
   int syncs = 0;
+  int syncsWithUpdates = 0;
   int badSyncs = 0;
   std::vector<int64_t> lastRunning;
   std::chrono::steady_clock::time_point firstLaunchAt;
@@ -153,7 +156,10 @@ class FakeAm {
       rest::replyError(res, 404, "unknown executor " + std::string(req.matches[1]));
       return;
     }
-    if (!sync.updates.empty()) lastUpdateAt = std::chrono::steady_clock::now();
+    if (!sync.updates.empty()) {
+      lastUpdateAt = std::chrono::steady_clock::now();
+      ++syncsWithUpdates;
+    }
     for (rest::TaskStatusUpdate& update : sync.updates) {
       updatesByTask[update.taskId].push_back(std::move(update));
       ++updateCount;
@@ -161,7 +167,8 @@ class FakeAm {
     lastRunning = sync.running;
     changed_.notify_all();
     const auto hasWork = [&] {
-      return stopping_ || shutdown_ || !kills_.empty() || (!queue_.empty() && sync.freeSlots > 0);
+      return stopping_ || shutdown_ || !kills_.empty() ||
+             (!queue_.empty() && (sync.freeSlots > 0 || options_.handAhead > 0));
     };
     // A long poll: only a sync that brings nothing may be held.
     if (sync.updates.empty() && sync.maxWaitMs > 0) {
@@ -170,7 +177,8 @@ class FakeAm {
     rest::ExecutorSyncReply reply;
     reply.shutdown = shutdown_;
     reply.kills.swap(kills_);
-    const size_t batch = std::min(queue_.size(), static_cast<size_t>(sync.freeSlots));
+    const size_t batch =
+        std::min(queue_.size(), static_cast<size_t>(sync.freeSlots) + options_.handAhead);
     if (batch > 0 && firstLaunchAt == std::chrono::steady_clock::time_point{}) {
       firstLaunchAt = std::chrono::steady_clock::now();
     }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <fstream>
@@ -463,6 +464,75 @@ TEST_F(TaskRunnerTest, AQueuedCommandsDirectoriesAreMadeWhileTheRunningTaskRuns)
   EXPECT_EQ(readFile(secondLogs / "stderr"), "err\n");
   EXPECT_EQ(readFile(secondDir / "output" / "p"), "part\n");
   EXPECT_FALSE(std::filesystem::exists(secondDir / "input")) << "made only for a task with inputs";
+}
+
+// An ended task's dir holding only an empty output dir becomes the next task's (one rename for
+// two mkdirs); anything the ended task left there keeps its dir where it is.
+TEST_F(TaskRunnerTest, AnEndedTasksEmptyDirBecomesTheNextTasksAndAnythingLeftKeepsIt) {
+  TaskRunnerOptions runnerOptions = options(1);
+  runnerOptions.logDir = workDir_.path() / "logs";
+  runnerOptions.supervisorPath = TIDE_BIN_DIR "/tide-container";
+  TaskRunner runner(runnerOptions);
+  const std::filesystem::path tasks = workDir_.path() / "tasks";
+  const auto dirOf = [&](int64_t id) { return tasks / ("s1-" + std::to_string(id) + "-0"); };
+  const auto inodeOf = [](const std::filesystem::path& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 ? info.st_ino : 0;
+  };
+  const auto runAndStat = [&](int64_t id, const std::string& script) {
+    TaskLaunch launch = commandTask(id, script + "; stat -c %i . > ../" + std::to_string(id) +
+                                            ".inode; ls -A \"$TIDE_OUTPUT_DIR\" > ../" +
+                                            std::to_string(id) + ".output");
+    const TaskStatusUpdate update = runOne(runner, launch);
+    EXPECT_EQ(update.state, rest::TaskState::kFinished) << update.reason;
+    EXPECT_EQ(readFile(tasks / (std::to_string(id) + ".output")), "") << "task " << id;
+    return std::stoull(readFile(tasks / (std::to_string(id) + ".inode")));
+  };
+  // Task 1 leaves an empty dir: task 2 runs in it, under its own name, with an empty output.
+  const uint64_t first = runAndStat(1, "true");
+  EXPECT_EQ(runAndStat(2, "true"), first);
+  EXPECT_FALSE(std::filesystem::exists(dirOf(1)));
+  EXPECT_EQ(inodeOf(dirOf(2)), first);
+  // What a task leaves keeps its dir: a file in its cwd, a changed mode, a link for an output
+  // dir. The task after it gets a new dir.
+  const std::vector<std::string> leftBehind = {
+      "echo kept > scratch", "chmod 500 \"$TIDE_OUTPUT_DIR\"",
+      "rmdir \"$TIDE_OUTPUT_DIR\" && ln -s /tmp \"$TIDE_OUTPUT_DIR\""};
+  int64_t id = 3;
+  for (const std::string& leave : leftBehind) {
+    const int64_t leaver = id++;
+    const TaskStatusUpdate update = runOne(runner, commandTask(leaver, leave));
+    EXPECT_EQ(update.state, rest::TaskState::kFinished) << leave << ": " << update.reason;
+    const uint64_t leaverInode = inodeOf(dirOf(leaver));
+    EXPECT_NE(runAndStat(id++, "true"), leaverInode) << leave;
+    EXPECT_TRUE(std::filesystem::exists(dirOf(leaver))) << leave << ": its dir was taken";
+  }
+  EXPECT_EQ(readFile(dirOf(3) / "scratch"), "kept\n");
+  std::filesystem::permissions(dirOf(5) / "output", std::filesystem::perms::owner_all);
+}
+
+// The executor's sync waits for a batch: it returns once enough updates are pending, once the
+// queue runs low, or at the deadline, whichever comes first.
+TEST_F(TaskRunnerTest, AnUpdateBatchEndsAtItsCountItsQueueFloorOrItsDeadline) {
+  TaskRunner runner(options(1));
+  runner.launch(queuedSleep(1, 60'000));  // holds the slot
+  for (int64_t id = 2; id <= 4; ++id) runner.launch(queuedSleep(id, 60'000));
+  ASSERT_EQ(runner.queuedCount(), 3u);
+  // Nothing ends: only the deadline ends the wait.
+  auto start = steady_clock::now();
+  runner.waitForUpdateBatch(start + std::chrono::milliseconds(50), 2, 1);
+  EXPECT_GE(steady_clock::now() - start, std::chrono::milliseconds(50));
+  // Fewer queued than the floor: at once.
+  start = steady_clock::now();
+  runner.waitForUpdateBatch(start + kBound, 2, 4);
+  EXPECT_LT(steady_clock::now() - start, kBound);
+  // Two updates pending (noop tasks finish inside launch): at once.
+  runner.launch(builtinTask(10, "noop"));
+  runner.launch(builtinTask(11, "noop"));
+  start = steady_clock::now();
+  runner.waitForUpdateBatch(start + kBound, 2, 1);
+  EXPECT_LT(steady_clock::now() - start, kBound);
+  runner.killAll();
 }
 
 TEST_F(TaskRunnerTest, AQueuedNoopNeverWaits) {

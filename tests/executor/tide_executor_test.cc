@@ -196,6 +196,41 @@ TEST_F(TideExecutorTest, NoopThroughput) {
   for (int slots : {1, 8}) runNoopTasks(20000, slots);
 }
 
+// With two rounds of tasks per slot queued, the slot stays busy without the AM: the executor
+// reports the ends of short tasks in batches (those within 20 ms of its last sync), not in one
+// sync each, and loses none.
+TEST_F(TideExecutorTest, EndsOfShortQueuedTasksGoToTheAmInBatches) {
+  FakeAm::Options options;
+  options.handAhead = 200;
+  FakeAm am(options);
+  auto executor = startExecutor(am);
+  constexpr int kTasks = 100;
+  std::vector<TaskLaunch> tasks;
+  for (int i = 0; i < kTasks; ++i) {
+    TaskLaunch sleep;
+    sleep.taskId = i;
+    sleep.stageId = "s1";
+    sleep.index = i;
+    sleep.kind = "sleep";
+    sleep.sleepMs = 1;
+    sleep.queued = true;
+    tasks.push_back(sleep);
+  }
+  am.addTasks(tasks);
+  ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= kTasks; })) << executor->log();
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  am.stop();
+  ASSERT_EQ(am.updatesByTask.size(), static_cast<size_t>(kTasks));
+  for (const auto& [taskId, updates] : am.updatesByTask) {
+    EXPECT_EQ(updates.size(), 1u) << "task " << taskId;
+    EXPECT_EQ(updates.front().state, rest::TaskState::kFinished) << "task " << taskId;
+  }
+  // One sync per end would be 100; 100 ms or more of tasks in 20 ms batches, and the last few
+  // (the queue under two rounds) at once, are far fewer.
+  EXPECT_LE(am.syncsWithUpdates, 30);
+}
+
 TEST_F(TideExecutorTest, RegistersWithItsIdentity) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am, {"--conf", "executor.cores=3"});
