@@ -292,6 +292,21 @@ void writeExitFile(const std::string& path, int status) {
 // --- the launcher (--serve) ---
 
 pid_t launcherParent = 0;
+// The launcher's own command line, which a forked supervisor rewrites in place: ps and
+// /proc/PID/cmdline must not show every supervisor as one more launcher.
+char** launcherArgv = nullptr;
+int launcherArgc = 0;
+
+// Rewrites the bytes after argv[0] (the rest of the command line the kernel shows) to
+// "--task-supervisor", cut to fit, the rest zeroed: ps shows "tide-container --task-supervisor".
+void renameSupervisor() {
+  if (launcherArgc < 2) return;
+  char* start = launcherArgv[1];
+  char* last = launcherArgv[launcherArgc - 1];
+  const size_t room = static_cast<size_t>(last + std::strlen(last) - start);
+  std::memset(start, 0, room);
+  std::strncpy(start, "--task-supervisor", room);
+}
 
 // PR_SET_PDEATHSIG fires when the thread that started us ends, not only the process: only a
 // new parent means the executor is gone.
@@ -315,6 +330,7 @@ void failInChild(const char* what, const std::string& detail) {
   // Still blocked (see serve): the launcher's handler must never run here, where our parent is
   // the launcher and it would end us with status 0, a task that never ran reported finished.
   ::signal(SIGHUP, SIG_DFL);
+  renameSupervisor();
   ::setpgid(0, 0);  // the launcher sets it too, so that it holds before the executor hears the pid
   if (::dup2(stdoutFd, STDOUT_FILENO) < 0) failInChild("cannot set stdout", "");
   if (::dup2(stderrFd, STDERR_FILENO) < 0) failInChild("cannot set stderr", "");
@@ -397,6 +413,8 @@ void answer(int socket, int64_t value) {
 
 int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
+  launcherArgv = argv;
+  launcherArgc = argc;
   if (args.serve) serve(args);
   superviseCommand(args, nullptr);
 }

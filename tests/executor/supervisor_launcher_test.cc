@@ -141,6 +141,13 @@ TEST_F(SupervisorLauncherTest, NothingOutlivesAKilledLauncherAndTheNextLaunchGet
   ASSERT_TRUE(eventually([&] { return left().size() >= 3; }, 20s)) << describe(left());
   const pid_t first = launcher.launcherPid();
   ASSERT_GT(first, 0);
+  // ps tells the launcher from the supervisors it forked.
+  EXPECT_EQ(readFile("/proc/" + std::to_string(first) + "/cmdline")
+                .find(std::string(kSupervisor) + '\0' + "--serve"),
+            0u);
+  const std::string supervisor = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  EXPECT_EQ(supervisor.substr(0, supervisor.find_last_not_of('\0') + 1),
+            std::string(kSupervisor) + '\0' + "--task-supervisor");
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   EXPECT_TRUE(eventually([&] { return left().empty(); }, 20s)) << describe(left());
   // The supervisor went with it and was reaped by someone else: the launcher cannot say how.
