@@ -102,17 +102,32 @@ void closeAll(std::vector<int>& descriptors) {
 
 std::string encodeLaunch(const LaunchRequest& request) {
   std::string out(1, static_cast<char>(LauncherMessage::Kind::kLaunch));
-  putInteger(out, static_cast<uint64_t>(request.graceMs), 8);
   putString(out, request.workDir);
   putList(out, request.argv);
   putList(out, request.environment);
   return out;
 }
 
-std::string encodeReap(pid_t pid) {
-  std::string out(1, static_cast<char>(LauncherMessage::Kind::kReap));
+namespace {
+
+std::string encodeWithPid(LauncherMessage::Kind kind, pid_t pid) {
+  std::string out(1, static_cast<char>(kind));
   putInteger(out, static_cast<uint64_t>(static_cast<int64_t>(pid)), 8);
   return out;
+}
+
+}  // namespace
+
+std::string encodeReap(pid_t pid) {
+  return encodeWithPid(LauncherMessage::Kind::kReap, pid);
+}
+
+std::string encodeStop(pid_t pid) {
+  return encodeWithPid(LauncherMessage::Kind::kStop, pid);
+}
+
+std::string encodeNewSlot() {
+  return std::string(1, static_cast<char>(LauncherMessage::Kind::kSlot));
 }
 
 std::string encodeAnswer(int64_t value) {
@@ -127,18 +142,17 @@ LauncherMessage decodeLauncherMessage(std::string_view payload) {
   const auto kind = static_cast<char>(reader.integer(1, "kind"));
   if (kind == static_cast<char>(LauncherMessage::Kind::kLaunch)) {
     message.kind = LauncherMessage::Kind::kLaunch;
-    message.launch.graceMs = static_cast<int64_t>(reader.integer(8, "grace"));
     message.launch.workDir = reader.text("work dir");
     message.launch.argv = reader.list("argv");
     message.launch.environment = reader.list("environment");
     if (message.launch.argv.empty() || message.launch.argv[0].empty()) {
       throw std::runtime_error("malformed launcher message: argv: no program");
     }
-    if (message.launch.graceMs < 0) {
-      throw std::runtime_error("malformed launcher message: grace: negative");
-    }
-  } else if (kind == static_cast<char>(LauncherMessage::Kind::kReap)) {
-    message.kind = LauncherMessage::Kind::kReap;
+  } else if (kind == static_cast<char>(LauncherMessage::Kind::kSlot)) {
+    message.kind = LauncherMessage::Kind::kSlot;
+  } else if (kind == static_cast<char>(LauncherMessage::Kind::kReap) ||
+             kind == static_cast<char>(LauncherMessage::Kind::kStop)) {
+    message.kind = static_cast<LauncherMessage::Kind>(kind);
     const auto pid = static_cast<int64_t>(reader.integer(8, "pid"));
     if (pid <= 1 || pid > INT32_MAX) {
       throw std::runtime_error("malformed launcher message: pid: " + std::to_string(pid));

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <utility>
@@ -12,6 +13,27 @@
 #include "common/spawn.h"
 
 namespace tide::executor {
+namespace {
+
+// Sends a request and reads its answer, and the descriptors that came with it (the caller's).
+// nullopt (errno set) when the peer is gone or answered something that is no answer.
+std::optional<int64_t> ask(int socket, const std::string& payload, const std::vector<int>& fds,
+                           std::vector<int>& received) {
+  std::string answer;
+  errno = 0;
+  if (!sendFrame(socket, payload, fds) || !receiveFrame(socket, answer, received)) {
+    if (errno == 0) errno = EPIPE;
+    return std::nullopt;
+  }
+  try {
+    return decodeAnswer(answer);
+  } catch (const std::exception&) {
+    errno = EPROTO;
+    return std::nullopt;
+  }
+}
+
+}  // namespace
 
 SupervisorLauncher::SupervisorLauncher(std::string supervisorPath,
                                        std::vector<std::string> environment)
@@ -19,6 +41,8 @@ SupervisorLauncher::SupervisorLauncher(std::string supervisorPath,
 
 SupervisorLauncher::~SupervisorLauncher() {
   std::lock_guard<std::mutex> lock(mutex_);
+  for (const Slot& slot : slots_) ::close(slot.socket);
+  slots_.clear();
   stopLocked();
 }
 
@@ -61,49 +85,102 @@ void SupervisorLauncher::stopLocked() {
   launcher_ = -1;
 }
 
-std::optional<int64_t> SupervisorLauncher::askLocked(const std::string& payload,
-                                                     const std::vector<int>& fds) {
-  if (socket_ < 0) return std::nullopt;
-  std::string answer;
-  std::vector<int> received;
-  if (!sendFrame(socket_, payload, fds) || !receiveFrame(socket_, answer, received)) {
-    const int error = errno;
-    stopLocked();  // died (or answered nonsense): started afresh at the next launch
-    errno = error;
-    return std::nullopt;
+SupervisorLauncher::Slot SupervisorLauncher::newSlotLocked(const std::string& program) {
+  // Once more with a fresh launcher when the one we had is gone.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (socket_ < 0) startLocked();
+    std::vector<int> received;
+    const std::optional<int64_t> pid = ask(socket_, encodeNewSlot(), {}, received);
+    if (!pid) {
+      const int error = errno;
+      stopLocked();
+      errno = error;
+      continue;
+    }
+    if (*pid <= 0 || received.size() != 1) {
+      for (int fd : received) ::close(fd);
+      throw SpawnError(*pid < 0 ? static_cast<int>(-*pid) : EPROTO, std::generic_category(),
+                       "cannot start '" + program + "' (supervisor launcher: new slot)");
+    }
+    return Slot{static_cast<pid_t>(*pid), received[0], 0};
   }
-  for (int fd : received) ::close(fd);
-  try {
-    return decodeAnswer(answer);
-  } catch (const std::exception&) {
-    stopLocked();
-    errno = EPROTO;
-    return std::nullopt;
-  }
+  throw SpawnError(errno != 0 ? errno : EPIPE, std::generic_category(),
+                   "cannot start '" + program + "' (supervisor launcher died)");
 }
 
 pid_t SupervisorLauncher::launch(const LaunchRequest& request, int stdoutFd, int stderrFd) {
   std::lock_guard<std::mutex> lock(mutex_);
   const std::string payload = encodeLaunch(request);
-  // Once more with a fresh launcher when the one we had is gone.
+  // An idle slot, else a new one; a slot found dead is dropped and the launch tried once more.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (socket_ < 0) startLocked();
-    const std::optional<int64_t> pid = askLocked(payload, {stdoutFd, stderrFd});
-    if (!pid) continue;
+    auto slot =
+        std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.task == 0; });
+    if (slot == slots_.end()) {
+      slots_.push_back(newSlotLocked(request.argv[0]));
+      slot = slots_.end() - 1;
+    }
+    std::vector<int> received;
+    const std::optional<int64_t> pid = ask(slot->socket, payload, {stdoutFd, stderrFd}, received);
+    for (int fd : received) ::close(fd);
+    if (!pid) {
+      ::close(slot->socket);
+      slots_.erase(slot);
+      continue;
+    }
     if (*pid <= 0) {
       throw SpawnError(static_cast<int>(-*pid), std::generic_category(),
-                       "cannot start '" + request.argv[0] + "' (supervisor launcher: fork)");
+                       "cannot start '" + request.argv[0] + "' (slot supervisor)");
     }
-    return static_cast<pid_t>(*pid);
+    slot->task = static_cast<pid_t>(*pid);
+    return slot->task;
   }
   throw SpawnError(errno != 0 ? errno : EPIPE, std::generic_category(),
-                   "cannot start '" + request.argv[0] + "' (supervisor launcher died)");
+                   "cannot start '" + request.argv[0] + "' (slot supervisor died)");
 }
 
-std::optional<int> SupervisorLauncher::reap(pid_t supervisor) {
+std::vector<SupervisorLauncher::Slot>::iterator SupervisorLauncher::slotOfLocked(pid_t task) {
+  auto slot = std::find_if(slots_.begin(), slots_.end(),
+                           [&](const Slot& s) { return s.task == task && task > 0; });
+  if (slot == slots_.end()) errno = ECHILD;
+  return slot;
+}
+
+bool SupervisorLauncher::stop(pid_t task) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const std::optional<int64_t> status = askLocked(encodeReap(supervisor), {});
-  if (!status) return std::nullopt;
+  auto slot = slotOfLocked(task);
+  if (slot == slots_.end()) return false;
+  std::vector<int> received;
+  const std::optional<int64_t> answer = ask(slot->socket, encodeStop(task), {}, received);
+  for (int fd : received) ::close(fd);
+  if (!answer || *answer < 0) {
+    if (answer) errno = static_cast<int>(-*answer);
+    return false;  // a dead slot is dropped when its task is reaped
+  }
+  return true;
+}
+
+std::optional<int> SupervisorLauncher::reap(pid_t task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto slot = slotOfLocked(task);
+  if (slot == slots_.end()) return std::nullopt;
+  std::vector<int> received;
+  const std::optional<int64_t> status = ask(slot->socket, encodeReap(task), {}, received);
+  for (int fd : received) ::close(fd);
+  if (!status) {
+    // Died, and its task (orphaned) was reaped by someone else: nobody can say how it ended.
+    const int error = errno;
+    ::close(slot->socket);
+    slots_.erase(slot);
+    errno = error;
+    return std::nullopt;
+  }
+  slot->task = 0;
+  const size_t idle =
+      std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.task == 0; });
+  if (idle > kMaxIdleSlots) {
+    ::close(slot->socket);  // it exits; the launcher reaps it
+    slots_.erase(slot);
+  }
   if (*status < 0) {
     errno = static_cast<int>(-*status);
     return std::nullopt;

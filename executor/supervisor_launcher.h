@@ -1,23 +1,26 @@
 #pragma once
 
 // The executor's end of its supervisor launcher: one `tide-container --serve` per executor,
-// started on the first launch, that forks each command task's supervisor (common/
-// supervisor_launch.h says why and what goes over the socket).
+// started on the first launch, that forks slot supervisors (common/supervisor_launch.h says
+// why and what goes over the sockets). The executor talks to each slot supervisor on a socket
+// of its own; a slot runs one task at a time and is kept for later tasks when it is done.
 //
-// A supervisor it launched leads its own process group and dies with the launcher, which dies
-// with the executor (both by parent-death signals, so even a SIGKILLed executor leaves nothing).
-// It is not the executor's child: the executor watches it with a pidfd and asks the launcher
-// for its exit status (reap()), and the launcher reaps nothing it was not asked to, so the pid
-// and group id stay the supervisor's until then.
+// A task leads its own process group. It is not the executor's child: the executor watches it
+// with a pidfd and asks its slot supervisor for its exit status (reap()), and the slot reaps
+// nothing it was not asked to, so the pid and group id stay the task's until then.
 //
-// A launcher that died is started again at the next launch(); the supervisors it had launched
-// died with it, and reap() says so (nullopt). Thread-safe: one request at a time.
+// The launcher dies with the executor (a parent-death signal); a slot supervisor ends, killing
+// its task and all below it, when its socket closes, which the executor's death also does. A
+// launcher that died is started again when a new slot is needed; the slots it started serve
+// on. A slot supervisor that died is dropped, and reap() of its task says so (nullopt).
+// Thread-safe: one request at a time.
 
 #include <sys/types.h>
 
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/supervisor_launch.h"
 
@@ -27,31 +30,49 @@ class SupervisorLauncher {
  public:
   // `environment`: the launcher's own (the tasks get theirs with each request).
   SupervisorLauncher(std::string supervisorPath, std::vector<std::string> environment);
-  // Closes the socket (the launcher then exits; supervisors still running die with it) and
-  // reaps the launcher.
+  // Closes every socket (slot supervisors still running a task kill it and exit; the launcher
+  // exits) and reaps the launcher.
   ~SupervisorLauncher();
   SupervisorLauncher(const SupervisorLauncher&) = delete;
   SupervisorLauncher& operator=(const SupervisorLauncher&) = delete;
 
-  // The supervisor's pid. Throws SpawnError when the launcher cannot be started or cannot
-  // fork (the task then cannot start either).
+  // The task's pid, started by an idle slot supervisor or a new one. Throws SpawnError when no
+  // slot supervisor can be had (the launcher cannot be started or cannot fork).
   pid_t launch(const LaunchRequest& request, int stdoutFd, int stderrFd);
-  // The wait status of a supervisor launch() returned, once its pidfd says it has exited.
-  // nullopt (errno set) when the launcher is gone or does not know the pid.
-  std::optional<int> reap(pid_t supervisor);
+  // The wait status of a task launch() returned, once its pidfd says it has exited (or after
+  // SIGKILL: this waits). Everything the task left running is gone when it returns. nullopt
+  // (errno set) when its slot supervisor is gone or the pid is no task of ours.
+  std::optional<int> reap(pid_t task);
+  // SIGTERM to a running task's process group and to everything else below its slot supervisor
+  // (what it orphaned, in groups and sessions of its own). False (errno set) when its slot
+  // supervisor is gone or the pid is no task of ours.
+  bool stop(pid_t task);
   // The launcher's pid while it runs (for tests), else -1.
   pid_t launcherPid() const;
 
  private:
+  struct Slot {
+    pid_t pid = -1;
+    int socket = -1;
+    pid_t task = 0;  // 0: idle
+  };
+
   void startLocked();
   void stopLocked();
-  std::optional<int64_t> askLocked(const std::string& payload, const std::vector<int>& fds);
+  // The slot running `task`, or slots_.end() (errno ECHILD).
+  std::vector<Slot>::iterator slotOfLocked(pid_t task);
+  // A new slot supervisor from the launcher (started, or started again, as needed).
+  Slot newSlotLocked(const std::string& program);
+
+  // Idle slot supervisors kept for later tasks, at most.
+  static constexpr size_t kMaxIdleSlots = 64;
 
   const std::string supervisorPath_;
   const std::vector<std::string> environment_;
   mutable std::mutex mutex_;
   int socket_ = -1;
   pid_t launcher_ = -1;
+  std::vector<Slot> slots_;
 };
 
 }  // namespace tide::executor

@@ -575,7 +575,6 @@ pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFile
     request.argv[0] = program;
     request.environment = std::move(*spawn.environment);
     request.workDir = spawn.workDir;
-    request.graceMs = options_.killGracePeriod;
     return launcher_->launch(request, spawn.stdoutFd, spawn.stderrFd);
   }
   if (!options_.supervisorPath.empty()) {
@@ -671,6 +670,9 @@ void TaskRunner::killLocked(int64_t taskId, RunningTask& task, TimeMs now) {
   if (task.killRequested) return;
   task.killRequested = true;
   ::kill(-task.pid, SIGTERM);
+  // Its slot supervisor also reaches what the task orphaned (a supervisor exec'd per task
+  // passes the SIGTERM above on to its whole tree itself).
+  if (launcher_ != nullptr) launcher_->stop(task.pid);
   addTimerLocked(now + options_.killGracePeriod, TimerKind::kForceKill, taskId);
 }
 

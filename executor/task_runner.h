@@ -5,8 +5,8 @@
 //
 // Task kinds:
 //   command  a process (common/spawn.h; with options.supervisorPath, below a tide-container
-//            supervisor, forked by the runner's launcher, supervisor_launcher.h, unless
-//            options.forkSupervisors is false) in its own process group, in its task dir
+//            slot supervisor of the runner's launcher, supervisor_launcher.h, or exec'd per
+//            task when options.forkSupervisors is false) in its own process group, in its task dir
 //            (tasks/<stage>-<index>-<attempt>/ under the work dir) or in launch.cwd, with
 //            stdout and stderr in files in the task dir (or, with options.logDir, in the same
 //            path under the log dir, not linked from the task dir: every link is a file system
@@ -25,7 +25,8 @@
 // Threads: launch(), kill() and collect() run on the caller's thread (the backend loop); one
 // supervisor thread owned by the runner waits, in one poll(), for every task process to exit
 // (a pidfd per process, so it never reaps a child that is not a task's, unlike waitpid(-1);
-// a forked supervisor is the launcher's child, reaped through it once its pidfd says so)
+// a task below a slot supervisor is that supervisor's child, reaped through it once its pidfd
+// says so)
 // and for the earliest timer (sleep done, timeout, SIGTERM->SIGKILL escalation), and starts
 // the next queued task when one ends. No thread per task.
 //
@@ -116,9 +117,10 @@ struct TaskRunnerOptions {
   // task starts outlives it or the executor. Empty: tasks are spawned directly (then only their
   // process group is contained; for tests of the runner itself).
   std::string supervisorPath;
-  // With supervisorPath: each task's supervisor is forked by one launcher per runner
-  // (`supervisorPath --serve`, executor/supervisor_launcher.h), started with the first command
-  // task, instead of being exec'd per task: one exec per task, not two. false: exec'd per task.
+  // With supervisorPath: each task runs below a slot supervisor, forked by one launcher per
+  // runner (`supervisorPath --serve`, executor/supervisor_launcher.h, started with the first
+  // command task) and kept from task to task: one fork and one exec per task, as under xargs.
+  // false: a supervisor exec'd per task (two of each).
   bool forkSupervisors = true;
   // Between the SIGTERM and the SIGKILL sent to a task's process group.
   DurationMs killGracePeriod = 1000;

@@ -2,8 +2,8 @@
 // time per task, each ending with `true` exiting and being reaped):
 //   BareSpawn           posix_spawn of `true` and waitpid: what xargs pays
 //   ExecdSupervisor     `tide-container --die-with-parent .. -- true` exec'd per task
-//   ForkedSupervisor    the same supervisor forked by the executor's launcher
-//                       (executor/supervisor_launcher.h), watched by pidfd, reaped by the launcher
+//   SlotSupervisor      below a slot supervisor of the executor's launcher, kept from task to
+//                       task (executor/supervisor_launcher.h), watched by pidfd, reaped by it
 // Run: build/bin/supervisor_bench  (compare the three `Time` columns)
 
 #include <benchmark/benchmark.h>
@@ -48,7 +48,7 @@ void BM_ExecdSupervisor(benchmark::State& state) {
 }
 BENCHMARK(BM_ExecdSupervisor)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-void BM_ForkedSupervisor(benchmark::State& state) {
+void BM_SlotSupervisor(benchmark::State& state) {
   SupervisorLauncher launcher(kSupervisor, {});
   LaunchRequest request;
   request.argv = {kTrue};
@@ -63,7 +63,7 @@ void BM_ForkedSupervisor(benchmark::State& state) {
     benchmark::DoNotOptimize(launcher.reap(pid));
   }
 }
-BENCHMARK(BM_ForkedSupervisor)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_SlotSupervisor)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tide::executor

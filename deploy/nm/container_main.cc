@@ -28,16 +28,19 @@
 //
 //   tide-container --serve [--die-with-parent PID]
 //
-// The launcher of an executor's command tasks: reads launch and reap requests on stdin (a Unix
-// stream socket; common/supervisor_launch.h) and forks, for each launch, a supervisor that does
-// all of the above with --die-with-parent set to the launcher. One exec per executor instead of
-// one per task. It exits when the socket closes or, with --die-with-parent, when PID dies; the
-// supervisors it forked then take their tasks down.
+// The launcher of an executor's command tasks: on each request read on stdin (a Unix stream
+// socket; common/supervisor_launch.h) it forks a slot supervisor and hands the executor a socket
+// to it. A slot supervisor is a subreaper that runs the tasks the executor sends, one at a time,
+// as above, and after each task kills what it left running. One exec per executor and one fork
+// per slot, instead of one of each per task. The launcher exits when its socket closes or, with
+// --die-with-parent, when PID dies; a slot supervisor ends, taking its task down, when its
+// socket to the executor closes.
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,8 +91,9 @@ constexpr char kUsageLine[] =
       "  --die-with-parent PID  kill everything below it when its parent PID dies\n"
       "  --grace MS             after SIGTERM, how long before SIGKILL (default 2000)\n"
       "  --exit-file FILE       write how PROGRAM ended to FILE just before exiting\n"
-      "  --serve                fork a supervisor for each launch request read on stdin (a\n"
-      "                         socket from tide-executor) instead of running PROGRAM\n"
+      "  --serve                fork a slot supervisor, which runs tasks one at a time, for\n"
+      "                         each request read on stdin (a socket from tide-executor)\n"
+      "                         instead of running PROGRAM\n"
       "  -h, --help             print this and exit\n\n"
       "Exit status: PROGRAM's (or its signal raised again); 125 bad usage or the cgroup could\n"
       "not be joined; 127 PROGRAM could not be started.\n",
@@ -214,10 +218,8 @@ void writeExitFile(const std::string& path, int status) {
   std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 255);
 }
 
-// Runs the command below us until it ends, then exits as it did. `environment`: the
-// command's, when it is not ours (a supervisor forked by the launcher keeps the launcher's).
-[[noreturn]] void superviseCommand(const Arguments& args,
-                                   const std::vector<std::string>* environment) {
+// Runs the command below us until it ends, then exits as it did.
+[[noreturn]] void superviseCommand(const Arguments& args) {
   sigset_t handled;
   sigemptyset(&handled);
   for (int signal : {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT}) sigaddset(&handled, signal);
@@ -246,7 +248,6 @@ void writeExitFile(const std::string& path, int status) {
   SpawnOptions spawn;
   spawn.argv = args.command;
   spawn.searchPath = true;
-  if (environment != nullptr) spawn.environment = *environment;
   spawn.stdinPath = "";  // ours, already set up by whoever started us
   spawn.closeOtherDescriptors = false;
   spawn.resetSignals = true;
@@ -289,10 +290,10 @@ void writeExitFile(const std::string& path, int status) {
   }
 }
 
-// --- the launcher (--serve) ---
+// --- the launcher (--serve) and its slot supervisors ---
 
 pid_t launcherParent = 0;
-// The launcher's own command line, which a forked supervisor rewrites in place: ps and
+// The launcher's own command line, which a slot supervisor rewrites in place: ps and
 // /proc/PID/cmdline must not show every supervisor as one more launcher.
 char** launcherArgv = nullptr;
 int launcherArgc = 0;
@@ -314,46 +315,156 @@ void onHangup(int) {
   if (::getppid() != launcherParent) std::_Exit(0);
 }
 
-// In the forked child, before it supervises anything: the reason goes to the task's stderr
-// (the launcher is single-threaded, so the child may allocate) and the task fails with 127.
-void failInChild(const char* what, const std::string& detail) {
-  const std::string line =
-      std::string("tide-container: ") + what + " " + detail + ": " + std::strerror(errno) + "\n";
-  [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
-  std::_Exit(kCannotRunExit);
-}
-
-// In the forked child: becomes what `tide-container --die-with-parent LAUNCHER --grace MS --
-// PROGRAM...` started with the request's descriptors and directory would be.
-[[noreturn]] void becomeSupervisor(pid_t launcher, const LaunchRequest& request, int stdoutFd,
-                                   int stderrFd) {
-  // Still blocked (see serve): the launcher's handler must never run here, where our parent is
-  // the launcher and it would end us with status 0, a task that never ran reported finished.
-  ::signal(SIGHUP, SIG_DFL);
-  renameSupervisor();
-  ::setpgid(0, 0);  // the launcher sets it too, so that it holds before the executor hears the pid
-  if (::dup2(stdoutFd, STDOUT_FILENO) < 0) failInChild("cannot set stdout", "");
-  if (::dup2(stderrFd, STDERR_FILENO) < 0) failInChild("cannot set stderr", "");
-  const int devNull = ::open("/dev/null", O_RDONLY);
-  if (devNull < 0 || ::dup2(devNull, STDIN_FILENO) < 0) failInChild("cannot open", "/dev/null");
-  ::closefrom(STDERR_FILENO + 1);  // the launcher's socket and the descriptors it was given
-  if (!request.workDir.empty() && ::chdir(request.workDir.c_str()) != 0) {
-    failInChild("cannot enter working directory", request.workDir);
-  }
-  Arguments args;
-  args.dieWithParent = launcher;
-  args.graceMs = request.graceMs;
-  args.command = request.argv;
-  superviseCommand(args, &request.environment);
-}
-
 void answer(int socket, int64_t value) {
-  // A lost answer is the executor gone: the next read ends the loop.
+  // A lost answer is the peer gone: the next read ends its loop.
   sendFrame(socket, encodeAnswer(value));
 }
 
-// Serves launch and reap requests on stdin (a Unix stream socket) until the executor closes it
-// or dies. Never reaps a supervisor it was not asked to (see common/supervisor_launch.h).
+// A task that cannot be started still gets a pid, whose exit status (127) and stderr say why,
+// as an exec'd supervisor's would: the executor reports every launch through one path.
+pid_t startCannotRun(const std::string& reason, int stderrFd) {
+  const std::string line = "tide-container: " + reason + "\n";
+  [[maybe_unused]] ssize_t ignored = ::write(stderrFd, line.data(), line.size());
+  const pid_t pid = ::fork();
+  if (pid == 0) std::_Exit(kCannotRunExit);
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid > 0 ? pid : -errno;
+}
+
+// Starts a task: its own process group, stdin /dev/null, the request's descriptors, directory
+// and environment, default signals, none of our descriptors.
+pid_t startTask(const LaunchRequest& request, int stdoutFd, int stderrFd) {
+  SpawnOptions spawn;
+  spawn.argv = request.argv;
+  spawn.searchPath = true;
+  spawn.environment = request.environment;
+  spawn.workDir = request.workDir;
+  spawn.stdinPath = "";  // ours: /dev/null
+  spawn.stdoutFd = stdoutFd;
+  spawn.stderrFd = stderrFd;
+  spawn.grouping = ProcessGrouping::kNewProcessGroup;
+  try {
+    return spawnProcess(spawn);
+  } catch (const std::exception& e) {
+    // A failed chdir comes back as the exec's error: say which it was.
+    if (!request.workDir.empty() && ::access(request.workDir.c_str(), X_OK) != 0) {
+      return startCannotRun(
+          "cannot enter working directory " + request.workDir + ": " + std::strerror(errno),
+          stderrFd);
+    }
+    return startCannotRun(e.what(), stderrFd);
+  }
+}
+
+// A slot supervisor (forked by the launcher; `socket` its end of the pair whose other end went
+// to the executor): runs the tasks the executor sends, one at a time. It is a child subreaper,
+// so whatever a task orphans (setsid, double fork) comes to it, and came from its current task;
+// reaping a task kills and reaps all of that before the answer, so the next task starts below
+// an empty supervisor. It ends, taking its task down, when the socket closes: the executor
+// closed it or died (nothing else holds that end).
+[[noreturn]] void superviseSlot(int socket) {
+  renameSupervisor();
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    std::fprintf(stderr, "tide-container: cannot become a child subreaper: %s\n",
+                 std::strerror(errno));
+    std::_Exit(kUsageExit);
+  }
+  std::string payload;
+  std::vector<int> descriptors;
+  pid_t task = 0;
+  while (receiveFrame(socket, payload, descriptors)) {
+    int64_t result = -EINVAL;
+    try {
+      const LauncherMessage message = decodeLauncherMessage(payload);
+      if (message.kind == LauncherMessage::Kind::kLaunch) {
+        if (descriptors.size() != 2) {
+          throw std::runtime_error("a launch needs 2 descriptors (stdout, stderr), got " +
+                                   std::to_string(descriptors.size()));
+        }
+        if (task != 0)
+          throw std::runtime_error("a launch while task " + std::to_string(task) + " runs");
+        result = startTask(message.launch, descriptors[0], descriptors[1]);
+        if (result > 0) task = static_cast<pid_t>(result);
+      } else if (message.kind == LauncherMessage::Kind::kReap ||
+                 message.kind == LauncherMessage::Kind::kStop) {
+        if (task == 0 || message.pid != task) {
+          throw std::runtime_error(std::string(message.kind == LauncherMessage::Kind::kReap
+                                                   ? "a reap of "
+                                                   : "a stop of ") +
+                                   std::to_string(message.pid) + ", which is not the task it runs");
+        }
+        if (message.kind == LauncherMessage::Kind::kStop) {
+          // The task's group, and what it orphaned here (in groups and sessions of its own).
+          ::kill(-task, SIGTERM);
+          signalProcessTree(::getpid(), SIGTERM, false);
+          result = 0;
+        } else {
+          int status = 0;
+          pid_t reaped;
+          do {
+            reaped = ::waitpid(task, &status, 0);
+          } while (reaped < 0 && errno == EINTR);
+          result = reaped > 0 ? status : -errno;
+          task = 0;
+          killAndReapAll();  // what the task left behind
+        }
+      } else {
+        throw std::runtime_error("a slot supervisor takes launches, stops and reaps only");
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tide-container --task-supervisor: %s\n", e.what());
+    }
+    for (int fd : descriptors) ::close(fd);
+    answer(socket, result);
+  }
+  killAndReapAll();
+  std::_Exit(0);
+}
+
+// Forks a slot supervisor; its pid, `executorEnd` set to the socket end for the executor, or
+// -errno.
+pid_t startSlot(int launcherSocket, int& executorEnd) {
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return -errno;
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  ::sigprocmask(SIG_BLOCK, &hangup, nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The launcher's SIGHUP handler must never run here: a slot supervisor is tied to the
+    // executor by its socket, not to the launcher.
+    ::signal(SIGHUP, SIG_DFL);
+    ::sigprocmask(SIG_UNBLOCK, &hangup, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, 0);
+    ::close(launcherSocket);
+    ::close(ends[0]);
+    // Only stdout, stderr and our socket.
+    const int socket = ends[1];
+    for (int fd = STDERR_FILENO + 1; fd < socket; ++fd) ::close(fd);
+    ::closefrom(socket + 1);
+    // stdin /dev/null, inherited by every task (no open per task).
+    const int devNull = ::open("/dev/null", O_RDONLY);
+    if (devNull < 0) std::_Exit(kUsageExit);
+    if (devNull != STDIN_FILENO) {
+      ::dup2(devNull, STDIN_FILENO);
+      ::close(devNull);
+    }
+    superviseSlot(socket);
+  }
+  const int forkError = errno;
+  ::sigprocmask(SIG_UNBLOCK, &hangup, nullptr);
+  ::close(ends[1]);
+  if (pid < 0) {
+    ::close(ends[0]);
+    return -forkError;
+  }
+  executorEnd = ends[0];
+  return pid;
+}
+
+// Serves requests for new slot supervisors on stdin (a Unix stream socket) until the executor
+// closes it or dies (see common/supervisor_launch.h).
 [[noreturn]] void serve(const Arguments& args) {
   constexpr int kSocket = STDIN_FILENO;
   launcherParent = args.dieWithParent;
@@ -365,47 +476,33 @@ void answer(int socket, int64_t value) {
     ::prctl(PR_SET_PDEATHSIG, SIGHUP);
     if (::getppid() != launcherParent) std::_Exit(kUsageExit);
   }
-  const pid_t self = ::getpid();
   std::string payload;
   std::vector<int> descriptors;
   while (receiveFrame(kSocket, payload, descriptors)) {
-    LauncherMessage message;
+    for (int fd : descriptors) ::close(fd);
+    int status = 0;
+    while (::waitpid(-1, &status, WNOHANG) > 0) {
+      // slot supervisors that have ended
+    }
+    int64_t result = -EINVAL;
     try {
-      message = decodeLauncherMessage(payload);
-      if (message.kind == LauncherMessage::Kind::kLaunch && descriptors.size() != 2) {
-        throw std::runtime_error("a launch needs 2 descriptors (stdout, stderr), got " +
-                                 std::to_string(descriptors.size()));
+      if (decodeLauncherMessage(payload).kind != LauncherMessage::Kind::kSlot) {
+        throw std::runtime_error("the launcher takes requests for slots only");
+      }
+      int executorEnd = -1;
+      result = startSlot(kSocket, executorEnd);
+      if (result > 0) {
+        sendFrame(kSocket, encodeAnswer(result), {executorEnd});
+        ::close(executorEnd);
+        continue;
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tide-container --serve: %s\n", e.what());
-      for (int fd : descriptors) ::close(fd);
-      answer(kSocket, -EINVAL);
-      continue;
     }
-    if (message.kind == LauncherMessage::Kind::kLaunch) {
-      sigset_t hangup;
-      sigemptyset(&hangup);
-      sigaddset(&hangup, SIGHUP);
-      ::sigprocmask(SIG_BLOCK, &hangup, nullptr);
-      const pid_t pid = ::fork();
-      if (pid == 0) becomeSupervisor(self, message.launch, descriptors[0], descriptors[1]);
-      const int forkError = errno;
-      ::sigprocmask(SIG_UNBLOCK, &hangup, nullptr);
-      if (pid > 0) ::setpgid(pid, pid);
-      for (int fd : descriptors) ::close(fd);
-      answer(kSocket, pid > 0 ? pid : -forkError);
-    } else {
-      for (int fd : descriptors) ::close(fd);
-      int status = 0;
-      pid_t reaped;
-      do {
-        reaped = ::waitpid(message.pid, &status, 0);
-      } while (reaped < 0 && errno == EINTR);
-      answer(kSocket, reaped == message.pid ? status : -errno);
-    }
+    answer(kSocket, result);
   }
-  // The executor closed its end or died: every supervisor below gets SIGHUP (its parent-death
-  // signal) once we are gone, and takes its task down.
+  // The executor closed its end or died. The slot supervisors do not depend on us: each ends
+  // when its own socket to the executor closes.
   std::_Exit(0);
 }
 
@@ -416,5 +513,5 @@ int main(int argc, char** argv) {
   launcherArgv = argv;
   launcherArgc = argc;
   if (args.serve) serve(args);
-  superviseCommand(args, nullptr);
+  superviseCommand(args);
 }

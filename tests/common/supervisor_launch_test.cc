@@ -28,7 +28,6 @@ LaunchRequest sampleRequest() {
   request.argv = {"/bin/sh", "-c", std::string("echo 'a\0b'", 11), ""};
   request.environment = {"A=1", "EMPTY=", std::string(100000, 'x')};
   request.workDir = "/tmp/some dir";
-  request.graceMs = 1500;
   return request;
 }
 
@@ -70,11 +69,11 @@ TEST(SupervisorLaunchTest, ALaunchAndAReapArriveAsSent) {
   EXPECT_EQ(launch.launch.argv, sent.argv);
   EXPECT_EQ(launch.launch.environment, sent.environment);
   EXPECT_EQ(launch.launch.workDir, sent.workDir);
-  EXPECT_EQ(launch.launch.graceMs, 1500);
 
   const LauncherMessage reap = decodeLauncherMessage(encodeReap(4194303));
   EXPECT_EQ(reap.kind, LauncherMessage::Kind::kReap);
   EXPECT_EQ(reap.pid, 4194303);
+  EXPECT_EQ(decodeLauncherMessage(encodeNewSlot()).kind, LauncherMessage::Kind::kSlot);
   EXPECT_EQ(decodeAnswer(encodeAnswer(-EINVAL)), -EINVAL);
   EXPECT_EQ(decodeAnswer(encodeAnswer(12345)), 12345);
 }
@@ -85,17 +84,14 @@ TEST(SupervisorLaunchTest, AMalformedMessageIsRefusedNamingWhatIsWrong) {
   EXPECT_THAT(messageOf("X"), HasSubstr("unknown kind 88"));
   EXPECT_THAT(messageOf(launch.substr(0, launch.size() - 1)), HasSubstr("environment: cut short"));
   EXPECT_THAT(messageOf(launch + "z"), HasSubstr("1 bytes too many"));
+  EXPECT_THAT(messageOf(encodeNewSlot() + "z"), HasSubstr("1 bytes too many"));
   EXPECT_THAT(messageOf(encodeReap(0)), HasSubstr("pid: 0"));
   EXPECT_THAT(messageOf(encodeReap(1)), HasSubstr("pid: 1"));  // never init
   LaunchRequest noProgram = sampleRequest();
   noProgram.argv = {};
   EXPECT_THAT(messageOf(encodeLaunch(noProgram)), HasSubstr("argv: no program"));
-  LaunchRequest negativeGrace = sampleRequest();
-  negativeGrace.graceMs = -1;
-  EXPECT_THAT(messageOf(encodeLaunch(negativeGrace)), HasSubstr("grace: negative"));
   // A count the payload cannot hold is refused before anything is reserved for it.
   std::string hugeCount(1, 'L');
-  hugeCount.append(8, '\0');                // grace
   hugeCount.append(4, '\0');                // empty work dir
   hugeCount.append("\xff\xff\xff\x7f", 4);  // argv count
   EXPECT_THAT(messageOf(hugeCount), HasSubstr("argv: more items than the message holds"));

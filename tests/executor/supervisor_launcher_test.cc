@@ -1,7 +1,9 @@
-// executor/supervisor_launcher.h with the real tide-container --serve: a forked supervisor runs
-// the command as an exec'd one would (environment, directory, descriptors, its own process
-// group, the exit status or signal), nothing outlives the launcher however it dies, a launcher
-// that died is replaced at the next launch, and a bad request is refused without stopping it.
+// executor/supervisor_launcher.h with the real tide-container --serve: a slot supervisor runs
+// the command as an exec'd supervisor would (environment, directory, descriptors, its own
+// process group, the exit status or signal), one task after another with nothing of the last
+// one left; a killed launcher stops no task and is replaced when a slot is needed, a killed
+// slot is dropped, nothing outlives the executor's end, and a bad request is refused without
+// stopping anything.
 // Leftovers are found by walking /proc for a marker in the environment, never by name.
 
 #include "executor/supervisor_launcher.h"
@@ -21,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/process_tree.h"
 #include "common/spawn.h"
 #include "common/supervisor_launch.h"
 #include "executor/task_runner.h"
@@ -56,7 +59,6 @@ class SupervisorLauncherTest : public ::testing::Test {
     r.argv = {"/bin/sh", "-c", script};
     r.environment = {marker_, "PATH=/usr/bin:/bin"};
     r.workDir = dir_.path().string();
-    r.graceMs = 300;
     return r;
   }
   int file(const std::string& name) {
@@ -65,7 +67,7 @@ class SupervisorLauncherTest : public ::testing::Test {
     files_.push_back(fd);
     return fd;
   }
-  // Waits (bounded) until the supervisor has exited, as the runner's pidfd poll does.
+  // Waits (bounded) until the task has exited, as the runner's pidfd poll does.
   static bool exited(pid_t pid) {
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
     if (pidfd < 0) return false;
@@ -131,31 +133,120 @@ TEST_F(SupervisorLauncherTest, AProgramThatCannotRunExits127SayingWhy) {
             std::string::npos);
 }
 
-TEST_F(SupervisorLauncherTest, NothingOutlivesAKilledLauncherAndTheNextLaunchGetsANewOne) {
-  SupervisorLauncher launcher(kSupervisor, {});
+// Slot supervisors hang on the executor's sockets, not on the launcher: a SIGKILLed launcher
+// stops no task, the next new slot comes from a new launcher, and the executor's end going
+// leaves nothing, the tasks' daemons included.
+TEST_F(SupervisorLauncherTest, AKilledLauncherStopsNoTaskAndTheExecutorGoingLeavesNothing) {
+  auto launcher = std::make_unique<SupervisorLauncher>(kSupervisor, std::vector<std::string>{});
   const std::string ready = (dir_.path() / "ready").string();
-  const pid_t pid = launcher.launch(
+  const pid_t pid = launcher->launch(
       request("( setsid sh -c 'exec sleep 300' & ) ; sleep 301 & touch " + ready + "; wait"),
       file("out"), file("err"));
   ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ready); }, 20s));
   ASSERT_TRUE(eventually([&] { return left().size() >= 3; }, 20s)) << describe(left());
-  const pid_t first = launcher.launcherPid();
+  const pid_t first = launcher->launcherPid();
   ASSERT_GT(first, 0);
-  // ps tells the launcher from the supervisors it forked.
+  // ps tells the launcher from the slot supervisors it forked.
   EXPECT_EQ(readFile("/proc/" + std::to_string(first) + "/cmdline")
                 .find(std::string(kSupervisor) + '\0' + "--serve"),
             0u);
-  const std::string supervisor = readFile("/proc/" + std::to_string(pid) + "/cmdline");
+  // The task's parent: the slot supervisor that runs it.
+  const std::optional<ProcessInfo> task = readProcess(pid);
+  ASSERT_TRUE(task.has_value());
+  const std::string supervisor = readFile("/proc/" + std::to_string(task->ppid) + "/cmdline");
   EXPECT_EQ(supervisor.substr(0, supervisor.find_last_not_of('\0') + 1),
             std::string(kSupervisor) + '\0' + "--task-supervisor");
+  const size_t running = left().size();
   ASSERT_EQ(::kill(first, SIGKILL), 0);
-  EXPECT_TRUE(eventually([&] { return left().empty(); }, 20s)) << describe(left());
-  // The supervisor went with it and was reaped by someone else: the launcher cannot say how.
-  EXPECT_FALSE(launcher.reap(pid).has_value());
-  const pid_t next = launcher.launch(request("exit 0"), file("out2"), file("err2"));
-  EXPECT_NE(launcher.launcherPid(), first);
+  // A second task needs a second slot, which a new launcher starts.
+  const pid_t next = launcher->launch(request("exit 0"), file("out2"), file("err2"));
+  EXPECT_NE(launcher->launcherPid(), first);
   ASSERT_TRUE(exited(next));
-  EXPECT_EQ(launcher.reap(next), std::optional<int>(0));
+  EXPECT_EQ(launcher->reap(next), std::optional<int>(0));
+  EXPECT_EQ(::kill(pid, 0), 0) << "the task died with the launcher";
+  EXPECT_EQ(left().size(), running) << describe(left());
+  launcher.reset();
+  EXPECT_TRUE(eventually([&] { return left().empty(); }, 20s)) << describe(left());
+}
+
+// Stopping a task reaches what it orphaned in a session of its own too, with SIGTERM first (a
+// daemon may clean up), as a supervisor exec'd per task passes its SIGTERM on to its tree.
+TEST_F(SupervisorLauncherTest, StoppingATaskSendsSigtermToWhatItOrphanedToo) {
+  SupervisorLauncher launcher(kSupervisor, {});
+  const std::string daemonPid = (dir_.path() / "daemon").string();
+  const std::string termed = (dir_.path() / "termed").string();
+  const pid_t pid = launcher.launch(
+      request("( setsid sh -c 'trap \"echo yes > " + termed + "; exit 0\" TERM; echo $$ > " +
+              daemonPid + ".tmp; mv " + daemonPid + ".tmp " + daemonPid +
+              "; while :; do sleep 0.05; done' & ); exec sleep 300"),
+      file("out"), file("err"));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(daemonPid); }, 20s));
+  errno = 0;
+  EXPECT_FALSE(launcher.stop(::getpid()));
+  EXPECT_EQ(errno, ECHILD);
+  ASSERT_TRUE(launcher.stop(pid));
+  // Before the reap, which SIGKILLs whatever is left (the daemon may still be in its trap).
+  EXPECT_TRUE(eventually([&] { return readFile(termed) == "yes\n"; }, 20s))
+      << "the orphaned daemon got no SIGTERM";
+  ASSERT_TRUE(exited(pid));
+  EXPECT_EQ(describeWaitStatus(launcher.reap(pid).value_or(-1)), "killed by signal 15 (SIGTERM)");
+  EXPECT_TRUE(left().empty()) << describe(left());
+}
+
+// A slot supervisor killed under its task: reaping that task says it lost track of it, and the
+// next launch gets a slot that works.
+TEST_F(SupervisorLauncherTest, AKilledSlotSupervisorIsDroppedAndItsTaskReportedLost) {
+  SupervisorLauncher launcher(kSupervisor, {});
+  const pid_t pid = launcher.launch(request("exec sleep 300"), file("out"), file("err"));
+  const std::optional<ProcessInfo> task = readProcess(pid);
+  ASSERT_TRUE(task.has_value());
+  ASSERT_EQ(::kill(task->ppid, SIGKILL), 0);
+  ASSERT_EQ(::kill(-pid, SIGKILL), 0);
+  ASSERT_TRUE(exited(pid));
+  errno = 0;
+  EXPECT_FALSE(launcher.reap(pid).has_value());
+  EXPECT_NE(errno, 0);
+  const pid_t next = launcher.launch(request("exit 5"), file("out2"), file("err2"));
+  ASSERT_TRUE(exited(next));
+  EXPECT_EQ(exitCodeOf(launcher.reap(next).value_or(-1)), 5);
+}
+
+// A slot supervisor is forked once and runs one task after another; what a task left running
+// (here a daemon in a session of its own, which only the subreaper still holds) is gone when
+// its reap is answered, before the next task can start below the same supervisor.
+TEST_F(SupervisorLauncherTest, ASlotRunsTaskAfterTaskAndNothingATaskLeftOutlivesItsReap) {
+  SupervisorLauncher launcher(kSupervisor, {});
+  const std::string daemonPidFile = (dir_.path() / "daemon").string();
+  const pid_t first = launcher.launch(
+      request("( setsid sh -c 'echo $$ > " + daemonPidFile + ".tmp; mv " + daemonPidFile + ".tmp " +
+              daemonPidFile + "; exec sleep 300' & ); while [ ! -s " + daemonPidFile +
+              " ]; do sleep 0.01; done"),
+      file("out"), file("err"));
+  ASSERT_TRUE(exited(first));
+  const pid_t daemon = std::stoi(readFile(daemonPidFile));
+  ASSERT_EQ(::kill(daemon, 0), 0) << "the daemon should still run until the task is reaped";
+  const std::optional<ProcessInfo> firstTask = readProcess(first);  // a zombie until reaped
+  ASSERT_TRUE(firstTask.has_value());
+  EXPECT_EQ(launcher.reap(first), std::optional<int>(0));
+  EXPECT_FALSE(readProcess(daemon).has_value()) << "the task's daemon outlived its reap";
+
+  // Two at once get two supervisors; the first of them is the one the first task had.
+  const std::string ready = (dir_.path() / "ready").string();
+  const pid_t second = launcher.launch(request("exit 3"), file("out2"), file("err2"));
+  const pid_t third =
+      launcher.launch(request("touch " + ready + "; exec sleep 300"), file("out3"), file("err3"));
+  ASSERT_TRUE(exited(second));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(ready); }, 20s));
+  const std::optional<ProcessInfo> secondTask = readProcess(second);
+  const std::optional<ProcessInfo> thirdTask = readProcess(third);
+  ASSERT_TRUE(secondTask.has_value() && thirdTask.has_value());
+  EXPECT_EQ(secondTask->ppid, firstTask->ppid);
+  EXPECT_NE(thirdTask->ppid, firstTask->ppid);
+  EXPECT_EQ(exitCodeOf(launcher.reap(second).value_or(-1)), 3);
+  ASSERT_EQ(::kill(-third, SIGKILL), 0);  // each task leads its own process group
+  ASSERT_TRUE(exited(third));
+  EXPECT_EQ(describeWaitStatus(launcher.reap(third).value_or(-1)), "killed by signal 9 (SIGKILL)");
+  EXPECT_FALSE(launcher.reap(third).has_value()) << "a task is reaped once";
 }
 
 // The parent-death signal of the launcher fires when the thread that started it ends: that
@@ -192,23 +283,44 @@ TEST_F(SupervisorLauncherTest, ABadRequestIsRefusedAndTheLauncherServesOn) {
   spawn.stderrPath = (dir_.path() / "launcher.err").string();
   const pid_t launcher = spawnProcess(spawn);
   ::close(ends[1]);
-  const auto ask = [&](const std::string& payload, const std::vector<int>& fds) {
+  const auto ask = [&](int socket, const std::string& payload, const std::vector<int>& fds,
+                       std::vector<int>& received) {
     std::string answer;
-    std::vector<int> received;
-    EXPECT_TRUE(sendFrame(ends[0], payload, fds));
-    EXPECT_TRUE(receiveFrame(ends[0], answer, received));
+    EXPECT_TRUE(sendFrame(socket, payload, fds));
+    EXPECT_TRUE(receiveFrame(socket, answer, received));
     return decodeAnswer(answer);
   };
-  EXPECT_EQ(ask("nonsense", {}), -EINVAL);
-  EXPECT_EQ(ask(encodeLaunch(request("true")), {}), -EINVAL);  // no descriptors to give it
-  EXPECT_EQ(ask(encodeReap(::getpid()), {}), -ECHILD);         // not a child of the launcher
-  const int64_t pid = ask(encodeLaunch(request("exit 5")), {file("out"), file("err")});
+  std::vector<int> none;
+  EXPECT_EQ(ask(ends[0], "nonsense", {}, none), -EINVAL);
+  EXPECT_EQ(ask(ends[0], encodeLaunch(request("true")), {file("o"), file("e")}, none), -EINVAL);
+  std::vector<int> slotSocket;
+  const int64_t slot = ask(ends[0], encodeNewSlot(), {}, slotSocket);
+  ASSERT_GT(slot, 0);
+  ASSERT_EQ(slotSocket.size(), 1u);
+  const int toSlot = slotSocket[0];
+  EXPECT_EQ(ask(toSlot, "nonsense", {}, none), -EINVAL);
+  EXPECT_EQ(ask(toSlot, encodeNewSlot(), {}, none), -EINVAL);
+  EXPECT_EQ(ask(toSlot, encodeLaunch(request("true")), {}, none), -EINVAL);  // no descriptors
+  EXPECT_EQ(ask(toSlot, encodeReap(::getpid()), {}, none), -EINVAL);         // not the task it runs
+  const int64_t pid =
+      ask(toSlot, encodeLaunch(request("exit 5")), {file("out"), file("err")}, none);
   ASSERT_GT(pid, 0);
+  EXPECT_EQ(ask(toSlot, encodeLaunch(request("true")), {file("o2"), file("e2")}, none), -EINVAL)
+      << "a slot runs one task at a time";
   ASSERT_TRUE(exited(static_cast<pid_t>(pid)));
-  EXPECT_EQ(exitCodeOf(static_cast<int>(ask(encodeReap(static_cast<pid_t>(pid)), {}))), 5);
+  EXPECT_EQ(
+      exitCodeOf(static_cast<int>(ask(toSlot, encodeReap(static_cast<pid_t>(pid)), {}, none))), 5);
+  EXPECT_TRUE(none.empty());
   const std::string errors = readFile(dir_.path() / "launcher.err");
   EXPECT_NE(errors.find("unknown kind"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("requests for slots only"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("launches, stops and reaps only"), std::string::npos) << errors;
   EXPECT_NE(errors.find("a launch needs 2 descriptors"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("not the task it runs"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("a launch while task"), std::string::npos) << errors;
+  // Closing a slot's socket ends the slot supervisor.
+  ::close(toSlot);
+  EXPECT_TRUE(exited(static_cast<pid_t>(slot)));
   // Closing the socket ends it.
   ::close(ends[0]);
   int status = 0;
