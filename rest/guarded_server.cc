@@ -414,6 +414,9 @@ struct GuardedServer::Connection {
   // looked at again every kTrickleRecheck, until it is whole or this deadline passes.
   bool trickling = false;
   Clock::time_point requestDeadline = Clock::time_point::max();
+  // The parking's count of wakeDeferred() calls before its handler (or resume) last looked for
+  // an answer: a wake after that, before it is parked, resumes it at once instead of being lost.
+  uint64_t wakesSeen = 0;
 };
 
 namespace {
@@ -467,11 +470,21 @@ class GuardedServer::Parking {
 
   void enqueue(std::function<void()> task) { pool_.enqueue(std::move(task)); }
 
-  // `deferred`: waits for wakeDeferred() or the deadline; else for its next request.
+  // How many times wakeDeferred() has been called: read before a handler looks for its answer
+  // (Connection::wakesSeen).
+  uint64_t wakes() const { return wakes_.load(); }
+
+  // `deferred`: waits for wakeDeferred() or the deadline (resumed at once when a wake came since
+  // it last looked); else for its next request.
   void park(std::shared_ptr<Connection> connection, Clock::time_point until, bool deferred) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (stopping_) return;  // closed as `connection` goes
     Connection* c = connection.get();
+    if (deferred && c->wakesSeen != wakes_.load()) {
+      lock.unlock();
+      pool_.enqueue([this, connection] { server_.resume(connection, false); });
+      return;
+    }
     const bool earliest = deadlines_.empty() || until < deadlines_.begin()->first;
     c->deadline = deadlines_.emplace(until, c);
     if (deferred) {
@@ -491,6 +504,8 @@ class GuardedServer::Parking {
 
   void wakeDeferred() {
     std::vector<std::shared_ptr<Connection>> woken;
+    // Counted before the parked ones are taken: one parked after this sees the new count.
+    ++wakes_;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (deferred_.empty()) return;
@@ -623,6 +638,7 @@ class GuardedServer::Parking {
   std::map<Connection*, std::shared_ptr<Connection>> parked_;  // guarded by mutex_
   std::multimap<Clock::time_point, Connection*> deadlines_;    // guarded by mutex_
   std::set<Connection*> deferred_;                             // guarded by mutex_
+  std::atomic<uint64_t> wakes_{0};                             // wakeDeferred() calls
 };
 
 namespace {
@@ -786,6 +802,7 @@ void GuardedServer::serve(std::shared_ptr<Connection> connection) {
       stream.beginRequest();
     }
     bool closed = false;
+    connection->wakesSeen = parking_->wakes();
     servingNow = connection.get();
     const bool served = process_request(stream, connection->left == 1, closed, nullptr);
     servingNow = nullptr;
@@ -805,6 +822,7 @@ void GuardedServer::resume(std::shared_ptr<Connection> connection, bool timedOut
   httplib::Response res;
   res.status = 200;
   bool answer = false;
+  connection->wakesSeen = parking_->wakes();
   try {
     answer = connection->deferred->resume(res, timedOut) || timedOut;
   } catch (const std::exception& error) {

@@ -12,7 +12,8 @@
 //   tide-rm, or of executors keeping a connection to the AM, cost file descriptors, not threads.
 // - A handler may leave its answer for later (deferReply: a long poll): the connection then
 //   waits without a thread too, until wakeDeferred() or the reply's deadline, when a worker
-//   resumes it and writes the answer.
+//   resumes it and writes the answer. A wakeDeferred() that comes after the handler (or a
+//   resume) began looking for an answer, before the connection is parked, resumes it at once.
 // - A request's line, headers and body must all arrive within `requestReadTimeout` of its first
 //   byte, however slowly they trickle; otherwise the connection is closed. Over plain HTTP a
 //   request whose head is still trickling in waits without a worker too (its bytes looked at,

@@ -643,6 +643,37 @@ TEST_F(HttpServerTest, DeferredRepliesHoldNoThreadAndAreAnsweredWhenWoken) {
   polls.clear();
 }
 
+// A wake that comes after a handler (or a resume) found nothing to answer with, but before its
+// connection is parked, is not lost: the reply is resumed at once, not at its deadline (an
+// executor's long poll would wait out its hold with work there for it).
+TEST_F(HttpServerTest, AWakeBetweenLookingForAnAnswerAndParkingIsNotLost) {
+  auto server = makeEchoServer(serverOptions());
+  HttpServer* raw = server.get();
+  std::atomic<int> resumes{0};
+  server->post("/wait", [&resumes, raw](const httplib::Request&, httplib::Response&) {
+    DeferredReply reply;
+    reply.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    reply.resume = [&resumes, raw](httplib::Response& res, bool timedOut) {
+      if (timedOut) {
+        replyJson(res, R"({"woken":false})");
+        return true;
+      }
+      if (++resumes == 1) {
+        raw->wakeDeferred();  // work comes just after this resume found none
+        return false;
+      }
+      replyJson(res, R"({"woken":true})");
+      return true;
+    };
+    raw->wakeDeferred();  // work comes just after the handler found none
+    ASSERT_TRUE(deferReply(std::move(reply)));
+  });
+  startServer(std::move(server));
+  const HttpResponse response = client_->request("POST", "/wait", "{}");
+  EXPECT_EQ(response.body, R"({"woken":true})") << "the wake was lost: resumed at the deadline";
+  EXPECT_EQ(resumes, 2);
+}
+
 // A deferred reply nobody wakes is resumed at its deadline, told so.
 TEST_F(HttpServerTest, ADeferredReplyIsResumedAtItsDeadline) {
   auto server = makeEchoServer(serverOptions());
