@@ -396,10 +396,13 @@ bool ExecutorBackend::gatherSync(RunnerReport& report, rest::ExecutorSync& sync)
   sync.decommissioning = decommissionRequested_;
   sync.migrated.swap(migrated_);
   migrated_.clear();
-  const bool idle = sync.updates.empty() && sync.running.empty() && sync.migrated.empty() &&
-                    sync.returned.empty() && runner_.queuedCount() == 0;
-  // Only a sync with nothing to report may be held, and only while no task runs (a
-  // running task could end during the hold and its slot would sit idle).
+  const bool idle =
+      sync.updates.empty() && !report.holdsWork && sync.migrated.empty() && sync.returned.empty();
+  // Only a sync with nothing to report may be held, and only while no task runs, is being
+  // started or is queued (one could end during the hold, its end unheard and its slot idle
+  // until the hold ends: at the end of a stage, a whole heartbeat). holdsWork is read with
+  // the rest of the report: a queued task the runner's thread is starting is in neither the
+  // queue nor the running list.
   sync.maxWaitMs = idle ? heartbeatInterval_.count() : 0;
   return idle;
 }
@@ -462,7 +465,8 @@ bool ExecutorBackend::syncAgainAtOnce(bool idle, const rest::ExecutorSyncReply& 
   if (runner_.hasUpdates()) {
     return !batchesUpdates() || std::chrono::steady_clock::now() >= lastSent + updateBatchWindow();
   }
-  if (runner_.runningCount() > 0) return false;  // wait for one to end (or the heartbeat)
+  // Running, or being started out of the queue: wait for one to end (or the heartbeat).
+  if (runner_.freeSlots() < runner_.slots()) return false;
   // Idle. After a long poll the AM held, poll again at once; after one it answered early
   // with nothing (an AM that does not hold), wait out the interval rather than spin. A sync
   // that reported something was not held, so it is followed by a poll.

@@ -5,8 +5,8 @@
 //
 // Sync timing, which is what makes the executor fast:
 //   - updates pending (a task ended, so a slot is free): sync at once, not holding them back;
-//   - nothing running and nothing to say: a long poll (maxWaitMs = the heartbeat interval),
-//     so new work reaches the executor as soon as the AM has it;
+//   - nothing running, being started or queued, and nothing to say: a long poll (maxWaitMs =
+//     the heartbeat interval), so new work reaches the executor as soon as the AM has it;
 //   - tasks running, none ended: wait until one ends or the heartbeat interval has passed.
 // With builtin noop tasks one round trip reports a batch and fetches the next.
 //

@@ -689,6 +689,7 @@ void TaskRunner::collect(RunnerReport& report) {
   for (const auto& entry : tasks_) report.running.push_back(entry.first);
   std::sort(report.running.begin(), report.running.end());
   report.freeSlots = std::max(0, slots_ - busySlotsLocked());
+  report.holdsWork = busySlotsLocked() > 0 || !queued_.empty();
 }
 
 bool TaskRunner::hasUpdates() const {

@@ -139,6 +139,9 @@ struct RunnerReport {
   std::vector<rest::TaskStatusUpdate> updates;  // since the last collect()
   std::vector<int64_t> running;                 // started, not yet reported
   int freeSlots = 0;
+  // A task running, being started (out of the queue, not yet running) or queued: the runner
+  // has work, so a sync must not ask the AM to hold it.
+  bool holdsWork = false;
 };
 
 // The environment of the current process as "NAME=value" entries (without TIDE_APP_SECRET).

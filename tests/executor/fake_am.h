@@ -120,6 +120,9 @@ class FakeAm {
   int syncs = 0;
   int syncsWithUpdates = 0;
   int badSyncs = 0;
+  // Syncs that asked to be held (maxWaitMs > 0) while a task handed to the executor had not
+  // been reported ended or handed back: its end could then wait out the hold.
+  int holdAsksWithTasksOut = 0;
   std::vector<int64_t> lastRunning;
   std::chrono::steady_clock::time_point firstLaunchAt;
   std::chrono::steady_clock::time_point lastUpdateAt;
@@ -161,9 +164,12 @@ class FakeAm {
       ++syncsWithUpdates;
     }
     for (rest::TaskStatusUpdate& update : sync.updates) {
+      handedOut_.erase(update.taskId);
       updatesByTask[update.taskId].push_back(std::move(update));
       ++updateCount;
     }
+    for (int64_t taskId : sync.returned) handedOut_.erase(taskId);
+    if (sync.maxWaitMs > 0 && !handedOut_.empty()) ++holdAsksWithTasksOut;
     lastRunning = sync.running;
     changed_.notify_all();
     const auto hasWork = [&] {
@@ -183,6 +189,7 @@ class FakeAm {
       firstLaunchAt = std::chrono::steady_clock::now();
     }
     for (size_t i = 0; i < batch; ++i) {
+      handedOut_.insert(queue_.front().taskId);
       reply.launches.push_back(std::move(queue_.front()));
       queue_.pop_front();
     }
@@ -196,6 +203,7 @@ class FakeAm {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<rest::TaskLaunch> queue_;
+  std::set<int64_t> handedOut_;  // launched, no end or hand-back heard yet
   std::vector<int64_t> kills_;
   std::set<int64_t> denyCommits_;
   bool shutdown_ = false;

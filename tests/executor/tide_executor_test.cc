@@ -231,6 +231,38 @@ TEST_F(TideExecutorTest, EndsOfShortQueuedTasksGoToTheAmInBatches) {
   EXPECT_LE(am.syncsWithUpdates, 30);
 }
 
+// At the end of a stage the AM holds an idle executor's sync for the heartbeat. An executor
+// must never ask for that while it holds a task: not while one runs, is queued, or is being
+// started out of its queue (then in neither list; an end during the hold waited out the whole
+// heartbeat, and so did the stage). Many short stage ends, each a chance to ask at the wrong
+// moment.
+TEST_F(TideExecutorTest, NeverAsksToBeHeldWhileATaskRunsIsQueuedOrIsStarting) {
+  FakeAm::Options options;
+  options.handAhead = 2;
+  FakeAm am(options);
+  auto executor = startExecutor(am);
+  constexpr int kRounds = 40;
+  constexpr int kTasksPerRound = 3;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<TaskLaunch> tasks;
+    for (int i = 0; i < kTasksPerRound; ++i) {
+      TaskLaunch task = commandTask(round * kTasksPerRound + i, {"true"});
+      task.queued = i > 0;
+      tasks.push_back(task);
+    }
+    am.addTasks(tasks);
+    const size_t ended = static_cast<size_t>((round + 1) * kTasksPerRound);
+    ASSERT_TRUE(amSees(am, *executor, [&] { return am.updateCount >= ended; }))
+        << "round " << round << "\n"
+        << executor->log();
+  }
+  am.shutdownExecutors();
+  EXPECT_EQ(executor->waitForExit(), 0) << executor->log();
+  am.stop();
+  EXPECT_EQ(am.holdAsksWithTasksOut, 0);
+  EXPECT_EQ(am.updatesByTask.size(), static_cast<size_t>(kRounds * kTasksPerRound));
+}
+
 TEST_F(TideExecutorTest, RegistersWithItsIdentity) {
   FakeAm am(FakeAm::Options{});
   auto executor = startExecutor(am, {"--conf", "executor.cores=3"});
