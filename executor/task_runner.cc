@@ -815,8 +815,10 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   if (it == tasks_.end()) return;
   RunningTask& task = it->second;
   // The leader is a zombie now, so its pid (and group id) cannot have been reused: kill what
-  // the task left behind in its group before reaping, then reap.
-  ::kill(-task.pid, SIGKILL);
+  // the task left behind in its group before reaping, then reap. Below a slot supervisor the
+  // supervisor does that as it reaps (it holds the zombie; if it died, someone else may have
+  // reaped the task and its pid may be another process's by now).
+  if (launcher_ == nullptr) ::kill(-task.pid, SIGKILL);
   int status = 0;
   const pid_t reaped = reapTaskProcess(task.pid, status, false);
   if (reaped == 0) return;  // not exited after all (spurious readiness)

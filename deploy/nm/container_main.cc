@@ -399,6 +399,8 @@ pid_t startTask(const LaunchRequest& request, int stdoutFd, int stderrFd) {
           signalProcessTree(::getpid(), SIGTERM, false);
           result = 0;
         } else {
+          // Its group first: the task is our child, so the group id is still its own.
+          ::kill(-task, SIGKILL);
           int status = 0;
           pid_t reaped;
           do {

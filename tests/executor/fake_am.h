@@ -29,6 +29,12 @@ class FakeAm {
     int taskSlots = 1;
     // Tasks handed out beyond the free slots in each sync reply (the test marks them queued).
     size_t handAhead = 0;
+
+    static Options handingAhead(size_t tasks) {
+      Options options;
+      options.handAhead = tasks;
+      return options;
+    }
   };
 
   explicit FakeAm(Options options) : options_(std::move(options)) {

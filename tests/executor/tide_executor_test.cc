@@ -200,9 +200,7 @@ TEST_F(TideExecutorTest, NoopThroughput) {
 // reports the ends of short tasks in batches (those within 20 ms of its last sync), not in one
 // sync each, and loses none.
 TEST_F(TideExecutorTest, EndsOfShortQueuedTasksGoToTheAmInBatches) {
-  FakeAm::Options options;
-  options.handAhead = 200;
-  FakeAm am(options);
+  FakeAm am(FakeAm::Options::handingAhead(200));
   auto executor = startExecutor(am);
   constexpr int kTasks = 100;
   std::vector<TaskLaunch> tasks;
@@ -237,9 +235,7 @@ TEST_F(TideExecutorTest, EndsOfShortQueuedTasksGoToTheAmInBatches) {
 // heartbeat, and so did the stage). Many short stage ends, each a chance to ask at the wrong
 // moment.
 TEST_F(TideExecutorTest, NeverAsksToBeHeldWhileATaskRunsIsQueuedOrIsStarting) {
-  FakeAm::Options options;
-  options.handAhead = 2;
-  FakeAm am(options);
+  FakeAm am(FakeAm::Options::handingAhead(2));
   auto executor = startExecutor(am);
   constexpr int kRounds = 40;
   constexpr int kTasksPerRound = 3;
