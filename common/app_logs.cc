@@ -16,16 +16,21 @@ int64_t modifiedEpochMs(const struct stat& info) {
   return static_cast<int64_t>(info.st_mtim.tv_sec) * 1000 + info.st_mtim.tv_nsec / 1000000;
 }
 
-// The newest modification time of `path` and everything below it; symlinks are not followed.
-int64_t newestModification(const fs::path& path) {
+// Whether `path` or anything below it was modified at or after `sinceEpochMs`; symlinks are not
+// followed. It stops at the first such entry: an application still in use answers at once
+// (its dir, or the first file looked at, is recent), so a sweep over a log dir of hundreds of
+// applications and hundreds of thousands of task logs walks only the ones it removes.
+bool modifiedSince(const fs::path& path, int64_t sinceEpochMs) {
   struct stat info {};
-  if (::lstat(path.c_str(), &info) != 0) return 0;
-  int64_t newest = modifiedEpochMs(info);
+  if (::lstat(path.c_str(), &info) != 0) return false;
+  if (modifiedEpochMs(info) >= sinceEpochMs) return true;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    if (::lstat(it->path().c_str(), &info) == 0) newest = std::max(newest, modifiedEpochMs(info));
+    if (::lstat(it->path().c_str(), &info) == 0 && modifiedEpochMs(info) >= sinceEpochMs) {
+      return true;
+    }
   }
-  return newest;
+  return false;
 }
 
 Status checkIds(const std::string& appId, const std::string& containerId) {
@@ -202,16 +207,18 @@ Status readLogFile(const std::string& path, std::optional<int64_t> tailBytes,
 
 std::vector<std::string> removeExpiredApplicationLogs(const std::string& logDir,
                                                       int64_t retentionMs, int64_t nowEpochMs,
-                                                      const std::set<std::string>& keep) {
+                                                      const std::set<std::string>& keep,
+                                                      const std::function<bool()>& stopping) {
   std::vector<std::string> removed;
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(logDir, ec)) {
+    if (stopping && stopping()) break;
     const std::string name = entry.path().filename().string();
     if (!isPlainPathComponent(name) || keep.count(name) != 0 || entry.is_symlink(ec) ||
         !entry.is_directory(ec)) {
       continue;
     }
-    if (newestModification(entry.path()) >= nowEpochMs - retentionMs) continue;
+    if (modifiedSince(entry.path(), nowEpochMs - retentionMs)) continue;
     std::error_code removeError;
     fs::remove_all(entry.path(), removeError);
     if (!removeError) removed.push_back(name);

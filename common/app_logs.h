@@ -14,6 +14,7 @@
 // resolved: a request can never reach outside it.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -71,9 +72,12 @@ Status readLogFile(const std::string& path, std::optional<int64_t> tailBytes, st
 // Deletes the application directories under `logDir` whose newest modification (of the
 // directory, its containers' directories and their files) is older than `nowEpochMs -
 // retentionMs`, except those of the applications in `keep` (still running here). Returns the
-// ids removed; a missing logDir is none.
+// ids removed; a missing logDir is none. An application still written to is seen at its first
+// recent entry, so the sweep walks only what it removes. `stopping`, when given, is asked
+// before each application: true ends the sweep there.
 std::vector<std::string> removeExpiredApplicationLogs(const std::string& logDir,
                                                       int64_t retentionMs, int64_t nowEpochMs,
-                                                      const std::set<std::string>& keep = {});
+                                                      const std::set<std::string>& keep = {},
+                                                      const std::function<bool()>& stopping = {});
 
 }  // namespace tide

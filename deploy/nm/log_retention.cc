@@ -14,7 +14,10 @@ size_t LogRetention::sweep() {
   const std::set<std::string> keep =
       options_.activeApplications ? options_.activeApplications() : std::set<std::string>{};
   const std::vector<std::string> removed = removeExpiredApplicationLogs(
-      options_.logDir, options_.retention, options_.wallClock->nowMs(), keep);
+      options_.logDir, options_.retention, options_.wallClock->nowMs(), keep, [this] {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stopping_;
+      });
   for (const std::string& appId : removed) {
     log_.info() << "deleted the logs of " << appId << ": older than nm.logRetention ("
                 << formatDuration(options_.retention) << ")";
@@ -23,8 +26,8 @@ size_t LogRetention::sweep() {
 }
 
 void LogRetention::start() {
-  sweep();
   thread_ = std::thread([this] {
+    sweep();
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       if (wake_.wait_for(lock, std::chrono::milliseconds(options_.interval),

@@ -1,7 +1,7 @@
 #pragma once
 
 // nm.logRetention: deletes the application log directories of nm.logDir that nobody has
-// written to for longer than the retention, once at start() and then every `interval`, as
+// written to for longer than the retention, at start() and then every `interval`, as
 // YARN's NodeManager does with yarn.nodemanager.log.retain-seconds. Applications with a
 // running container on this node are never deleted. The sweep is common/app_logs.h's; this is
 // only its thread.
@@ -34,8 +34,10 @@ class LogRetention {
   LogRetention(const LogRetention&) = delete;
   LogRetention& operator=(const LogRetention&) = delete;
 
-  // Sweeps once now (before returning), then every interval on a thread.
+  // Sweeps on a thread: at once, then every interval. start() does not wait for the first
+  // sweep: a log dir that holds much to delete must not hold up the node manager's start.
   void start();
+  // Stops the thread; a sweep under way ends after the application it is deleting.
   void stop();
   // One sweep; returns how many application directories it deleted.
   size_t sweep();

@@ -134,6 +134,22 @@ TEST_F(AppLogsTest, RetentionDeletesOnlyApplicationsUntouchedForLongerThanIt) {
   EXPECT_TRUE(removeExpiredApplicationLogs((dir_.path() / "none").string(), 1, now).empty());
 }
 
+// A sweep asked to stop ends before the next application (a node manager stopping does not
+// wait for a whole log dir to be deleted).
+TEST_F(AppLogsTest, RetentionStopsBeforeTheNextApplicationWhenAsked) {
+  const int64_t now = 1'800'000'000'000;
+  write("app_a/c_1/stderr", "old");
+  write("app_b/c_1/stderr", "old");
+  int asked = 0;
+  const std::vector<std::string> removed =
+      removeExpiredApplicationLogs(logDir(), 7 * kDayMs, now, {}, [&] { return ++asked > 1; });
+  EXPECT_EQ(removed.size(), 1u);
+  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(removeExpiredApplicationLogs(logDir(), 7 * kDayMs, now, {}, [] { return true; }),
+            std::vector<std::string>{});
+  EXPECT_EQ(removeExpiredApplicationLogs(logDir(), 7 * kDayMs, now).size(), 1u);
+}
+
 TEST(TaskDirName, KeepsPlainStageIdsAndNeutralisesTheRest) {
   EXPECT_EQ(taskDirName("bad", 0, 2), "bad-0-2");
   EXPECT_EQ(taskDirName("../x", 1, 0), "_.._x-1-0");

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 
 #include "tests/support/files.h"
 #include "tests/support/polling.h"
@@ -33,8 +35,8 @@ TEST(LogRetentionTest, SweepsAtStartAndThenEveryIntervalButKeepsRunningApplicati
   options.wallClock = &wall;
   options.activeApplications = [] { return std::set<std::string>{"app_running"}; };
   LogRetention retention(options);
-  retention.start();
-  EXPECT_FALSE(fs::exists(logs / "app_1"));  // at start, before start() returns
+  retention.start();  // sweeps on its thread, at once
+  EXPECT_TRUE(testing_support::eventually([&] { return !fs::exists(logs / "app_1"); }, 10s));
   EXPECT_TRUE(fs::exists(logs / "app_running"));
 
   // Later: an application that ended meanwhile goes at a periodic sweep.
@@ -48,6 +50,34 @@ TEST(LogRetentionTest, SweepsAtStartAndThenEveryIntervalButKeepsRunningApplicati
   testing_support::writeFile(logs / "app_3" / "c_1" / "stderr", "fresh");
   EXPECT_EQ(LogRetention(options).sweep(), 0u);
   EXPECT_TRUE(fs::exists(logs / "app_3"));
+}
+
+// A sweep with much to do must not hold up the node manager's start: start() returns while its
+// first sweep has not ended.
+TEST(LogRetentionTest, StartDoesNotWaitForTheFirstSweep) {
+  testing_support::TempDir dir;
+  const fs::path logs = dir.path() / "logs";
+  testing_support::writeFile(logs / "app_1" / "c_1" / "stderr", "x");
+  ManualClock wall(SystemClock().nowMs() + 8 * kDayMs);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> sweepBegan{false};
+  std::atomic<bool> heldUntilTimeout{false};
+  LogRetentionOptions options;
+  options.logDir = logs.string();
+  options.retention = 7 * kDayMs;
+  options.wallClock = &wall;
+  options.activeApplications = [&] {
+    sweepBegan = true;
+    if (released.wait_for(5s) != std::future_status::ready) heldUntilTimeout = true;
+    return std::set<std::string>{};
+  };
+  LogRetention retention(options);
+  retention.start();
+  EXPECT_TRUE(testing_support::eventually([&] { return sweepBegan.load(); }, 10s));
+  release.set_value();
+  EXPECT_FALSE(heldUntilTimeout) << "start() waited for its sweep";
+  EXPECT_TRUE(testing_support::eventually([&] { return !fs::exists(logs / "app_1"); }, 10s));
 }
 
 }  // namespace
