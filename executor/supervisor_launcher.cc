@@ -15,13 +15,22 @@
 namespace tide::executor {
 namespace {
 
-// Sends a request and reads its answer, and the descriptors that came with it (the caller's).
-// nullopt (errno set) when the peer is gone or answered something that is no answer.
-std::optional<int64_t> ask(int socket, const std::string& payload, const std::vector<int>& fds,
-                           std::vector<int>& received) {
+// Sends a request and reads its answer. The descriptors that came with it go to `received`
+// (the caller's) when given, else they are closed. nullopt (errno set) when the peer is gone or
+// answered something that is no answer.
+std::optional<int64_t> ask(int socket, const std::string& payload, const std::vector<int>& fds = {},
+                           std::vector<int>* received = nullptr) {
   std::string answer;
+  std::vector<int> descriptors;
   errno = 0;
-  if (!sendFrame(socket, payload, fds) || !receiveFrame(socket, answer, received)) {
+  const bool answered =
+      sendFrame(socket, payload, fds) && receiveFrame(socket, answer, descriptors);
+  if (received != nullptr) {
+    *received = std::move(descriptors);
+  } else {
+    for (int fd : descriptors) ::close(fd);
+  }
+  if (!answered) {
     if (errno == 0) errno = EPIPE;
     return std::nullopt;
   }
@@ -90,7 +99,7 @@ SupervisorLauncher::Slot SupervisorLauncher::newSlotLocked(const std::string& pr
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (socket_ < 0) startLocked();
     std::vector<int> received;
-    const std::optional<int64_t> pid = ask(socket_, encodeNewSlot(), {}, received);
+    const std::optional<int64_t> pid = ask(socket_, encodeNewSlot(), {}, &received);
     if (!pid) {
       const int error = errno;
       stopLocked();
@@ -102,7 +111,7 @@ SupervisorLauncher::Slot SupervisorLauncher::newSlotLocked(const std::string& pr
       throw SpawnError(*pid < 0 ? static_cast<int>(-*pid) : EPROTO, std::generic_category(),
                        "cannot start '" + program + "' (supervisor launcher: new slot)");
     }
-    return Slot{static_cast<pid_t>(*pid), received[0], 0};
+    return Slot{received[0], 0};
   }
   throw SpawnError(errno != 0 ? errno : EPIPE, std::generic_category(),
                    "cannot start '" + program + "' (supervisor launcher died)");
@@ -119,12 +128,9 @@ pid_t SupervisorLauncher::launch(const LaunchRequest& request, int stdoutFd, int
       slots_.push_back(newSlotLocked(request.argv[0]));
       slot = slots_.end() - 1;
     }
-    std::vector<int> received;
-    const std::optional<int64_t> pid = ask(slot->socket, payload, {stdoutFd, stderrFd}, received);
-    for (int fd : received) ::close(fd);
+    const std::optional<int64_t> pid = ask(slot->socket, payload, {stdoutFd, stderrFd});
     if (!pid) {
-      ::close(slot->socket);
-      slots_.erase(slot);
+      dropSlotLocked(slot);
       continue;
     }
     if (*pid <= 0) {
@@ -138,6 +144,14 @@ pid_t SupervisorLauncher::launch(const LaunchRequest& request, int stdoutFd, int
                    "cannot start '" + request.argv[0] + "' (slot supervisor died)");
 }
 
+void SupervisorLauncher::dropSlotLocked(std::vector<Slot>::iterator slot) {
+  const int error = errno;
+  ::close(
+      slot->socket);  // the slot supervisor exits (killing its task, if any); the launcher reaps it
+  slots_.erase(slot);
+  errno = error;
+}
+
 std::vector<SupervisorLauncher::Slot>::iterator SupervisorLauncher::slotOfLocked(pid_t task) {
   auto slot = std::find_if(slots_.begin(), slots_.end(),
                            [&](const Slot& s) { return s.task == task && task > 0; });
@@ -149,9 +163,7 @@ bool SupervisorLauncher::stop(pid_t task) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto slot = slotOfLocked(task);
   if (slot == slots_.end()) return false;
-  std::vector<int> received;
-  const std::optional<int64_t> answer = ask(slot->socket, encodeStop(task), {}, received);
-  for (int fd : received) ::close(fd);
+  const std::optional<int64_t> answer = ask(slot->socket, encodeStop(task));
   if (!answer || *answer < 0) {
     if (answer) errno = static_cast<int>(-*answer);
     return false;  // a dead slot is dropped when its task is reaped
@@ -163,24 +175,16 @@ std::optional<int> SupervisorLauncher::reap(pid_t task) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto slot = slotOfLocked(task);
   if (slot == slots_.end()) return std::nullopt;
-  std::vector<int> received;
-  const std::optional<int64_t> status = ask(slot->socket, encodeReap(task), {}, received);
-  for (int fd : received) ::close(fd);
+  const std::optional<int64_t> status = ask(slot->socket, encodeReap(task));
   if (!status) {
     // Died, and its task (orphaned) was reaped by someone else: nobody can say how it ended.
-    const int error = errno;
-    ::close(slot->socket);
-    slots_.erase(slot);
-    errno = error;
+    dropSlotLocked(slot);
     return std::nullopt;
   }
   slot->task = 0;
   const size_t idle =
       std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.task == 0; });
-  if (idle > kMaxIdleSlots) {
-    ::close(slot->socket);  // it exits; the launcher reaps it
-    slots_.erase(slot);
-  }
+  if (idle > kMaxIdleSlots) dropSlotLocked(slot);
   if (*status < 0) {
     errno = static_cast<int>(-*status);
     return std::nullopt;

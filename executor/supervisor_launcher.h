@@ -52,13 +52,14 @@ class SupervisorLauncher {
 
  private:
   struct Slot {
-    pid_t pid = -1;
-    int socket = -1;
-    pid_t task = 0;  // 0: idle
+    int socket = -1;  // to its slot supervisor
+    pid_t task = 0;   // 0: idle
   };
 
   void startLocked();
   void stopLocked();
+  // Closes its socket and forgets it; errno is kept.
+  void dropSlotLocked(std::vector<Slot>::iterator slot);
   // The slot running `task`, or slots_.end() (errno ECHILD).
   std::vector<Slot>::iterator slotOfLocked(pid_t task);
   // A new slot supervisor from the launcher (started, or started again, as needed).

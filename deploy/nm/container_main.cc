@@ -394,8 +394,8 @@ pid_t startTask(const LaunchRequest& request, int stdoutFd, int stderrFd) {
                                    std::to_string(message.pid) + ", which is not the task it runs");
         }
         if (message.kind == LauncherMessage::Kind::kStop) {
-          // The task's group, and what it orphaned here (in groups and sessions of its own).
-          ::kill(-task, SIGTERM);
+          // Everything below us: the task, its group, and what it orphaned here (in groups and
+          // sessions of its own).
           signalProcessTree(::getpid(), SIGTERM, false);
           result = 0;
         } else {
