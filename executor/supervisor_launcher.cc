@@ -1,5 +1,6 @@
 #include "executor/supervisor_launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -169,6 +170,13 @@ bool SupervisorLauncher::stop(pid_t task) {
     return false;  // a dead slot is dropped when its task is reaped
   }
   return true;
+}
+
+int SupervisorLauncher::watchSlot(pid_t task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto slot = slotOfLocked(task);
+  if (slot == slots_.end()) return -1;
+  return ::fcntl(slot->socket, F_DUPFD_CLOEXEC, 0);
 }
 
 std::optional<int> SupervisorLauncher::reap(pid_t task) {

@@ -47,6 +47,11 @@ class SupervisorLauncher {
   // (what it orphaned, in groups and sessions of its own). False (errno set) when its slot
   // supervisor is gone or the pid is no task of ours.
   bool stop(pid_t task);
+  // A descriptor that hangs up (POLLRDHUP, POLLHUP) when the slot supervisor of a running task
+  // dies: a copy of the slot's socket, which the caller closes once it has reaped the task (the
+  // slot supervisor only sees its socket close when every copy is closed). -1 (errno set) when
+  // the pid is no task of ours.
+  int watchSlot(pid_t task);
   // The launcher's pid while it runs (for tests), else -1.
   pid_t launcherPid() const;
 

@@ -45,6 +45,9 @@ std::string_view variableName(std::string_view entry) {
 int openPidfd(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
+int sendSignalByPidfd(int pidfd, int signal) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
+}
 
 std::string errnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
@@ -147,6 +150,7 @@ TaskRunner::~TaskRunner() {
     int status = 0;
     reapTaskProcess(task.pid, status, true);
     ::close(task.pidfd);
+    if (task.slotFd >= 0) ::close(task.slotFd);
   }
   ::close(wakeFd_);
 }
@@ -499,7 +503,8 @@ void TaskRunner::startCommand(const rest::TaskLaunch& launch, TimeMs now, Comman
   }
   TIDE_LOG(log_, debug) << "task " << launch.taskId << " started as pid " << pid << " in "
                         << files.cwd.string();
-  addCommandTask(launch, now, pid, pidfd, std::move(files));
+  const int slotFd = launcher_ != nullptr ? launcher_->watchSlot(pid) : -1;
+  addCommandTask(launch, now, pid, pidfd, slotFd, std::move(files));
   // The supervisor's poll() must start watching the new pidfd.
   wakeSupervisor();
 }
@@ -596,7 +601,7 @@ pid_t TaskRunner::spawnCommand(const rest::TaskLaunch& launch, const CommandFile
 }
 
 void TaskRunner::addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd,
-                                CommandFiles files) {
+                                int slotFd, CommandFiles files) {
   std::lock_guard<std::mutex> lock(mutex_);
   RunningTask task;
   task.kind = TaskKind::kCommand;
@@ -604,6 +609,7 @@ void TaskRunner::addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_
   task.timeoutMs = launch.timeoutMs;
   task.pid = pid;
   task.pidfd = pidfd;
+  task.slotFd = slotFd;
   task.stderrPath = std::move(files.stderrPath);
   task.owner =
       TaskOutputOwner{launch.jobId, launch.stageId, launch.index, launch.collectDir, launch.taskId};
@@ -823,6 +829,7 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   const pid_t reaped = reapTaskProcess(task.pid, status, false);
   if (reaped == 0) return;  // not exited after all (spurious readiness)
   ::close(task.pidfd);
+  if (task.slotFd >= 0) ::close(task.slotFd);
 
   rest::TaskStatusUpdate update;
   update.taskId = taskId;
@@ -830,7 +837,9 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   std::string howItEnded;
   if (reaped < 0) {
     update.exitCode = kNoProcessExitCode;
-    howItEnded = "lost track of its process: " + errnoText(errno);
+    howItEnded = task.supervisorDied
+                     ? std::string("its slot supervisor died under it (the task was killed)")
+                     : "lost track of its process: " + errnoText(errno);
   } else if (WIFSIGNALED(status)) {
     update.exitCode = 128 + WTERMSIG(status);
     howItEnded = "killed by signal " + std::to_string(WTERMSIG(status));
@@ -892,6 +901,20 @@ pid_t TaskRunner::reapTaskProcess(pid_t pid, int& status, bool block) {
   return reaped;
 }
 
+void TaskRunner::supervisorDiedLocked(int64_t taskId) {
+  auto it = tasks_.find(taskId);
+  if (it == tasks_.end() || it->second.slotFd < 0) return;
+  RunningTask& task = it->second;
+  ::close(task.slotFd);
+  task.slotFd = -1;
+  task.supervisorDied = true;
+  log_.warn() << "task " << taskId << ": its slot supervisor died; killing the task";
+  // While the leader lives (signal 0 through its pidfd, which no other process can stand for),
+  // its pid is its group's id and cannot be another's: kill the group, then the leader itself.
+  if (sendSignalByPidfd(task.pidfd, 0) == 0) ::kill(-task.pid, SIGKILL);
+  sendSignalByPidfd(task.pidfd, SIGKILL);
+}
+
 void TaskRunner::wakeSupervisor() {
   const uint64_t one = 1;
   // A full counter (never in practice) still wakes the poll(), so a failed write is harmless.
@@ -900,7 +923,9 @@ void TaskRunner::wakeSupervisor() {
 
 void TaskRunner::supervise() {
   std::vector<pollfd> watched;
-  std::vector<int64_t> watchedTasks;  // the task of watched[i + 1]
+  // The task of watched[i + 1], and whether that entry is its slot supervisor's socket (else
+  // its pidfd).
+  std::vector<std::pair<int64_t, bool>> watchedTasks;
   while (true) {
     int timeoutMs = -1;
     {
@@ -911,7 +936,12 @@ void TaskRunner::supervise() {
       for (const auto& [taskId, task] : tasks_) {
         if (task.pidfd < 0) continue;
         watched.push_back(pollfd{task.pidfd, POLLIN, 0});
-        watchedTasks.push_back(taskId);
+        watchedTasks.emplace_back(taskId, false);
+        if (task.slotFd >= 0) {
+          // Only a hang-up: a slot's answers to requests are read by the launcher.
+          watched.push_back(pollfd{task.slotFd, POLLRDHUP, 0});
+          watchedTasks.emplace_back(taskId, true);
+        }
       }
       if (!timers_.empty()) {
         const TimeMs wait = timers_.begin()->first - clock_->nowMs();
@@ -929,8 +959,14 @@ void TaskRunner::supervise() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       const TimeMs now = clock_->nowMs();
+      // Exits first: a task whose supervisor died after it exited is reaped, not killed.
       for (size_t i = 1; i < watched.size(); ++i) {
-        if (watched[i].revents != 0) reapLocked(watchedTasks[i - 1], now);
+        const auto [taskId, isSlot] = watchedTasks[i - 1];
+        if (watched[i].revents != 0 && !isSlot) reapLocked(taskId, now);
+      }
+      for (size_t i = 1; i < watched.size(); ++i) {
+        const auto [taskId, isSlot] = watchedTasks[i - 1];
+        if (watched[i].revents != 0 && isSlot) supervisorDiedLocked(taskId);
       }
       fireDueTimersLocked(now);
     }

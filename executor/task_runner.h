@@ -221,6 +221,10 @@ class TaskRunner {
     int64_t timeoutMs = 0;
     pid_t pid = -1;  // command: the process, which leads its own process group
     int pidfd = -1;  // command: readable once the process has exited
+    // Command below a slot supervisor: hangs up if the supervisor dies under the task
+    // (SupervisorLauncher::watchSlot); -1 once seen.
+    int slotFd = -1;
+    bool supervisorDied = false;
     bool killRequested = false;
     bool timedOut = false;
     std::string stderrPath;  // command
@@ -276,9 +280,12 @@ class TaskRunner {
   // Starts the process (below the supervisor when there is one); throws SpawnError.
   pid_t spawnCommand(const rest::TaskLaunch& launch, const CommandFiles& files,
                      const std::string& program) const;
-  // Records the started process as the running task.
-  void addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd,
+  // Records the started process as the running task (slotFd: RunningTask::slotFd).
+  void addCommandTask(const rest::TaskLaunch& launch, TimeMs now, pid_t pid, int pidfd, int slotFd,
                       CommandFiles files);
+  // The slot supervisor of a running task died (its slotFd hung up): the task, orphaned, is
+  // killed with its group, and its end is reported as the supervisor's death when it is reaped.
+  void supervisorDiedLocked(int64_t taskId);
   // Callers hold mutex_: takes the queued launches `take` accepts out of the queue and returns
   // their ids, in queue order.
   template <typename Predicate>

@@ -501,6 +501,18 @@ class TaskContainmentTest : public ::testing::Test {
 
   std::vector<WalkedProcess> left() const { return processesWithEnv(marker_); }
 
+  // A task that leaves a daemon in a session of its own and a background child, then exits
+  // 0: it finishes, and neither outlives it.
+  void expectWhatATaskDaemonisedGoes(const executor::TaskRunnerOptions& runnerOptions) {
+    executor::TaskRunner runner(runnerOptions);
+    runner.launch(
+        command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
+    const auto updates = waitForUpdate(runner);
+    ASSERT_EQ(updates.size(), 1u);
+    EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
+    expectNoneLeftAfterFault(tally_, [&] { return left(); });
+  }
+
   void TearDown() override { tally_.flush(); }
 
   testing_support::TempDir dir_;
@@ -509,12 +521,7 @@ class TaskContainmentTest : public ::testing::Test {
 };
 
 TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
-  executor::TaskRunner runner(options());
-  runner.launch(command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
-  const auto updates = waitForUpdate(runner);
-  ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
-  expectNoneLeftAfterFault(tally_, [&] { return left(); });
+  expectWhatATaskDaemonisedGoes(options());
 }
 
 // The same with a supervisor exec'd per task (forkSupervisors=false), the way without the
@@ -522,11 +529,26 @@ TEST_F(TaskContainmentTest, WhatATaskDaemonisedGoesWhenItEnds) {
 TEST_F(TaskContainmentTest, WithASupervisorExecdPerTaskWhatATaskDaemonisedGoesToo) {
   executor::TaskRunnerOptions execd = options();
   execd.forkSupervisors = false;
-  executor::TaskRunner runner(execd);
-  runner.launch(command(1, "( setsid sh -c 'exec sleep 300' & ) ; sleep 300 & sleep 0.3; exit 0"));
+  expectWhatATaskDaemonisedGoes(execd);
+}
+
+// A slot supervisor SIGKILLed under its task leaves the task orphaned; the executor sees the
+// slot's socket hang up and kills the task and its group at once, rather than letting it run
+// to its end (here 300 s) unsupervised, and the task's end says why.
+TEST_F(TaskContainmentTest, ATaskWhoseSlotSupervisorIsKilledGoesAtOnceWithItsGroup) {
+  executor::TaskRunner runner(options());
+  const std::string pidFile = (dir_.path() / "task.pid").string();
+  runner.launch(command(1, "sleep 300 & echo $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " +
+                               pidFile + "; wait"));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(pidFile); }));
+  const pid_t task = std::stoi(readFile(pidFile));
+  const std::optional<ProcessInfo> info = tide::readProcess(task);  // common/process_tree.h
+  ASSERT_TRUE(info.has_value());
+  ASSERT_EQ(::kill(info->ppid, SIGKILL), 0) << "the task's slot supervisor";
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(updates[0].state, rest::TaskState::kFinished) << updates[0].reason;
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
+  EXPECT_THAT(updates[0].reason, ::testing::HasSubstr("slot supervisor died"));
   expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
