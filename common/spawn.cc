@@ -79,38 +79,32 @@ void setEntry(std::vector<std::string>& entries, const std::string& name,
   entries.push_back(prefix + value);
 }
 
+// One standard stream: a descriptor the caller keeps, else a file opened by path, else
+// inherited (empty path). `what` names it in an error ("stdout to").
+void redirect(SpawnSetup& setup, int stream, const char* what, int fromFd, const std::string& path,
+              int openFlags) {
+  if (fromFd >= 0) {
+    setup.check(posix_spawn_file_actions_adddup2(setup.actions(), fromFd, stream),
+                std::string(what) + " descriptor " + std::to_string(fromFd));
+  } else if (!path.empty()) {
+    setup.check(
+        posix_spawn_file_actions_addopen(setup.actions(), stream, path.c_str(), openFlags, 0644),
+        std::string(what) + " " + path);
+  }
+}
+
 // Files first (absolute paths, opened in the parent's cwd), then the directory change.
 void addFileActions(SpawnSetup& setup, const SpawnOptions& options) {
   posix_spawn_file_actions_t* actions = setup.actions();
-  if (options.stdinFd >= 0) {
-    setup.check(posix_spawn_file_actions_adddup2(actions, options.stdinFd, STDIN_FILENO),
-                "stdin from descriptor " + std::to_string(options.stdinFd));
-  } else if (!options.stdinPath.empty()) {
-    setup.check(posix_spawn_file_actions_addopen(actions, STDIN_FILENO, options.stdinPath.c_str(),
-                                                 O_RDONLY, 0),
-                "stdin from " + options.stdinPath);
-  }
   const int outputFlags = O_WRONLY | O_CREAT | (options.appendOutput ? O_APPEND : O_TRUNC);
-  if (options.stdoutFd >= 0) {
-    setup.check(posix_spawn_file_actions_adddup2(actions, options.stdoutFd, STDOUT_FILENO),
-                "stdout to descriptor " + std::to_string(options.stdoutFd));
-  } else if (!options.stdoutPath.empty()) {
-    setup.check(posix_spawn_file_actions_addopen(actions, STDOUT_FILENO, options.stdoutPath.c_str(),
-                                                 outputFlags, 0644),
-                "stdout to " + options.stdoutPath);
-  }
-  if (options.stderrFd >= 0) {
-    setup.check(posix_spawn_file_actions_adddup2(actions, options.stderrFd, STDERR_FILENO),
-                "stderr to descriptor " + std::to_string(options.stderrFd));
-  } else if (!options.stderrPath.empty()) {
-    if (options.stderrPath == options.stdoutPath) {
-      setup.check(posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO),
-                  "stderr to stdout");
-    } else {
-      setup.check(posix_spawn_file_actions_addopen(actions, STDERR_FILENO,
-                                                   options.stderrPath.c_str(), outputFlags, 0644),
-                  "stderr to " + options.stderrPath);
-    }
+  redirect(setup, STDIN_FILENO, "stdin from", options.stdinFd, options.stdinPath, O_RDONLY);
+  redirect(setup, STDOUT_FILENO, "stdout to", options.stdoutFd, options.stdoutPath, outputFlags);
+  if (options.stderrFd < 0 && !options.stderrPath.empty() &&
+      options.stderrPath == options.stdoutPath) {
+    setup.check(posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, STDERR_FILENO),
+                "stderr to stdout");
+  } else {
+    redirect(setup, STDERR_FILENO, "stderr to", options.stderrFd, options.stderrPath, outputFlags);
   }
   if (!options.workDir.empty()) {
     setup.check(posix_spawn_file_actions_addchdir_np(actions, options.workDir.c_str()),
