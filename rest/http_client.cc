@@ -329,24 +329,18 @@ rapidjson::Document HttpClient::requestJson(const std::string& method, const std
   }
 }
 
+JsonBody::JsonBody(const rapidjson::Value& value) : text_(toJsonString(value)) {}
+
 rapidjson::Document HttpClient::getJson(const std::string& path, const RequestOptions& options) {
   return requestJson("GET", path, "", options);
 }
-rapidjson::Document HttpClient::postJson(const std::string& path, const rapidjson::Value& body,
+rapidjson::Document HttpClient::postJson(const std::string& path, const JsonBody& body,
                                          const RequestOptions& options) {
-  return requestJson("POST", path, toJsonString(body), options);
+  return requestJson("POST", path, body.text(), options);
 }
-rapidjson::Document HttpClient::postJson(const std::string& path, const std::string& jsonText,
-                                         const RequestOptions& options) {
-  return requestJson("POST", path, jsonText, options);
-}
-rapidjson::Document HttpClient::putJson(const std::string& path, const rapidjson::Value& body,
+rapidjson::Document HttpClient::putJson(const std::string& path, const JsonBody& body,
                                         const RequestOptions& options) {
-  return requestJson("PUT", path, toJsonString(body), options);
-}
-rapidjson::Document HttpClient::putJson(const std::string& path, const std::string& jsonText,
-                                        const RequestOptions& options) {
-  return requestJson("PUT", path, jsonText, options);
+  return requestJson("PUT", path, body.text(), options);
 }
 rapidjson::Document HttpClient::deleteJson(const std::string& path, const RequestOptions& options) {
   return requestJson("DELETE", path, "", options);

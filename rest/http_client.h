@@ -135,6 +135,19 @@ struct RequestOptions {
 // for its lifetime. Thread-safety: calls are internally locked, so sharing one client between
 // threads is safe, but its calls then run one at a time; give each thread that needs
 // parallel calls its own client.
+// A JSON request body: text as it is, or a document written out once. Implicit, so that a
+// caller passes whichever it has.
+class JsonBody {
+ public:
+  JsonBody(std::string text) : text_(std::move(text)) {}
+  JsonBody(const char* text) : text_(text) {}
+  JsonBody(const rapidjson::Value& value);
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
 class HttpClient {
  public:
   // baseUrl: "http://host:port" (optionally with a path prefix), or "unix:/path/to/socket"
@@ -155,13 +168,9 @@ class HttpClient {
   // it. A non-2xx answer or a body that is not JSON throws HttpError. An empty 2xx body
   // (e.g. 204) yields a null document.
   rapidjson::Document getJson(const std::string& path, const RequestOptions& options = {});
-  rapidjson::Document postJson(const std::string& path, const rapidjson::Value& body,
+  rapidjson::Document postJson(const std::string& path, const JsonBody& body,
                                const RequestOptions& options = {});
-  rapidjson::Document postJson(const std::string& path, const std::string& jsonText,
-                               const RequestOptions& options = {});
-  rapidjson::Document putJson(const std::string& path, const rapidjson::Value& body,
-                              const RequestOptions& options = {});
-  rapidjson::Document putJson(const std::string& path, const std::string& jsonText,
+  rapidjson::Document putJson(const std::string& path, const JsonBody& body,
                               const RequestOptions& options = {});
   rapidjson::Document deleteJson(const std::string& path, const RequestOptions& options = {});
   // Any method; the general form of the helpers above.

@@ -70,6 +70,14 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_GT(port, 0);
     client_ = std::make_unique<HttpClient>(server_->baseUrl(), clientOptions());
   }
+  // Starts an echo server with `options` and opens a raw TCP connection to it; -1, with the
+  // failure recorded, when it cannot.
+  int startEchoAndConnect(const HttpServerOptions& options) {
+    startServer(makeEchoServer(options));
+    const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
+    EXPECT_GE(sock, 0) << std::strerror(errno);
+    return sock;
+  }
   // Starts an echo server with `options`, opens 200 connections that send a header line every
   // 2 s and never finish, and expects 20 requests beside them, each on a new connection (as a
   // heartbeat after an idle period would be), answered within 1 s.
@@ -438,9 +446,8 @@ TEST_F(HttpServerTest, ARequestThatNeverFinishesIsCutOff) {
 TEST_F(HttpServerTest, APartialRequestFromAPeerThatShutItsSideIsClosedAtOnce) {
   HttpServerOptions options = serverOptions();
   options.requestReadTimeout = std::chrono::seconds(60);
-  startServer(makeEchoServer(options));
-  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
-  ASSERT_GE(sock, 0) << std::strerror(errno);
+  const int sock = startEchoAndConnect(options);
+  ASSERT_GE(sock, 0);
   // Part of a head: no blank line ends it.
   ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: x\r\n"));
   ::shutdown(sock, SHUT_WR);
@@ -534,9 +541,8 @@ TEST_F(HttpServerTest, IdleKeptAliveConnectionsHoldNoThreadAndAreServedAgain) {
 TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
   HttpServerOptions options = serverOptions();
   options.keepAliveTimeout = std::chrono::seconds(1);
-  startServer(makeEchoServer(options));
-  const int sock = testing_support::connectTcp("127.0.0.1", server_->port());
-  ASSERT_GE(sock, 0) << std::strerror(errno);
+  const int sock = startEchoAndConnect(options);
+  ASSERT_GE(sock, 0);
   ASSERT_TRUE(testing_support::sendAll(sock, "GET /ping HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   // The answer, then (with nothing more sent) the server's close: a read of 0 bytes.
   const auto start = std::chrono::steady_clock::now();
