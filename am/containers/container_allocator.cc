@@ -12,25 +12,37 @@ int defaultMaxNumExecutorFailures(int maxExecutors) {
   return static_cast<int>(std::max<int64_t>(3, std::min<int64_t>(twice, INT_MAX)));
 }
 
+namespace {
+
+// The exit statuses the resource manager gives a meaning (rest::exit_status); any other is the
+// executor's own exit code.
+struct KnownExit {
+  int status;
+  bool executorFailure;
+  const char* cause;
+  const char* explanation;
+};
+constexpr KnownExit kKnownExits[] = {
+    {rest::exit_status::kSuccess, false, "success", "exited normally"},
+    {rest::exit_status::kAborted, false, "released", "released or lost with its node"},
+    {rest::exit_status::kPreempted, false, "preempted", "preempted by the resource manager"},
+    {rest::exit_status::kKilledByAppMaster, false, "killed", "stopped by the application master"},
+    {rest::exit_status::kKilledByResourceManager, false, "killed",
+     "killed by the resource manager"},
+    {rest::exit_status::kKilledExceededPmem, true, "memory",
+     "killed for exceeding its memory limit"},
+};
+
+}  // namespace
+
 ExitClassification classifyExit(int exitStatus, const std::string& diagnostics) {
-  namespace es = rest::exit_status;
   const std::string detail = diagnostics.empty() ? "" : ": " + diagnostics;
-  switch (exitStatus) {
-    case es::kSuccess:
-      return {false, "success", "exited normally" + detail};
-    case es::kAborted:
-      return {false, "released", "released or lost with its node" + detail};
-    case es::kPreempted:
-      return {false, "preempted", "preempted by the resource manager" + detail};
-    case es::kKilledByAppMaster:
-      return {false, "killed", "stopped by the application master" + detail};
-    case es::kKilledByResourceManager:
-      return {false, "killed", "killed by the resource manager" + detail};
-    case es::kKilledExceededPmem:
-      return {true, "memory", "killed for exceeding its memory limit" + detail};
-    default:
-      return {true, "exit", "exited with status " + std::to_string(exitStatus) + detail};
+  for (const KnownExit& known : kKnownExits) {
+    if (known.status == exitStatus) {
+      return {known.executorFailure, known.cause, known.explanation + detail};
+    }
   }
+  return {true, "exit", "exited with status " + std::to_string(exitStatus) + detail};
 }
 
 std::optional<std::string> executorAboveMaximum(const rest::Resource& executor,
