@@ -12,11 +12,7 @@ BUILD=${1:-build}
 TASKS=${2:-3000}
 PARALLELISM=${3:-2}
 ROUNDS=${4:-3}
-TIDE="$BUILD/bin/tide"
-EXTRA=()
-for setting in ${TIDE_CONF:-}; do EXTRA+=(--conf "$setting"); done
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/common.sh"
 
 cat > "$WORK/true.json" <<JOB
 {"name": "true", "stages": [{"id": "true", "tasks": $TASKS, "command": ["true"]}]}
@@ -25,12 +21,8 @@ JOB
 now() { python3 -c 'import time; print(time.monotonic())'; }
 
 tide_seconds() {
-  "$TIDE" run "$WORK/true.json" --report "$WORK/tide.json" \
-    --conf dynamicAllocation.enabled=false --conf executor.instances="$PARALLELISM" \
-    --conf executor.cores=1 --conf executor.memory=256m --conf am.memory=256m \
-    --conf nm.cores=$((PARALLELISM + 1)) --conf log.level=warn ${EXTRA[@]+"${EXTRA[@]}"} \
-    >/dev/null 2>&1
-  python3 -c "import json; print(json.load(open('$WORK/tide.json'))['stages'][0]['duration_seconds'])"
+  fixed_run "$WORK/true.json" "$PARALLELISM" 1 >/dev/null 2>&1
+  report_stage_seconds
 }
 
 xargs_seconds() {

@@ -25,11 +25,7 @@ BUILD=${1:-build}
 TASKS=${2:-2000}
 ROUNDS=${3:-3}
 DEPTHS=(0 4 32)
-TIDE="$BUILD/bin/tide"
-EXTRA=()
-for setting in ${TIDE_CONF:-}; do EXTRA+=(--conf "$setting"); done
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/common.sh"
 
 cat > "$WORK/stragglers.json" <<JOB
 {"name": "stragglers", "stages": [{"id": "stragglers", "tasks": $TASKS, "command": ["sh", "-c",
@@ -44,16 +40,13 @@ JOB
 run_job() {
   local job=$1 depth=$2 level=$3
   rm -rf "$WORK/logs"
-  "$TIDE" run "$WORK/$job.json" --report "$WORK/tide.json" \
-    --conf dynamicAllocation.enabled=false --conf executor.instances=2 \
-    --conf executor.cores=1 --conf executor.memory=256m --conf am.memory=256m \
-    --conf nm.cores=3 --conf log.level="$level" --conf nm.logDir="$WORK/logs" \
-    --conf scheduler.queuedTasksPerExecutor="$depth" ${EXTRA[@]+"${EXTRA[@]}"} >/dev/null 2>&1
+  fixed_run "$WORK/$job.json" 2 1 --conf log.level="$level" --conf nm.logDir="$WORK/logs" \
+    --conf scheduler.queuedTasksPerExecutor="$depth" >/dev/null 2>&1
 }
 
 stage_seconds() {
   run_job "$1" "$2" warn
-  python3 -c "import json; print(json.load(open('$WORK/tide.json'))['stages'][0]['duration_seconds'])"
+  report_stage_seconds
 }
 
 # Launches per task: the executors' "sync: ... got N launches" lines (not the AM's, *_000001).

@@ -14,22 +14,15 @@ TASKS=${2:-100000}
 SLOTS=${3:-1}
 DASK_TASKS=${DASK_TASKS:-$TASKS}
 HERE=$(cd "$(dirname "$0")" && pwd)
-EXTRA=()
-for setting in ${TIDE_CONF:-}; do EXTRA+=(--conf "$setting"); done
-TIDE="$BUILD/bin/tide"
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$HERE/common.sh"
 
 cat > "$WORK/noop.json" <<JOB
 {"name": "noop", "stages": [{"id": "noop", "tasks": $TASKS, "builtin": "noop"}]}
 JOB
 
 # Two executors from the start, no scaling, so that only the scheduler is measured.
-"$TIDE" run "$WORK/noop.json" --report "$WORK/tide.json" \
-  --conf dynamicAllocation.enabled=false --conf executor.instances=2 \
-  --conf executor.cores="$SLOTS" --conf executor.memory=256m --conf am.memory=256m \
-  --conf nm.cores=$((2 * SLOTS + 1)) --conf log.level=warn ${EXTRA[@]+"${EXTRA[@]}"} 2>/dev/null
-tide_seconds=$(python3 -c "import json,sys; r=json.load(open('$WORK/tide.json')); print(r['stages'][0]['duration_seconds'])")
+fixed_run "$WORK/noop.json" 2 "$SLOTS" 2>/dev/null
+tide_seconds=$(report_stage_seconds)
 tide_rate=$(python3 -c "print(round($TASKS / $tide_seconds, 1))")
 
 dask=$(/usr/bin/python3 "$HERE/dask_noop.py" "$DASK_TASKS" "$SLOTS" 2>/dev/null)
