@@ -149,7 +149,7 @@ class AllocationPolicy {
   virtual void onBlocksUncached(const std::string& dataId) = 0;
   virtual void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) = 0;
   // A shuffle's job ended but its data stays (until onShuffleReleased, when it is cleaned).
-  virtual void onShuffleInactive(const std::string& /*shuffleId*/) {}
+  virtual void onShuffleInactive(const std::string& shuffleId) = 0;
   virtual void onShuffleReleased(const std::string& shuffleId) = 0;
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]

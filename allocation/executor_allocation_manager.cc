@@ -185,10 +185,6 @@ void ExecutorAllocationManager::onUnschedulableTaskSetRemoved(const std::string&
   unschedulable_.erase(stageId);
 }
 
-void ExecutorAllocationManager::onShuffleInactive(const std::string& shuffleId) {
-  monitor_.onShuffleInactive(shuffleId);
-}
-
 Status ExecutorAllocationManager::setBounds(Bounds bounds, std::string* warning) {
   const std::map<int, int> before = targetsByProfile();
   Status status = PolicyBase::setBounds(bounds, warning);

@@ -54,8 +54,7 @@ class ExecutorAllocationManager final : public PolicyBase {
   void onUnschedulableTaskSetRemoved(const std::string& stageId) override;
 
   // Executor events (onExecutorAdded, ...) and the data executors hold go to the monitor (see
-  // PolicyBase); shuffle output whose job ended holds its executors for shuffleTracking.timeout.
-  void onShuffleInactive(const std::string& shuffleId) override;
+  // PolicyBase).
 
   // Changes min/initial/max on a running application; the target is clipped into [min, max]
   // at once. kInvalidArgument with a message naming the field (first) when refused.

@@ -38,6 +38,10 @@ class PolicyBase : public AllocationPolicy {
   void onShuffleOutput(const ExecutorId& id, const std::string& shuffleId) override {
     monitor_.onShuffleOutput(id, shuffleId);
   }
+  // Shuffle output whose job ended holds its executors for shuffleTracking.timeout only.
+  void onShuffleInactive(const std::string& shuffleId) override {
+    monitor_.onShuffleInactive(shuffleId);
+  }
   void onShuffleReleased(const std::string& shuffleId) override {
     monitor_.onShuffleReleased(shuffleId);
   }

@@ -43,6 +43,17 @@ TEST_F(AdaptiveTest, TheFactoryBuildsThePolicyTheConfigNames) {
   EXPECT_STREQ(makeAllocationPolicy(config, clock)->name(), "spark");
 }
 
+// Shuffle output holds its executor while its job runs; once the job has ended
+// (onShuffleInactive) only for shuffleTracking.timeout, as under Spark's policy.
+TEST_F(AdaptiveTest, ShuffleOutputWhoseJobEndedHoldsItsExecutorForTheTrackingTimeoutOnly) {
+  config.shuffleTrackingTimeout = 120000;
+  policy().onExecutorAdded("e1");
+  policy().onShuffleOutput("e1", "j1");
+  EXPECT_TRUE(tickAt(3600000).toRemove.empty()) << "its job still runs";
+  policy().onShuffleInactive("j1");
+  EXPECT_EQ(tickAt(3600100).toRemove, (std::vector<ExecutorId>{"e1"}));
+}
+
 TEST_F(AdaptiveTest, AsksAtOnceForWhatFinishesTheBacklogWithinTheTarget) {
   // 200 tasks of unknown duration: 500 ms each is assumed, 100 s of work / 5 s = 20, max 8.
   policy().onStageSubmitted("s1", 200);
