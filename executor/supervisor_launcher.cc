@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ std::optional<int64_t> ask(int socket, const std::string& payload, const std::ve
   }
   if (!answered) {
     if (errno == 0) errno = EPIPE;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) errno = ETIMEDOUT;  // SO_RCVTIMEO, SO_SNDTIMEO
     return std::nullopt;
   }
   try {
@@ -46,8 +48,18 @@ std::optional<int64_t> ask(int socket, const std::string& payload, const std::ve
 }  // namespace
 
 SupervisorLauncher::SupervisorLauncher(std::string supervisorPath,
-                                       std::vector<std::string> environment)
-    : supervisorPath_(std::move(supervisorPath)), environment_(std::move(environment)) {}
+                                       std::vector<std::string> environment,
+                                       std::chrono::milliseconds answerTimeout)
+    : supervisorPath_(std::move(supervisorPath)),
+      environment_(std::move(environment)),
+      answerTimeout_(answerTimeout) {}
+
+void SupervisorLauncher::limitWaits(int socket) const {
+  const auto ms = answerTimeout_.count();
+  const timeval limit{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  ::setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+}
 
 SupervisorLauncher::~SupervisorLauncher() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -80,6 +92,7 @@ void SupervisorLauncher::startLocked() {
   }
   ::close(ends[1]);
   socket_ = ends[0];
+  limitWaits(socket_);
 }
 
 void SupervisorLauncher::stopLocked() {
@@ -112,6 +125,7 @@ SupervisorLauncher::Slot SupervisorLauncher::newSlotLocked(const std::string& pr
       throw SpawnError(*pid < 0 ? static_cast<int>(-*pid) : EPROTO, std::generic_category(),
                        "cannot start '" + program + "' (supervisor launcher: new slot)");
     }
+    limitWaits(received[0]);
     return Slot{received[0], 0};
   }
   throw SpawnError(errno != 0 ? errno : EPIPE, std::generic_category(),

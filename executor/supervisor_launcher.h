@@ -13,10 +13,17 @@
 // its task and all below it, when its socket closes, which the executor's death also does. A
 // launcher that died is started again when a new slot is needed; the slots it started serve
 // on. A slot supervisor that died is dropped, and reap() of its task says so (nullopt).
+//
+// Every request is answered at once (it forks, spawns, signals, or reaps a task that has
+// exited), so an answer that takes longer than answerTimeout means a launcher or slot
+// supervisor that is stopped or stuck: the request fails with ETIMEDOUT rather than holding up
+// the executor, and that launcher is replaced or that slot dropped. A dropped slot supervisor
+// that runs again finds its socket closed and ends, with whatever is below it.
 // Thread-safe: one request at a time.
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,8 +35,13 @@ namespace tide::executor {
 
 class SupervisorLauncher {
  public:
+  // A reap kills and reaps everything below the slot, which may take a while for processes in
+  // uninterruptible sleep: the default is generous.
+  static constexpr std::chrono::milliseconds kDefaultAnswerTimeout{30000};
+
   // `environment`: the launcher's own (the tasks get theirs with each request).
-  SupervisorLauncher(std::string supervisorPath, std::vector<std::string> environment);
+  SupervisorLauncher(std::string supervisorPath, std::vector<std::string> environment,
+                     std::chrono::milliseconds answerTimeout = kDefaultAnswerTimeout);
   // Closes every socket (slot supervisors still running a task kill it and exit; the launcher
   // exits) and reaps the launcher.
   ~SupervisorLauncher();
@@ -41,7 +53,8 @@ class SupervisorLauncher {
   pid_t launch(const LaunchRequest& request, int stdoutFd, int stderrFd);
   // The wait status of a task launch() returned, once its pidfd says it has exited (or after
   // SIGKILL: this waits). Everything the task left running is gone when it returns. nullopt
-  // (errno set) when its slot supervisor is gone or the pid is no task of ours.
+  // (errno set) when its slot supervisor is gone (ETIMEDOUT: did not answer; it is dropped) or
+  // the pid is no task of ours.
   std::optional<int> reap(pid_t task);
   // SIGTERM to a running task's process group and to everything else below its slot supervisor
   // (what it orphaned, in groups and sessions of its own). False (errno set) when its slot
@@ -69,12 +82,16 @@ class SupervisorLauncher {
   std::vector<Slot>::iterator slotOfLocked(pid_t task);
   // A new slot supervisor from the launcher (started, or started again, as needed).
   Slot newSlotLocked(const std::string& program);
+  // Bounds how long a read of an answer (and a write of a request) on the executor's end of a
+  // socket may wait.
+  void limitWaits(int socket) const;
 
   // Idle slot supervisors kept for later tasks, at most.
   static constexpr size_t kMaxIdleSlots = 64;
 
   const std::string supervisorPath_;
   const std::vector<std::string> environment_;
+  const std::chrono::milliseconds answerTimeout_;
   mutable std::mutex mutex_;
   int socket_ = -1;
   pid_t launcher_ = -1;

@@ -120,7 +120,9 @@ TaskRunner::TaskRunner(TaskRunnerOptions options) : options_(std::move(options))
   options_.environment.clear();
   if (!options_.supervisorPath.empty() && options_.forkSupervisors) {
     // The launcher runs with the executor's environment; each task gets its own with its launch.
-    launcher_ = std::make_unique<SupervisorLauncher>(options_.supervisorPath, currentEnvironment());
+    launcher_ = std::make_unique<SupervisorLauncher>(
+        options_.supervisorPath, currentEnvironment(),
+        std::chrono::milliseconds(options_.supervisorAnswerTimeout));
   }
   wakeFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wakeFd_ < 0) {
@@ -827,6 +829,7 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   if (launcher_ == nullptr) ::kill(-task.pid, SIGKILL);
   int status = 0;
   const pid_t reaped = reapTaskProcess(task.pid, status, false);
+  const int reapError = errno;
   if (reaped == 0) return;  // not exited after all (spurious readiness)
   ::close(task.pidfd);
   if (task.slotFd >= 0) ::close(task.slotFd);
@@ -837,9 +840,14 @@ void TaskRunner::reapLocked(int64_t taskId, TimeMs now) {
   std::string howItEnded;
   if (reaped < 0) {
     update.exitCode = kNoProcessExitCode;
-    howItEnded = task.supervisorDied
-                     ? std::string("its slot supervisor died under it (the task was killed)")
-                     : "lost track of its process: " + errnoText(errno);
+    if (task.supervisorDied) {
+      howItEnded = "its slot supervisor died under it (the task was killed)";
+    } else if (reapError == ETIMEDOUT) {
+      howItEnded = "lost track of its process: its slot supervisor did not answer within " +
+                   formatDuration(options_.supervisorAnswerTimeout) + " (stopped or stuck)";
+    } else {
+      howItEnded = "lost track of its process: " + errnoText(reapError);
+    }
   } else if (WIFSIGNALED(status)) {
     update.exitCode = 128 + WTERMSIG(status);
     howItEnded = "killed by signal " + std::to_string(WTERMSIG(status));

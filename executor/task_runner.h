@@ -122,6 +122,9 @@ struct TaskRunnerOptions {
   // command task) and kept from task to task: one fork and one exec per task, as under xargs.
   // false: a supervisor exec'd per task (two of each).
   bool forkSupervisors = true;
+  // How long a request to the launcher or a slot supervisor may wait for its answer
+  // (SupervisorLauncher: longer means it is stopped or stuck).
+  DurationMs supervisorAnswerTimeout = SupervisorLauncher::kDefaultAnswerTimeout.count();
   // Between the SIGTERM and the SIGKILL sent to a task's process group.
   DurationMs killGracePeriod = 1000;
   // How much of a failed task's stderr its update carries.

@@ -211,6 +211,37 @@ TEST_F(SupervisorLauncherTest, AKilledSlotSupervisorIsDroppedAndItsTaskReportedL
   EXPECT_EQ(exitCodeOf(launcher.reap(next).value_or(-1)), 5);
 }
 
+// A slot supervisor that stops answering (here SIGSTOPped) holds the executor up no longer
+// than the answer timeout: the reap of its task fails with ETIMEDOUT, the slot is dropped, and
+// the next launch gets a slot that works. Let run again, the dropped supervisor finds its
+// socket closed and ends.
+TEST_F(SupervisorLauncherTest, ASlotSupervisorThatStopsAnsweringIsDroppedAfterTheAnswerTimeout) {
+  SupervisorLauncher launcher(kSupervisor, {}, 500ms);
+  const pid_t pid = launcher.launch(request("exec sleep 300"), file("out"), file("err"));
+  const std::optional<ProcessInfo> task = readProcess(pid);
+  ASSERT_TRUE(task.has_value());
+  const pid_t supervisor = task->ppid;
+  ASSERT_EQ(::kill(supervisor, SIGSTOP), 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(exited(pid));
+  const auto start = std::chrono::steady_clock::now();
+  errno = 0;
+  EXPECT_FALSE(launcher.reap(pid).has_value());
+  EXPECT_EQ(errno, ETIMEDOUT);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s) << "the reap waited on";
+  const pid_t next = launcher.launch(request("exit 5"), file("out2"), file("err2"));
+  ASSERT_TRUE(exited(next));
+  EXPECT_EQ(exitCodeOf(launcher.reap(next).value_or(-1)), 5);
+  ASSERT_EQ(::kill(supervisor, SIGCONT), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::optional<ProcessInfo> info = readProcess(supervisor);
+        return !info.has_value() || info->state == 'Z';
+      },
+      20s))
+      << "the dropped slot supervisor did not end once let run";
+}
+
 // A slot supervisor is forked once and runs one task after another; what a task left running
 // (here a daemon in a session of its own, which only the subreaper still holds) is gone when
 // its reap is answered, before the next task can start below the same supervisor.

@@ -552,6 +552,30 @@ TEST_F(TaskContainmentTest, ATaskWhoseSlotSupervisorIsKilledGoesAtOnceWithItsGro
   expectNoneLeftAfterFault(tally_, [&] { return left(); });
 }
 
+// A slot supervisor that stops answering holds the runner up no longer than the answer
+// timeout: the reap of its task gets no answer, and the task fails saying so.
+TEST_F(TaskContainmentTest, ATaskWhoseSlotSupervisorStopsAnsweringFailsSayingSo) {
+  executor::TaskRunnerOptions quick = options();
+  quick.supervisorAnswerTimeout = 500;
+  executor::TaskRunner runner(quick);
+  const std::string pidFile = (dir_.path() / "task.pid").string();
+  runner.launch(command(
+      1, "echo $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "; exec sleep 300"));
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(pidFile); }));
+  const pid_t task = std::stoi(readFile(pidFile));
+  const std::optional<ProcessInfo> info = tide::readProcess(task);
+  ASSERT_TRUE(info.has_value());
+  ASSERT_EQ(::kill(info->ppid, SIGSTOP), 0) << "the task's slot supervisor";
+  ASSERT_EQ(::kill(task, SIGKILL), 0);
+  const auto updates = waitForUpdate(runner);
+  ::kill(info->ppid, SIGCONT);  // dropped: it finds its socket closed and ends
+  ASSERT_EQ(updates.size(), 1u);
+  EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
+  EXPECT_THAT(updates[0].reason,
+              ::testing::HasSubstr("its slot supervisor did not answer within 500ms"));
+  expectNoneLeftAfterFault(tally_, [&] { return left(); });
+}
+
 TEST_F(TaskContainmentTest, AKilledTaskTakesItsDaemonsEvenWhenTheyIgnoreSigterm) {
   executor::TaskRunner runner(options());
   const std::string ready = (dir_.path() / "ready").string();
