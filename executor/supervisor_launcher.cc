@@ -161,8 +161,9 @@ pid_t SupervisorLauncher::launch(const LaunchRequest& request, int stdoutFd, int
 
 void SupervisorLauncher::dropSlotLocked(std::vector<Slot>::iterator slot) {
   const int error = errno;
-  ::close(
-      slot->socket);  // the slot supervisor exits (killing its task, if any); the launcher reaps it
+  // The slot supervisor exits (killing its task, if any) once every copy of its socket is
+  // closed (see watchSlot); the launcher reaps it.
+  ::close(slot->socket);
   slots_.erase(slot);
   errno = error;
 }

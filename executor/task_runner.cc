@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <utility>
 
 #include "common/config.h"  // formatDuration
+#include "common/pidfd.h"
 #include "common/process_tree.h"
 #include "common/spawn.h"
 #include "executor/executor_settings.h"
@@ -38,15 +38,6 @@ constexpr int kNoProcessExitCode = -1;
 
 std::string_view variableName(std::string_view entry) {
   return entry.substr(0, entry.find('='));
-}
-
-// A descriptor that becomes readable when the process exits (close-on-exec by default). Through
-// syscall(): glibc 2.36's <sys/pidfd.h> lacks the extern "C" that C++ needs.
-int openPidfd(pid_t pid) {
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-}
-int sendSignalByPidfd(int pidfd, int signal) {
-  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
 }
 
 std::string errnoText(int error) {
@@ -919,8 +910,8 @@ void TaskRunner::supervisorDiedLocked(int64_t taskId) {
   log_.warn() << "task " << taskId << ": its slot supervisor died; killing the task";
   // While the leader lives (signal 0 through its pidfd, which no other process can stand for),
   // its pid is its group's id and cannot be another's: kill the group, then the leader itself.
-  if (sendSignalByPidfd(task.pidfd, 0) == 0) ::kill(-task.pid, SIGKILL);
-  sendSignalByPidfd(task.pidfd, SIGKILL);
+  if (signalByPidfd(task.pidfd, 0) == 0) ::kill(-task.pid, SIGKILL);
+  signalByPidfd(task.pidfd, SIGKILL);
 }
 
 void TaskRunner::wakeSupervisor() {

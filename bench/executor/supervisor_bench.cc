@@ -8,7 +8,6 @@
 
 #include <benchmark/benchmark.h>
 #include <poll.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pidfd.h"
 #include "common/spawn.h"
 #include "executor/supervisor_launcher.h"
 
@@ -55,7 +55,7 @@ void BM_SlotSupervisor(benchmark::State& state) {
   request.workDir = "/";
   for (auto _ : state) {
     const pid_t pid = launcher.launch(request, STDOUT_FILENO, STDERR_FILENO);
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    const int pidfd = tide::openPidfd(pid);
     pollfd exited{pidfd, POLLIN, 0};
     while (::poll(&exited, 1, -1) < 0) {
     }

@@ -2,12 +2,12 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <utility>
 
+#include "common/pidfd.h"
 #include "common/process_tree.h"
 #include "common/spawn.h"
 
@@ -34,7 +34,7 @@ namespace tide::nm {
 
 std::optional<AdoptedProcess> AdoptedProcess::open(pid_t pid, uint64_t startTimeTicks) {
   if (pid <= 1 || startTimeTicks == 0) return std::nullopt;
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int fd = openPidfd(pid);
   if (fd < 0) return std::nullopt;
   // Read after the pidfd was opened: if the process is still the one that started then, the
   // pidfd refers to it (a pid is reused only once its process has ended).
@@ -69,7 +69,7 @@ bool AdoptedProcess::exited() const {
 }
 
 bool AdoptedProcess::signal(int signal) const {
-  return ::syscall(SYS_pidfd_send_signal, fd_, signal, nullptr, 0) == 0;
+  return signalByPidfd(fd_, signal) == 0;
 }
 
 }  // namespace tide::nm

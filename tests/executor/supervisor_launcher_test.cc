@@ -13,7 +13,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pidfd.h"
 #include "common/process_tree.h"
 #include "common/spawn.h"
 #include "common/supervisor_launch.h"
@@ -69,7 +69,7 @@ class SupervisorLauncherTest : public ::testing::Test {
   }
   // Waits (bounded) until the task has exited, as the runner's pidfd poll does.
   static bool exited(pid_t pid) {
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    const int pidfd = openPidfd(pid);
     if (pidfd < 0) return false;
     pollfd ready{pidfd, POLLIN, 0};
     const bool done = ::poll(&ready, 1, 20000) == 1;

@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pidfd.h"
 #include "tests/executor/fake_am.h"
 #include "tests/support/files.h"
 #include "tests/support/polling.h"
@@ -79,7 +79,7 @@ class ExecutorProcess {
       pid_ = -1;
       return;
     }
-    pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    pidfd_ = openPidfd(pid_);
   }
   ~ExecutorProcess() {
     if (pid_ > 0 && !exitStatus_) {
