@@ -501,6 +501,23 @@ class TaskContainmentTest : public ::testing::Test {
 
   std::vector<WalkedProcess> left() const { return processesWithEnv(marker_); }
 
+  // Launches task 1, a shell that writes its pid and then runs `script`, and returns that
+  // process once it runs (its parent is its slot supervisor); nullopt, with the failure
+  // recorded, when it does not show.
+  std::optional<ProcessInfo> launchWritingItsPid(executor::TaskRunner& runner,
+                                                 const std::string& script) {
+    const std::string pidFile = (dir_.path() / "task.pid").string();
+    runner.launch(command(
+        1, "echo $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "; " + script));
+    if (!eventually([&] { return std::filesystem::exists(pidFile); })) {
+      ADD_FAILURE() << "the task did not write its pid";
+      return std::nullopt;
+    }
+    std::optional<ProcessInfo> task = tide::readProcess(std::stoi(readFile(pidFile)));
+    EXPECT_TRUE(task.has_value()) << "the task is gone";
+    return task;
+  }
+
   // A task that leaves a daemon in a session of its own and a background child, then exits
   // 0: it finishes, and neither outlives it.
   void expectWhatATaskDaemonisedGoes(const executor::TaskRunnerOptions& runnerOptions) {
@@ -537,14 +554,9 @@ TEST_F(TaskContainmentTest, WithASupervisorExecdPerTaskWhatATaskDaemonisedGoesTo
 // to its end (here 300 s) unsupervised, and the task's end says why.
 TEST_F(TaskContainmentTest, ATaskWhoseSlotSupervisorIsKilledGoesAtOnceWithItsGroup) {
   executor::TaskRunner runner(options());
-  const std::string pidFile = (dir_.path() / "task.pid").string();
-  runner.launch(command(1, "sleep 300 & echo $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " +
-                               pidFile + "; wait"));
-  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(pidFile); }));
-  const pid_t task = std::stoi(readFile(pidFile));
-  const std::optional<ProcessInfo> info = tide::readProcess(task);  // common/process_tree.h
-  ASSERT_TRUE(info.has_value());
-  ASSERT_EQ(::kill(info->ppid, SIGKILL), 0) << "the task's slot supervisor";
+  const std::optional<ProcessInfo> task = launchWritingItsPid(runner, "sleep 300 & wait");
+  ASSERT_TRUE(task.has_value());
+  ASSERT_EQ(::kill(task->ppid, SIGKILL), 0) << "the task's slot supervisor";
   const auto updates = waitForUpdate(runner);
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
@@ -558,17 +570,12 @@ TEST_F(TaskContainmentTest, ATaskWhoseSlotSupervisorStopsAnsweringFailsSayingSo)
   executor::TaskRunnerOptions quick = options();
   quick.supervisorAnswerTimeout = 500;
   executor::TaskRunner runner(quick);
-  const std::string pidFile = (dir_.path() / "task.pid").string();
-  runner.launch(command(
-      1, "echo $$ > " + pidFile + ".tmp; mv " + pidFile + ".tmp " + pidFile + "; exec sleep 300"));
-  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(pidFile); }));
-  const pid_t task = std::stoi(readFile(pidFile));
-  const std::optional<ProcessInfo> info = tide::readProcess(task);
-  ASSERT_TRUE(info.has_value());
-  ASSERT_EQ(::kill(info->ppid, SIGSTOP), 0) << "the task's slot supervisor";
-  ASSERT_EQ(::kill(task, SIGKILL), 0);
+  const std::optional<ProcessInfo> task = launchWritingItsPid(runner, "exec sleep 300");
+  ASSERT_TRUE(task.has_value());
+  ASSERT_EQ(::kill(task->ppid, SIGSTOP), 0) << "the task's slot supervisor";
+  ASSERT_EQ(::kill(task->pid, SIGKILL), 0);
   const auto updates = waitForUpdate(runner);
-  ::kill(info->ppid, SIGCONT);  // dropped: it finds its socket closed and ends
+  ::kill(task->ppid, SIGCONT);  // dropped: it finds its socket closed and ends
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].state, rest::TaskState::kFailed);
   EXPECT_THAT(updates[0].reason,
